@@ -1,0 +1,88 @@
+/**
+ * Browser settings shared by every Playwright project, and the fixtures every spec uses.
+ *
+ * Specs import `test` and `expect` from here, not from @playwright/test: `openApp` opens the
+ * page on the project's backend (`?backend=webgpu` or `?backend=wasm`), so each spec runs on
+ * both without knowing which.
+ */
+import { existsSync } from 'node:fs';
+import { test as base, expect, type LaunchOptions, type Page } from '@playwright/test';
+
+export { expect };
+
+/** The Debian package's launcher; on other machines Playwright's own browser is used. */
+const SYSTEM_CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Headless Chromium has a real (software, SwiftShader) WebGPU adapter only with these flags.
+ * Without the Vulkan/SwiftShader ones, readbacks on WebGPU return zeros (DESIGN §8). The rest
+ * keep the browser from reaching the network.
+ */
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--enable-unsafe-webgpu',
+  '--enable-features=Vulkan',
+  '--use-vulkan=swiftshader',
+  '--use-angle=swiftshader',
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+/** CHROMIUM_PATH, else the system Chromium, else undefined (Playwright's downloaded browser). */
+export function chromiumExecutable(): string | undefined {
+  const fromEnv = process.env.CHROMIUM_PATH;
+  if (fromEnv) return fromEnv;
+  return existsSync(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : undefined;
+}
+
+export function chromiumLaunchOptions(): LaunchOptions {
+  const executablePath = chromiumExecutable();
+  return { args: [...CHROMIUM_ARGS], ...(executablePath ? { executablePath } : {}) };
+}
+
+export type E2EBackend = 'webgpu' | 'wasm';
+
+export interface BackendOption {
+  /** The backend this project runs the page on; set per project in playwright.config.ts. */
+  backend: E2EBackend;
+}
+
+interface AppFixtures {
+  /** Console errors and uncaught page errors, collected from the start of the test. */
+  consoleErrors: string[];
+  /**
+   * Opens the playground with the project's backend (plus an optional query, e.g.
+   * 'task=arithmetic'), waits until the backend is chosen and returns its name.
+   */
+  openApp: (query?: string) => Promise<string>;
+}
+
+function collectErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+  return errors;
+}
+
+export const test = base.extend<AppFixtures & BackendOption>({
+  backend: ['webgpu', { option: true }],
+  consoleErrors: async ({ page }, use) => {
+    await use(collectErrors(page));
+  },
+  openApp: async ({ page, backend, consoleErrors }, use) => {
+    void consoleErrors; // requested so that errors are collected from the first navigation
+    await use(async (query = '') => {
+      const params = new URLSearchParams(query);
+      if (!params.has('backend')) params.set('backend', backend);
+      await page.goto(`/?${params.toString()}`);
+      const status = page.getByTestId('backend');
+      await expect(status).not.toHaveAttribute('data-state', 'pending');
+      return (await status.textContent()) ?? '';
+    });
+  },
+});

@@ -1,0 +1,7 @@
+import type { Command } from '../command';
+import { init } from './init';
+import { logits } from './logits';
+import { rollout } from './rollout';
+import { sft } from './sft';
+
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft };

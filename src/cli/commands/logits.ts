@@ -1,0 +1,37 @@
+import * as tf from '@tensorflow/tfjs';
+import { defineCommand } from '../command';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { forwardLogits } from '../../core/model/gpt';
+import { disposeParams } from '../../core/model/params';
+
+export const logits = defineCommand(
+  'logits',
+  'Print the token ids and per-position logits of a text (no special tokens added).',
+  {
+    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    text: { type: 'string', required: true, help: 'input text (special tokens written <name>)' },
+    json: { type: 'bool', default: false, help: 'print {"tokens": [...], "logits": [[...], ...]}' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tokens = getTokenizer().encode(f.text!);
+    if (tokens.length === 0) throw new Error('--text is empty');
+    const { policy } = await loadPolicy(f.checkpoint!, false);
+    if (tokens.length > policy.config.nPositions) {
+      throw new Error(`--text has ${tokens.length} tokens; the model holds ${policy.config.nPositions}`);
+    }
+    const out = tf.tidy(() => forwardLogits(policy.params, policy.config, tf.tensor2d([tokens], [1, tokens.length], 'int32')));
+    const rows = (await out.array())[0];
+    out.dispose();
+    disposeParams(policy.params);
+    if (f.json) {
+      console.log(JSON.stringify({ tokens, logits: rows }));
+    } else {
+      rows.forEach((row, i) => {
+        const best = row.indexOf(Math.max(...row));
+        console.log(`${i}\t${tokens[i]}\tnext argmax ${best}`);
+      });
+    }
+  },
+);

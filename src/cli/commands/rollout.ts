@@ -1,0 +1,37 @@
+import { defineCommand } from '../command';
+import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { Rng } from '../../core/rng';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder, RolloutScheduler, formatEpisode, validateRolloutConfig } from '../../core/rollout';
+import { disposeParams } from '../../core/model/params';
+
+export const rollout = defineCommand(
+  'rollout',
+  'Run one episode and print its delegation tree (or the trace as JSON).',
+  {
+    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', help: 'checkpoint directory (default: a random tiny model)' },
+    seed: { type: 'int', default: 0, help: 'problem and sampling seed' },
+    temperature: { type: 'number', default: 1, help: 'sampling temperature' },
+    greedy: { type: 'bool', default: false, help: 'greedy decoding' },
+    mono: { type: 'bool', default: false, help: 'forbid spawning (monolithic)' },
+    json: { type: 'bool', default: false, help: 'print the trace as JSON' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const policy = f.checkpoint ? (await loadPolicy(f.checkpoint, false)).policy : freshPolicy('tiny', 0);
+    const task = getTask(f.task!);
+    const cfg = validateRolloutConfig({ temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
+    const rng = new Rng(f.seed!);
+    const problem = task.generate(rng, task.defaultOptions, `seed${f.seed}`);
+    const decoder = new PolicyDecoder(policy);
+    const scheduler = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode: (t) => tok.encode(t) });
+    scheduler.addEpisode(task, problem, rng.fork());
+    const [trace] = await scheduler.run();
+    console.log(f.json ? JSON.stringify(trace) : formatEpisode(trace));
+    decoder.dispose();
+    disposeParams(policy.params);
+  },
+);

@@ -1,0 +1,141 @@
+import { join } from 'node:path';
+import { defineCommand } from '../command';
+import { appendJsonl, checkResumeConfig, formatDuration, loadRun, saveRun, truncateJsonl } from '../runDir';
+import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
+import { SFT_DEFAULTS, type SftConfig, sftSequences, sftStep, validateSftConfig } from '../../core/rl/sft';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
+import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import type { Policy } from '../../core/policy';
+
+export const sft = defineCommand(
+  'sft',
+  'Warm start: supervised training on teacher demonstrations. Resumes from --out when it holds a run.',
+  {
+    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    preset: { type: 'string', choices: ['tiny', 'small'], default: 'small', help: 'model size (fresh runs)' },
+    init: { type: 'string', help: 'start from this checkpoint instead of a random model' },
+    steps: { type: 'int', required: true, min: 1, help: 'total optimisation steps' },
+    seed: { type: 'int', default: 0, help: 'seed for init and data' },
+    out: { type: 'string', required: true, help: 'run directory (resumable)' },
+    lr: { type: 'number', default: SFT_DEFAULTS.lr, help: 'peak learning rate' },
+    'batch-tokens': { type: 'int', default: SFT_DEFAULTS.batchTokens, min: 64, help: 'tokens per step' },
+    'micro-tokens': { type: 'int', default: SFT_DEFAULTS.microTokens, min: 64, help: 'largest padded micro-batch' },
+    warmup: { type: 'int', default: SFT_DEFAULTS.warmup, min: 0, help: 'warm-up steps' },
+    'delegate-fraction': { type: 'number', default: SFT_DEFAULTS.delegateFraction, min: 0, max: 1, help: 'share of delegation demos' },
+    'save-every': { type: 'int', default: 50, min: 1, help: 'steps between saves' },
+    'log-every': { type: 'int', default: 10, min: 1, help: 'steps between progress lines' },
+    'eval-every': { type: 'int', default: 0, min: 0, help: 'steps between greedy evaluations (0 = off)' },
+    'eval-n': { type: 'int', default: 64, min: 1, help: 'problems per evaluation' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const encode = (t: string) => tok.encode(t);
+    const task = getTask(f.task!);
+    const cfg: SftConfig = validateSftConfig({
+      ...SFT_DEFAULTS,
+      task: f.task!,
+      steps: f.steps!,
+      seed: f.seed!,
+      lr: f.lr!,
+      batchTokens: f['batch-tokens']!,
+      microTokens: f['micro-tokens']!,
+      warmup: f.warmup!,
+      delegateFraction: f['delegate-fraction']!,
+    });
+    const runConfig = { ...cfg, preset: f.preset, init: f.init ?? null } as Record<string, unknown>;
+    const out = f.out!;
+    const metricsPath = join(out, 'metrics.jsonl');
+
+    let policy: Policy;
+    let step = 0;
+    let elapsed = 0;
+    let tokensSeen = 0;
+    const saved = await loadRun(out);
+    let optimizer: AdamW;
+    if (saved) {
+      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens']);
+      policy = saved.policy;
+      optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      optimizer.load(saved.optimizerStep, saved.optimizerTensors);
+      ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
+      await truncateJsonl(metricsPath, step);
+      console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
+    } else {
+      policy = f.init ? (await loadPolicy(f.init)).policy : freshPolicy(f.preset!, cfg.seed);
+      optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
+    }
+    const preset = String(f.preset);
+    const taskOpts = task.validateOptions(cfg.taskOptions as never);
+    const save = () =>
+      saveRun(out, policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
+
+    let windowStart = Date.now();
+    let windowTokens = 0;
+    const pending: object[] = [];
+    while (step < cfg.steps) {
+      const t0 = Date.now();
+      const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
+      const seqs = sftSequences(task, taskOpts, cfg, step, encode);
+      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens);
+      step++;
+      elapsed += (Date.now() - t0) / 1000;
+      tokensSeen += r.tokens;
+      windowTokens += r.tokens;
+      const row: Record<string, unknown> = {
+        step,
+        loss: r.loss,
+        lr,
+        gradNorm: r.gradNorm,
+        skipped: !r.applied,
+        tokens: r.tokens,
+        trainedTokens: r.trainedTokens,
+        elapsedSec: Math.round(elapsed * 10) / 10,
+      };
+      if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
+        Object.assign(row, await quickEval(policy, task, taskOpts, f['eval-n']!, encode));
+      }
+      pending.push(row);
+      if (step % f['log-every']! === 0 || step === cfg.steps) {
+        const rate = windowTokens / ((Date.now() - windowStart) / 1000);
+        const eta = ((cfg.steps - step) * elapsed) / Math.max(1, step - (saved?.state.step ?? 0)) || 0;
+        const evalText = 'delegateAcc' in row ? ` | eval delegate ${fmt(row.delegateAcc)} mono ${fmt(row.monoAcc)}` : '';
+        console.log(
+          `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}`,
+        );
+        windowStart = Date.now();
+        windowTokens = 0;
+      }
+      if (step % f['save-every']! === 0 || step === cfg.steps) {
+        await appendJsonl(metricsPath, pending.splice(0));
+        await save();
+      }
+    }
+    console.log(`done: ${out} at step ${step}`);
+  },
+);
+
+const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
+
+/** Greedy accuracy with and without delegation on a fixed held-out set (seed 12345). */
+async function quickEval<O>(policy: Policy, task: ReturnType<typeof getTask>, opts: O, n: number, encode: (t: string) => number[]) {
+  const problems = heldOutProblems(task, opts as never, n, 12345);
+  const decoder = new PolicyDecoder(policy);
+  try {
+    const row: Record<string, number> = {};
+    for (const mono of [false, true]) {
+      const cfg = validateRolloutConfig({ greedy: true, allowSpawn: !mono });
+      const s = summarize(await runProblems(decoder, task, problems, cfg, 1, encode));
+      row[mono ? 'monoAcc' : 'delegateAcc'] = s.accuracy;
+      row[mono ? 'monoTokens' : 'delegateTokens'] = s.meanTokens;
+      if (!mono) row.delegationRate = s.delegationRate;
+    }
+    return row;
+  } finally {
+    decoder.dispose();
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * `npm run cli -- <command> [flags]`: the playground's core, headless.
+ * Usage errors exit with code 2; other failures with 1.
+ */
+import { UsageError } from './args';
+import { COMMANDS } from './commands';
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const cmd = name ? COMMANDS[name] : undefined;
+  if (!cmd) {
+    const list = Object.entries(COMMANDS)
+      .map(([n, c]) => `  ${n.padEnd(10)} ${c.summary}`)
+      .join('\n');
+    const msg = `usage: npm run cli -- <command> [flags]\n\ncommands:\n${list}\n\n'npm run cli -- <command> --help' lists a command's flags.`;
+    if (name === undefined || name === '--help' || name === 'help') {
+      console.log(msg);
+      return name === undefined ? 2 : 0;
+    }
+    console.error(`unknown command ${JSON.stringify(name)}\n\n${msg}`);
+    return 2;
+  }
+  if (rest.includes('--help')) {
+    console.log(cmd.usage());
+    return 0;
+  }
+  try {
+    await cmd.run(rest);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}\n\n${cmd.usage()}`);
+      return 2;
+    }
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,32 @@
+/** Shared start-up for commands: backend, tokenizer, policy from a checkpoint directory. */
+import { type Policy, policyFromCheckpoint, policyToCheckpoint } from '../core/policy';
+import { initParams } from '../core/model/params';
+import { presetConfig } from '../core/model/config';
+import { Tokenizer } from '../core/tokenizer/tokenizer';
+import { type BackendName, initBackend } from '../runtime/backend';
+import { readCheckpointDir, writeCheckpointDir } from './checkpointDir';
+import type { SelfcestMeta } from '../core/io/checkpoint';
+
+export async function setupBackend(name: string | undefined): Promise<void> {
+  await initBackend((name ?? 'wasm') as BackendName);
+}
+
+let tokenizer: Tokenizer | undefined;
+export function getTokenizer(): Tokenizer {
+  tokenizer ??= Tokenizer.builtin();
+  return tokenizer;
+}
+
+export async function loadPolicy(dir: string, trainable = true): Promise<{ policy: Policy; meta: SelfcestMeta }> {
+  const ckpt = await readCheckpointDir(dir);
+  return { policy: policyFromCheckpoint(ckpt, trainable), meta: ckpt.selfcest };
+}
+
+export function freshPolicy(preset: string, seed: number): Policy {
+  const config = presetConfig(preset);
+  return { config, params: initParams(config, seed) };
+}
+
+export async function savePolicy(dir: string, policy: Policy, meta: Partial<Omit<SelfcestMeta, 'format' | 'vocab'>>): Promise<void> {
+  await writeCheckpointDir(dir, await policyToCheckpoint(policy, meta));
+}

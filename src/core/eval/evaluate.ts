@@ -1,0 +1,81 @@
+/**
+ * Evaluation of a policy on held-out problems: accuracy and the token costs.
+ * Problems come from a seed of their own, so every method and checkpoint sees the same set.
+ */
+import { emptyViolationCounts, type Violation } from '../protocol/violations';
+import { Rng } from '../rng';
+import type { RolloutConfig } from '../rollout/config';
+import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
+import type { EpisodeTrace } from '../rollout/trace';
+import type { Problem, Task } from '../tasks/types';
+
+export interface EvalSummary {
+  n: number;
+  accuracy: number;
+  /** Generated tokens per problem, root and all clones. */
+  meanTokens: number;
+  meanCriticalPathTokens: number;
+  meanRootTokens: number;
+  meanClones: number;
+  /** Share of episodes whose root spawned at least once. */
+  delegationRate: number;
+  violations: Record<Violation, number>;
+}
+
+/** The held-out problem set for a seed (ids `eval-<seed>-<i>`). */
+export function heldOutProblems<O>(task: Task<O>, opts: O, n: number, seed: number): Problem[] {
+  const rng = new Rng(seed);
+  return Array.from({ length: n }, (_, i) => task.generate(rng, opts, `eval-${seed}-${i}`));
+}
+
+/** Run every problem once (batched `batch` episodes at a time); sampling seeded per problem. */
+export async function runProblems<O>(
+  decoder: ContextDecoder,
+  task: Task<O>,
+  problems: readonly Problem[],
+  cfg: RolloutConfig,
+  seed: number,
+  encode: (t: string) => number[],
+  batch = 64,
+  policyVersion = 0,
+): Promise<EpisodeTrace[]> {
+  const traces: EpisodeTrace[] = [];
+  for (let start = 0; start < problems.length; start += batch) {
+    const s = new RolloutScheduler(decoder, cfg, { policyVersion, encode });
+    problems.slice(start, start + batch).forEach((p, i) => s.addEpisode(task, p, new Rng(seed * 7919 + start + i)));
+    traces.push(...(await s.run()));
+  }
+  return traces;
+}
+
+export function summarize(traces: readonly EpisodeTrace[]): EvalSummary {
+  const n = traces.length;
+  const violations = emptyViolationCounts();
+  let correct = 0;
+  let tokens = 0;
+  let critical = 0;
+  let root = 0;
+  let clones = 0;
+  let delegated = 0;
+  for (const t of traces) {
+    if (t.correct) correct++;
+    tokens += t.tokens.total;
+    critical += t.tokens.criticalPath;
+    root += t.tokens.root;
+    const c = t.contexts.length - 1;
+    clones += c;
+    if (c > 0) delegated++;
+    for (const v of t.violations) violations[v.violation]++;
+  }
+  const mean = (x: number) => (n === 0 ? 0 : x / n);
+  return {
+    n,
+    accuracy: mean(correct),
+    meanTokens: mean(tokens),
+    meanCriticalPathTokens: mean(critical),
+    meanRootTokens: mean(root),
+    meanClones: mean(clones),
+    delegationRate: mean(delegated),
+    violations,
+  };
+}

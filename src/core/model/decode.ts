@@ -1,0 +1,511 @@
+/**
+ * KV-cached batched decoding: the hot loop of rollouts.
+ *
+ * Many contexts (a root and its clones, several episodes) live side by side in one cache per
+ * layer. A context is a *slot*; feeding a slot appends tokens to it and returns the logits after
+ * its last token, without recomputing its prefix. One feed serves any mix of slots: a prompt
+ * prefill for a new clone next to single sampled tokens for everyone else.
+ *
+ * Layout: keys K [rows, H, W, dh] and values Vᵀ [rows, H, dh, W], so that for a single new token
+ * both attention products are a broadcast multiply and a sum over the last axis (on wasm that
+ * beats the batched matMul, which has no fast path). W grows in chunks of 32 columns; the last
+ * column is scratch where padding and idle rows write, and no query ever attends to it. Rows
+ * grow by doubling and are compacted when most are closed.
+ *
+ * Rows have different lengths: each query gets its own additive mask that admits exactly its
+ * own prefix, so a row never sees another row's keys, stale keys of a closed slot, or padding.
+ *
+ * Parameters are read at every feed (derived tensors are rebuilt when a variable is assigned).
+ * A weight update does not recompute existing caches: contexts fed before and after it mix two
+ * policies, so callers close and reopen slots after updating weights.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type ModelConfig, paramSpecs, validateModelConfig } from './config';
+import { MASKED, geluNew, layerNorm, param, splitAttention } from './gpt';
+import type { GPTParams } from './params';
+
+export interface DecoderOptions {
+  /** Slots held before the cache has to grow (default 8). */
+  capacity?: number;
+}
+
+const WIDTH_CHUNK = 32;
+
+interface LayerWeights {
+  ln1g: tf.Tensor1D;
+  ln1b: tf.Tensor1D;
+  wq: tf.Tensor2D;
+  bq: tf.Tensor1D;
+  wk: tf.Tensor2D;
+  bk: tf.Tensor1D;
+  wv: tf.Tensor2D;
+  bv: tf.Tensor1D;
+  wo: tf.Tensor2D;
+  bo: tf.Tensor1D;
+  ln2g: tf.Tensor1D;
+  ln2b: tf.Tensor1D;
+  wfc: tf.Tensor2D;
+  bfc: tf.Tensor1D;
+  wproj: tf.Tensor2D;
+  bproj: tf.Tensor1D;
+}
+
+interface Weights {
+  /** [V + P, d]: wte rows then wpe rows; a row with two ones gives token + position embedding. */
+  embed: tf.Tensor2D;
+  /** wteᵀ [d, V] (the tied head, pre-transposed for the fast matMul path). */
+  head: tf.Tensor2D;
+  lnfG: tf.Tensor1D;
+  lnfB: tf.Tensor1D;
+  layers: LayerWeights[];
+  /** Tensors made here (the rest are the variables themselves). */
+  owned: tf.Tensor[];
+  /** Storage identity of every variable when these were derived. */
+  sources: object[];
+}
+
+/** One slot's part of a feed. */
+interface Entry {
+  /** Position in the caller's list (where its logits go). */
+  index: number;
+  row: number;
+  tokens: readonly number[];
+  /** Context length before this feed. */
+  start: number;
+}
+
+function dense(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
+  return tf.fused.matMul({ a: x, b: w, bias: b }) as tf.Tensor2D;
+}
+
+export class BatchedDecoder {
+  private readonly params: GPTParams;
+  private readonly config: ModelConfig;
+  private readonly heads: number;
+  private readonly dh: number;
+  private readonly initialCapacity: number;
+  private readonly specNames: string[];
+  private weights: Weights | null = null;
+
+  private capacity: number;
+  private width = 0;
+  private keys: tf.Tensor4D[] = [];
+  private valuesT: tf.Tensor4D[] = [];
+  private readonly rowOfSlot = new Map<number, number>();
+  /** Per row: context length, or -1 when the row is free. */
+  private rowLength: number[];
+  private disposed = false;
+
+  constructor(params: GPTParams, config: ModelConfig, opts: DecoderOptions = {}) {
+    validateModelConfig(config);
+    const capacity = opts.capacity ?? 8;
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 4096) {
+      throw new Error(`decoder: capacity must be an integer in [1, 4096] (got ${capacity})`);
+    }
+    this.params = params;
+    this.config = { ...config };
+    this.heads = config.nHead;
+    this.dh = config.nEmbd / config.nHead;
+    this.initialCapacity = capacity;
+    this.capacity = capacity;
+    this.rowLength = new Array<number>(capacity).fill(-1);
+    this.specNames = paramSpecs(config).map((s) => s.name);
+  }
+
+  // ------------------------------------------------------------------------------ slots
+
+  /** Opens an empty context and returns its slot id (the lowest id not in use). */
+  open(): number {
+    this.checkAlive();
+    let slot = 0;
+    while (this.rowOfSlot.has(slot)) slot++;
+    let row = this.rowLength.indexOf(-1);
+    if (row < 0) {
+      row = this.capacity;
+      this.capacity *= 2;
+      this.rowLength.length = this.capacity;
+      this.rowLength.fill(-1, row);
+    }
+    this.rowLength[row] = 0;
+    this.rowOfSlot.set(slot, row);
+    return slot;
+  }
+
+  close(slot: number): void {
+    this.checkAlive();
+    const row = this.rowOf(slot);
+    this.rowLength[row] = -1;
+    this.rowOfSlot.delete(slot);
+  }
+
+  /** Tokens held by a slot's context. */
+  length(slot: number): number {
+    return this.rowLength[this.rowOf(slot)];
+  }
+
+  liveSlots(): number[] {
+    return [...this.rowOfSlot.keys()].sort((a, b) => a - b);
+  }
+
+  // ------------------------------------------------------------------------------ feeding
+
+  /**
+   * Appends tokens[i] (at least one token each) to slots[i] and returns the logits after each
+   * slot's last new token, row-major [slots.length × vocabSize] in the order given. Slots not
+   * named are untouched. Throws, changing nothing, if a slot is not open, named twice, a token
+   * is out of range, or a context would exceed nPositions.
+   */
+  async feed(slots: readonly number[], tokens: readonly (readonly number[])[]): Promise<Float32Array> {
+    this.checkAlive();
+    this.validateFeed(slots, tokens);
+    const vocab = this.config.vocabSize;
+    const out = new Float32Array(slots.length * vocab);
+    if (slots.length === 0) return out;
+
+    this.refreshWeights();
+    this.maybeCompact();
+    const entries: Entry[] = slots.map((slot, index) => {
+      const row = this.rowOf(slot);
+      return { index, row, tokens: tokens[index], start: this.rowLength[row] };
+    });
+    this.ensureStorage(Math.max(...entries.map((e) => e.start + e.tokens.length)));
+
+    // Single tokens and multi-token lists go in separate passes so a long prefill does not pad
+    // every stepping row to its length.
+    const singles = entries.filter((e) => e.tokens.length === 1);
+    const multis = entries.filter((e) => e.tokens.length > 1);
+    const passes = [singles, multis].filter((group) => group.length > 0);
+    const results = passes.map((group) => ({ group, logits: this.runPass(group) }));
+    for (const e of entries) this.rowLength[e.row] = e.start + e.tokens.length;
+
+    try {
+      const values = await Promise.all(results.map((r) => r.logits.data()));
+      results.forEach(({ group }, p) => {
+        const v = values[p];
+        group.forEach((e, i) => out.set(v.subarray(i * vocab, (i + 1) * vocab), e.index * vocab));
+      });
+    } finally {
+      for (const r of results) r.logits.dispose();
+    }
+    return out;
+  }
+
+  /** Frees the caches and derived weights (not the parameters). The decoder is unusable after. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.dropStorage();
+    if (this.weights !== null) for (const t of this.weights.owned) t.dispose();
+    this.weights = null;
+    this.rowOfSlot.clear();
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  private checkAlive(): void {
+    if (this.disposed) throw new Error('decoder: used after dispose()');
+  }
+
+  private rowOf(slot: number): number {
+    const row = this.rowOfSlot.get(slot);
+    if (row === undefined) throw new Error(`decoder: slot ${slot} is not open`);
+    return row;
+  }
+
+  private validateFeed(slots: readonly number[], tokens: readonly (readonly number[])[]): void {
+    if (slots.length !== tokens.length) {
+      throw new Error(`decoder: feed got ${slots.length} slots but ${tokens.length} token lists`);
+    }
+    const seen = new Set<number>();
+    const { vocabSize, nPositions } = this.config;
+    slots.forEach((slot, i) => {
+      const row = this.rowOf(slot);
+      if (seen.has(slot)) throw new Error(`decoder: slot ${slot} is named twice in one feed`);
+      seen.add(slot);
+      const list = tokens[i];
+      if (list.length === 0) throw new Error(`decoder: token list for slot ${slot} is empty (need at least 1 token)`);
+      for (const t of list) {
+        if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
+          throw new Error(`decoder: token ${t} for slot ${slot} is not an integer in [0, ${vocabSize - 1}]`);
+        }
+      }
+      const end = this.rowLength[row] + list.length;
+      if (end > nPositions) {
+        throw new Error(
+          `decoder: slot ${slot} would hold ${end} tokens, more than nPositions (${nPositions}); ` +
+            `it has ${this.rowLength[row]} and was fed ${list.length}`,
+        );
+      }
+    });
+  }
+
+  /** Rebuilds the derived weights when any variable was assigned (or on first use). */
+  private refreshWeights(): void {
+    const vars = this.specNames.map((name) => {
+      const v = this.params.get(name);
+      if (v === undefined || v.isDisposed) throw new Error(`decoder: parameter ${name} is missing or disposed`);
+      return v;
+    });
+    const current = this.weights;
+    if (current !== null && vars.every((v, i) => v.dataId === current.sources[i])) return;
+    if (current !== null) for (const t of current.owned) t.dispose();
+
+    const params = this.params;
+    const config = this.config;
+    const derived = tf.tidy(() => {
+      const wte = param<tf.Tensor2D>(params, 'transformer.wte.weight');
+      const wpe = param<tf.Tensor2D>(params, 'transformer.wpe.weight');
+      const embed = tf.concat([wte, wpe], 0);
+      const head = tf.transpose(wte);
+      const attn = Array.from({ length: config.nLayer }, (_, i) => splitAttention(params, config, i));
+      return { embed, head, attn };
+    });
+    const layers = derived.attn.map((a, i): LayerWeights => {
+      const p = `transformer.h.${i}`;
+      return {
+        ...a,
+        ln1g: param(params, `${p}.ln_1.weight`),
+        ln1b: param(params, `${p}.ln_1.bias`),
+        wo: param(params, `${p}.attn.c_proj.weight`),
+        bo: param(params, `${p}.attn.c_proj.bias`),
+        ln2g: param(params, `${p}.ln_2.weight`),
+        ln2b: param(params, `${p}.ln_2.bias`),
+        wfc: param(params, `${p}.mlp.c_fc.weight`),
+        bfc: param(params, `${p}.mlp.c_fc.bias`),
+        wproj: param(params, `${p}.mlp.c_proj.weight`),
+        bproj: param(params, `${p}.mlp.c_proj.bias`),
+      };
+    });
+    this.weights = {
+      embed: derived.embed,
+      head: derived.head,
+      lnfG: param(params, 'transformer.ln_f.weight'),
+      lnfB: param(params, 'transformer.ln_f.bias'),
+      layers,
+      owned: [derived.embed, derived.head, ...derived.attn.flatMap((a) => Object.values(a))],
+      sources: vars.map((v) => v.dataId),
+    };
+  }
+
+  private dropStorage(): void {
+    for (const t of [...this.keys, ...this.valuesT]) t.dispose();
+    this.keys = [];
+    this.valuesT = [];
+    this.width = 0;
+  }
+
+  /**
+   * Makes the cache tensors [capacity rows × at least maxEnd+1 columns] (one scratch column),
+   * growing with zeros; contents of existing rows and columns are kept.
+   */
+  private ensureStorage(maxEnd: number): void {
+    const needWidth = Math.ceil((maxEnd + 1) / WIDTH_CHUNK) * WIDTH_CHUNK;
+    const { nLayer } = this.config;
+    const h = this.heads;
+    const dh = this.dh;
+    if (this.keys.length === 0) {
+      this.width = needWidth;
+      for (let l = 0; l < nLayer; l++) {
+        this.keys.push(tf.zeros([this.capacity, h, this.width, dh]));
+        this.valuesT.push(tf.zeros([this.capacity, h, dh, this.width]));
+      }
+      return;
+    }
+    const rows = this.keys[0].shape[0];
+    const width = Math.max(this.width, needWidth);
+    if (rows === this.capacity && width === this.width) return;
+    const grow = (t: tf.Tensor4D, timeAxis: 2 | 3): tf.Tensor4D =>
+      tf.tidy(() => {
+        let out = t;
+        if (width > this.width) {
+          const shape = [...out.shape] as [number, number, number, number];
+          shape[timeAxis] = width - this.width;
+          out = tf.concat([out, tf.zeros(shape)], timeAxis);
+        }
+        if (this.capacity > rows) {
+          const shape = [...out.shape] as [number, number, number, number];
+          shape[0] = this.capacity - rows;
+          out = tf.concat([out, tf.zeros(shape)], 0);
+        }
+        return out;
+      });
+    for (let l = 0; l < nLayer; l++) {
+      const k = grow(this.keys[l], 2);
+      const v = grow(this.valuesT[l], 3);
+      this.keys[l].dispose();
+      this.valuesT[l].dispose();
+      this.keys[l] = k;
+      this.valuesT[l] = v;
+    }
+    this.width = width;
+  }
+
+  /** When at most a quarter of the rows are live, moves them to the front of a smaller cache. */
+  private maybeCompact(): void {
+    const live = this.rowOfSlot.size;
+    if (this.keys.length === 0 || this.capacity <= this.initialCapacity || live * 4 > this.capacity) return;
+    if (live === 0) {
+      this.dropStorage();
+      this.capacity = this.initialCapacity;
+      this.rowLength = new Array<number>(this.capacity).fill(-1);
+      return;
+    }
+    let capacity = this.initialCapacity;
+    while (capacity < 2 * live) capacity *= 2;
+    const oldRows = this.keys[0].shape[0];
+    const moves = [...this.rowOfSlot.entries()].sort((a, b) => a[1] - b[1]);
+    const pick = new Float32Array(capacity * oldRows);
+    moves.forEach(([, row], i) => (pick[i * oldRows + row] = 1));
+    const select = tf.tensor2d(pick, [capacity, oldRows]);
+    for (let l = 0; l < this.config.nLayer; l++) {
+      const k = selectRows(select, this.keys[l]);
+      const v = selectRows(select, this.valuesT[l]);
+      this.keys[l].dispose();
+      this.valuesT[l].dispose();
+      this.keys[l] = k;
+      this.valuesT[l] = v;
+    }
+    select.dispose();
+    const lengths = new Array<number>(capacity).fill(-1);
+    moves.forEach(([slot, row], i) => {
+      lengths[i] = this.rowLength[row];
+      this.rowOfSlot.set(slot, i);
+    });
+    this.rowLength = lengths;
+    this.capacity = capacity;
+  }
+
+  /**
+   * Runs one batch of entries through the model, writing their keys/values into the caches, and
+   * returns the logits after each entry's last token [entries.length, V] (not yet read back).
+   *
+   * Either every cache row takes part (idle rows compute throw-away values) or only the entries'
+   * rows are copied out of the cache first; the cheaper one is chosen from the counts.
+   */
+  private runPass(entries: readonly Entry[]): tf.Tensor2D {
+    const w = this.weights as Weights;
+    const { vocabSize, nPositions, nEmbd: d, layerNormEps: eps } = this.config;
+    const h = this.heads;
+    const dh = this.dh;
+    const width = this.width;
+    const scratch = width - 1;
+    const capacity = this.capacity;
+    const tq = Math.max(...entries.map((e) => e.tokens.length));
+    const n = entries.length;
+    // A single token per row is cheap to compute for idle rows and costly to copy out; a long
+    // prefill for few rows is the opposite.
+    const allRows = tq === 1 ? n * 8 >= capacity : n * 4 >= capacity * 3;
+    const rows = allRows ? capacity : n;
+    const rowIds: number[] = allRows ? Array.from({ length: capacity }, (_, r) => r) : entries.map((e) => e.row);
+    const entryAt: (Entry | undefined)[] = new Array<Entry | undefined>(rows);
+    if (allRows) for (const e of entries) entryAt[e.row] = e;
+    else entries.forEach((e, i) => (entryAt[i] = e));
+
+    // Inputs built on the CPU: two-hot embedding rows, per-query masks, scatter indices.
+    const nTok = rows * tq;
+    const embedRows = vocabSize + nPositions;
+    const twoHot = new Float32Array(nTok * embedRows);
+    const mask = new Float32Array(nTok * width).fill(MASKED);
+    const keyIdx = new Int32Array(nTok * h * 3);
+    const valIdx = new Int32Array(nTok * h * dh * 4);
+    for (let i = 0; i < rows; i++) {
+      const e = entryAt[i];
+      for (let j = 0; j < tq; j++) {
+        const t = i * tq + j;
+        const real = e !== undefined && j < e.tokens.length;
+        const pos = real ? (e as Entry).start + j : scratch;
+        if (real) {
+          twoHot[t * embedRows + (e as Entry).tokens[j]] = 1;
+          twoHot[t * embedRows + vocabSize + pos] = 1;
+          mask.fill(0, t * width, t * width + pos + 1);
+        }
+        for (let hh = 0; hh < h; hh++) {
+          const ki = (t * h + hh) * 3;
+          keyIdx[ki] = rowIds[i];
+          keyIdx[ki + 1] = hh;
+          keyIdx[ki + 2] = pos;
+          for (let c = 0; c < dh; c++) {
+            const vi = ((t * h + hh) * dh + c) * 4;
+            valIdx[vi] = rowIds[i];
+            valIdx[vi + 1] = hh;
+            valIdx[vi + 2] = c;
+            valIdx[vi + 3] = pos;
+          }
+        }
+      }
+    }
+    // Which computed position holds each entry's last token, in entry order.
+    const lastOf = entries.map((e) => (allRows ? e.row : entryAt.indexOf(e)) * tq + e.tokens.length - 1);
+    const needPick = !(tq === 1 && rows === n && lastOf.every((t, i) => t === i));
+
+    const newKeys: tf.Tensor4D[] = [];
+    const newValues: tf.Tensor4D[] = [];
+    const logits = tf.tidy((): tf.Tensor2D => {
+      const keyIndices = tf.tensor2d(keyIdx, [nTok * h, 3], 'int32');
+      const valIndices = tf.tensor2d(valIdx, [nTok * h * dh, 4], 'int32');
+      const maskT = tq === 1 ? tf.tensor3d(mask, [rows, 1, width]) : tf.tensor4d(mask, [rows, 1, tq, width]);
+      let select: tf.Tensor2D | null = null;
+      if (!allRows) {
+        const pick = new Float32Array(rows * capacity);
+        rowIds.forEach((r, i) => (pick[i * capacity + r] = 1));
+        select = tf.tensor2d(pick, [rows, capacity]);
+      }
+
+      let x: tf.Tensor2D = tf.matMul(tf.tensor2d(twoHot, [nTok, embedRows]), w.embed);
+      w.layers.forEach((lw, l) => {
+        const a = layerNorm(x, lw.ln1g, lw.ln1b, eps);
+        const q = dense(a, lw.wq, lw.bq);
+        const k = dense(a, lw.wk, lw.bk);
+        const v = dense(a, lw.wv, lw.bv);
+        const keys = tf.tensorScatterUpdate(this.keys[l], keyIndices, tf.reshape(k, [nTok * h, dh])) as tf.Tensor4D;
+        const values = tf.tensorScatterUpdate(this.valuesT[l], valIndices, tf.reshape(v, [nTok * h * dh])) as tf.Tensor4D;
+        newKeys.push(tf.keep(keys));
+        newValues.push(tf.keep(values));
+        const kr = select === null ? keys : selectRows(select, keys);
+        const vr = select === null ? values : selectRows(select, values);
+
+        let attended: tf.Tensor2D;
+        if (tq === 1) {
+          // One query per row: scores and mixing as broadcast multiply + sum over the last axis.
+          const scores = tf.sum(tf.mul(tf.reshape(q, [rows, h, 1, dh]), kr), -1);
+          const probs = tf.softmax(tf.add(scores, maskT));
+          attended = tf.reshape(tf.sum(tf.mul(tf.reshape(probs, [rows, h, 1, width]), vr), -1), [rows, d]);
+        } else {
+          const qh = tf.reshape(tf.transpose(tf.reshape(q, [rows, tq, h, dh]), [0, 2, 1, 3]), [rows * h, tq, dh]);
+          const scores = tf.reshape(tf.matMul(qh, tf.reshape(kr, [rows * h, width, dh]), false, true), [rows, h, tq, width]);
+          const probs = tf.reshape(tf.softmax(tf.add(scores, maskT)), [rows * h, tq, width]);
+          const mixed = tf.matMul(probs, tf.reshape(vr, [rows * h, dh, width]), false, true);
+          attended = tf.reshape(tf.transpose(tf.reshape(mixed, [rows, h, tq, dh]), [0, 2, 1, 3]), [nTok, d]);
+        }
+        x = tf.add(x, dense(attended, lw.wo, lw.bo));
+        const up = geluNew(dense(layerNorm(x, lw.ln2g, lw.ln2b, eps), lw.wfc, lw.bfc));
+        x = tf.add(x, dense(up, lw.wproj, lw.bproj));
+      });
+      if (needPick) {
+        const pick = new Float32Array(n * nTok);
+        lastOf.forEach((t, i) => (pick[i * nTok + t] = 1));
+        x = tf.matMul(tf.tensor2d(pick, [n, nTok]), x);
+      }
+      return tf.matMul(layerNorm(x, w.lnfG, w.lnfB, eps), w.head);
+    });
+    for (let l = 0; l < this.config.nLayer; l++) {
+      this.keys[l].dispose();
+      this.valuesT[l].dispose();
+      this.keys[l] = newKeys[l];
+      this.valuesT[l] = newValues[l];
+    }
+    return logits;
+  }
+}
+
+/**
+ * Rows of a cache tensor picked by a one-hot matrix [out, rows]. On wasm a matMul (exact: one
+ * 1·x term, the rest 0·x) is far faster than gather or slice for this.
+ */
+function selectRows(select: tf.Tensor2D, t: tf.Tensor4D): tf.Tensor4D {
+  return tf.tidy(() => {
+    const [rows, a, b, c] = t.shape;
+    const picked = tf.matMul(select, tf.reshape(t, [rows, a * b * c]));
+    return tf.reshape(picked, [select.shape[0], a, b, c]) as tf.Tensor4D;
+  });
+}

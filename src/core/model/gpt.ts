@@ -1,0 +1,249 @@
+/**
+ * GPT-2 training forward pass, computed as Hugging Face's GPT2LMHeadModel computes it so an
+ * exported checkpoint gives the same logits there: token + position embeddings, pre-LayerNorm
+ * blocks (attention, then a gelu_new MLP, each added to the residual stream), a final
+ * LayerNorm and an LM head tied to the token embedding.
+ *
+ * Written for the tfjs wasm backend, where the cost model is unusual:
+ * - a matMul takes the fast XNNPACK path only when neither operand is transposed and the batch
+ *   is 1; anything else runs a naive loop 10–20x slower. Linear layers therefore carry their own
+ *   gradient (explicit transposes, then plain matMuls), and the LM head multiplies by a
+ *   transposed copy of wte instead of using transposeB.
+ * - every op costs tens of microseconds of overhead, so the graph is kept small: the attention
+ *   scale is folded into the query weights, the causal mask is a cached additive constant.
+ * - slicing a large tensor copies all of it, and tanh is ~20x slower than sigmoid, hence the
+ *   per-projection weight slices and gelu_new written with a sigmoid (the same function).
+ * - gather has no gradient: embeddings are one-hot · matMul.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { ModelConfig } from './config';
+import type { GPTParams } from './params';
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks (shared with the KV-cached decoder)
+
+type Grad2 = (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[];
+
+/** x·w with the backward pass done as plain (XNNPACK-friendly) matMuls. x [N, in], w [in, out]. */
+const matMulFast = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+  const [x, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
+  save([x, w]);
+  const gradFunc: Grad2 = (dy, [xs, ws]) => [
+    tf.matMul(dy as tf.Tensor2D, tf.transpose(ws as tf.Tensor2D)),
+    tf.matMul(tf.transpose(xs as tf.Tensor2D), dy as tf.Tensor2D),
+  ];
+  return { value: tf.matMul(x, w), gradFunc };
+});
+
+/** x·w + b, one fused kernel forward, plain matMuls backward. */
+const linearFast = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+  const [x, w, b, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
+  save([x, w]);
+  const gradFunc: Grad2 = (dy, [xs, ws]) => [
+    tf.matMul(dy as tf.Tensor2D, tf.transpose(ws as tf.Tensor2D)),
+    tf.matMul(tf.transpose(xs as tf.Tensor2D), dy as tf.Tensor2D),
+    tf.sum(dy, 0),
+  ];
+  return { value: tf.fused.matMul({ a: x, b: w, bias: b }), gradFunc };
+});
+
+/** x [N, in] · w [in, out] (+ b [out]). */
+export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tensor2D {
+  return (b === undefined ? matMulFast(x, w) : linearFast(x, w, b)) as tf.Tensor2D;
+}
+
+/** LayerNorm over the last axis with biased variance, as torch computes it. */
+export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, eps: number): tf.Tensor2D {
+  const centred = tf.sub(x, tf.mean(x, -1, true));
+  const variance = tf.mean(tf.square(centred), -1, true);
+  return tf.add(tf.mul(tf.mul(centred, tf.rsqrt(tf.add(variance, eps))), gain), bias);
+}
+
+const GELU_A = 2 * Math.sqrt(2 / Math.PI);
+const GELU_B = GELU_A * 0.044715;
+
+/**
+ * gelu_new: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))). Since 0.5(1 + tanh z) = sigmoid(2z) this
+ * is x·sigmoid(x·(A + B·x²)) exactly, which needs no tanh (slow on wasm) and fewer ops.
+ */
+export function geluNew<T extends tf.Tensor>(x: T): T {
+  return tf.mul(x, tf.sigmoid(tf.mul(x, tf.add(tf.mul(tf.square(x), GELU_B), GELU_A)))) as T;
+}
+
+/** Large negative instead of -Infinity: masked scores vanish in softmax without inf − inf = NaN. */
+export const MASKED = -1e9;
+
+const causalMasks = new Map<string, tf.Tensor2D>();
+const MAX_CACHED_MASKS = 16;
+
+/** Additive causal mask [T, T] (0 where key ≤ query, MASKED after), created once per length. */
+export function causalMask(t: number): tf.Tensor2D {
+  const key = `${tf.getBackend()}:${t}`;
+  const hit = causalMasks.get(key);
+  if (hit !== undefined && !hit.isDisposed) {
+    // Re-insert so the map's order is least recently used first.
+    causalMasks.delete(key);
+    causalMasks.set(key, hit);
+    return hit;
+  }
+  const values = new Float32Array(t * t);
+  for (let i = 0; i < t; i++) for (let j = i + 1; j < t; j++) values[i * t + j] = MASKED;
+  const mask = tf.keep(tf.tensor2d(values, [t, t]));
+  causalMasks.set(key, mask);
+  if (causalMasks.size > MAX_CACHED_MASKS) {
+    const [oldestKey, oldest] = causalMasks.entries().next().value as [string, tf.Tensor2D];
+    causalMasks.delete(oldestKey);
+    oldest.dispose();
+  }
+  return mask;
+}
+
+/** Looks a parameter up by its Hugging Face name; a missing one is a programming error. */
+export function param<T extends tf.Tensor = tf.Tensor>(params: GPTParams, name: string): T {
+  const v = params.get(name);
+  if (v === undefined) throw new Error(`model parameter ${name} is missing`);
+  return v as unknown as T;
+}
+
+/** Query/key/value weights split out of the fused c_attn, with 1/√dh folded into the query. */
+export function splitAttention(
+  params: GPTParams,
+  config: ModelConfig,
+  layer: number,
+): { wq: tf.Tensor2D; bq: tf.Tensor1D; wk: tf.Tensor2D; bk: tf.Tensor1D; wv: tf.Tensor2D; bv: tf.Tensor1D } {
+  const d = config.nEmbd;
+  const scale = 1 / Math.sqrt(d / config.nHead);
+  const w = param<tf.Tensor2D>(params, `transformer.h.${layer}.attn.c_attn.weight`);
+  const b = param<tf.Tensor1D>(params, `transformer.h.${layer}.attn.c_attn.bias`);
+  return {
+    wq: tf.mul(tf.slice(w, [0, 0], [d, d]), scale),
+    bq: tf.mul(tf.slice(b, [0], [d]), scale),
+    wk: tf.slice(w, [0, d], [d, d]),
+    bk: tf.slice(b, [d], [d]),
+    wv: tf.slice(w, [0, 2 * d], [d, d]),
+    bv: tf.slice(b, [2 * d], [d]),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training forward
+
+/** float32 one-hot rows (tfjs 4.22's wasm oneHot returns zeros when asked for float32, hence the cast). */
+function oneHotFloat(ids: tf.Tensor1D, depth: number): tf.Tensor2D {
+  return tf.cast(tf.oneHot(ids, depth), 'float32') as tf.Tensor2D;
+}
+
+function checkTokens(config: ModelConfig, tokens: tf.Tensor, what: string): [number, number] {
+  if (tokens.rank !== 2) throw new Error(`${what} must be a [batch, time] tensor (got shape [${tokens.shape.join(', ')}])`);
+  if (tokens.dtype !== 'int32') throw new Error(`${what} must be int32 (got ${tokens.dtype})`);
+  const [b, t] = tokens.shape as [number, number];
+  if (b < 1 || t < 1) throw new Error(`${what} must not be empty (got shape [${b}, ${t}])`);
+  if (t > config.nPositions) {
+    throw new Error(`${what}: sequence length ${t} exceeds the model's nPositions (${config.nPositions})`);
+  }
+  return [b, t];
+}
+
+/** Final hidden states after ln_f, flattened to [B·T, d]. Token ids must lie in [0, vocabSize). */
+function hiddenStates(params: GPTParams, config: ModelConfig, tokens: tf.Tensor2D): tf.Tensor2D {
+  const [batch, time] = checkTokens(config, tokens, 'tokens');
+  const d = config.nEmbd;
+  const heads = config.nHead;
+  const dh = d / heads;
+  const eps = config.layerNormEps;
+  const wte = param<tf.Tensor2D>(params, 'transformer.wte.weight');
+  const wpe = param<tf.Tensor2D>(params, 'transformer.wpe.weight');
+
+  const oneHot = oneHotFloat(tf.reshape(tokens, [batch * time]), config.vocabSize);
+  const positions = tf.slice(wpe, [0, 0], [time, d]);
+  let x = tf.reshape(tf.add(tf.reshape(linear(oneHot, wte), [batch, time, d]), positions), [batch * time, d]) as tf.Tensor2D;
+  const mask = causalMask(time);
+
+  // [B·T, d] → [B·H, T, dh] and back.
+  const toHeads = (t: tf.Tensor2D) =>
+    tf.reshape(tf.transpose(tf.reshape(t, [batch, time, heads, dh]), [0, 2, 1, 3]), [batch * heads, time, dh]) as tf.Tensor3D;
+  const fromHeads = (t: tf.Tensor3D) =>
+    tf.reshape(tf.transpose(tf.reshape(t, [batch, heads, time, dh]), [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
+
+  for (let i = 0; i < config.nLayer; i++) {
+    const p = `transformer.h.${i}`;
+    const { wq, bq, wk, bk, wv, bv } = splitAttention(params, config, i);
+    const h = layerNorm(x, param(params, `${p}.ln_1.weight`), param(params, `${p}.ln_1.bias`), eps);
+    const q = toHeads(linear(h, wq, bq));
+    const k = toHeads(linear(h, wk, bk));
+    const v = toHeads(linear(h, wv, bv));
+    const probs = tf.softmax(tf.add(tf.matMul(q, k, false, true), mask));
+    const attn = fromHeads(tf.matMul(probs, v));
+    x = tf.add(x, linear(attn, param<tf.Tensor2D>(params, `${p}.attn.c_proj.weight`), param<tf.Tensor1D>(params, `${p}.attn.c_proj.bias`)));
+
+    const h2 = layerNorm(x, param(params, `${p}.ln_2.weight`), param(params, `${p}.ln_2.bias`), eps);
+    const up = geluNew(linear(h2, param<tf.Tensor2D>(params, `${p}.mlp.c_fc.weight`), param<tf.Tensor1D>(params, `${p}.mlp.c_fc.bias`)));
+    x = tf.add(x, linear(up, param<tf.Tensor2D>(params, `${p}.mlp.c_proj.weight`), param<tf.Tensor1D>(params, `${p}.mlp.c_proj.bias`)));
+  }
+  return layerNorm(x, param(params, 'transformer.ln_f.weight'), param(params, 'transformer.ln_f.bias'), eps);
+}
+
+/** Tied LM head: logits = h · wteᵀ, via an explicit transpose so the matMul stays on the fast path. */
+function lmHead(params: GPTParams, hidden: tf.Tensor2D): tf.Tensor2D {
+  return linear(hidden, tf.transpose(param<tf.Tensor2D>(params, 'transformer.wte.weight')));
+}
+
+/** Logits [B, T, V] for int32 tokens [B, T]. Call inside tf.tidy (or dispose the result). */
+export function forwardLogits(params: GPTParams, config: ModelConfig, tokens: tf.Tensor2D): tf.Tensor3D {
+  return tf.tidy(() => {
+    const [batch, time] = tokens.shape;
+    return tf.reshape(lmHead(params, hiddenStates(params, config, tokens)), [batch, time, config.vocabSize]) as tf.Tensor3D;
+  });
+}
+
+/**
+ * log p(target | prefix) at every position, [B, T], under softmax(logits / temperature).
+ * The temperature lets RL score tokens under the distribution they were sampled from.
+ * Differentiable on every backend (the target is picked with a one-hot product, not gather).
+ */
+export function targetLogProbs(
+  params: GPTParams,
+  config: ModelConfig,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  temperature = 1,
+): tf.Tensor2D {
+  if (!(temperature > 0) || !Number.isFinite(temperature)) {
+    throw new Error(`temperature must be a finite number > 0 (got ${temperature})`);
+  }
+  const [batch, time] = checkTokens(config, tokens, 'tokens');
+  checkTokens(config, targets, 'targets');
+  if (targets.shape[0] !== batch || targets.shape[1] !== time) {
+    throw new Error(`targets shape [${targets.shape.join(', ')}] must equal tokens shape [${batch}, ${time}]`);
+  }
+  return tf.tidy(() => {
+    let logits = lmHead(params, hiddenStates(params, config, tokens));
+    if (temperature !== 1) logits = tf.div(logits, temperature);
+    const logProbs = tf.logSoftmax(logits);
+    const pick = oneHotFloat(tf.reshape(targets, [batch * time]), config.vocabSize);
+    return tf.reshape(tf.sum(tf.mul(logProbs, pick), -1), [batch, time]) as tf.Tensor2D;
+  });
+}
+
+export interface TokenBatch {
+  /** int32 [B, T] inputs; right padding is allowed (give it weight 0). */
+  tokens: tf.Tensor2D;
+  /** int32 [B, T] next tokens. */
+  targets: tf.Tensor2D;
+  /** float32 [B, T] per-token weights; 0 excludes a position (padding, injected tokens). */
+  weights: tf.Tensor2D;
+}
+
+/** Weighted mean cross-entropy: −Σ w·log p(target) / Σ w (0 when every weight is 0). */
+export function maskedTokenLoss(params: GPTParams, config: ModelConfig, batch: TokenBatch): tf.Scalar {
+  const { tokens, targets, weights } = batch;
+  if (weights.shape.length !== 2 || weights.shape[0] !== tokens.shape[0] || weights.shape[1] !== tokens.shape[1]) {
+    throw new Error(`weights shape [${weights.shape.join(', ')}] must equal tokens shape [${tokens.shape.join(', ')}]`);
+  }
+  if (weights.dtype !== 'float32') throw new Error(`weights must be float32 (got ${weights.dtype})`);
+  return tf.tidy(() => {
+    const logProbs = targetLogProbs(params, config, tokens, targets);
+    const total = tf.sum(tf.mul(logProbs, weights));
+    return tf.neg(tf.div(total, tf.maximum(tf.sum(weights), 1e-12))) as tf.Scalar;
+  });
+}

@@ -1,0 +1,2 @@
+export * from './violations';
+export * from './grammar';

@@ -1,0 +1,111 @@
+/**
+ * AdamW with global-norm gradient clipping, written out so that its state (moments and
+ * step) can be saved with a run and restored exactly on resume.
+ */
+import * as tf from '@tensorflow/tfjs';
+
+export interface AdamWConfig {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  /** Decoupled weight decay (applied to matrices only, not biases, LayerNorm or positions). */
+  weightDecay: number;
+  /** Global gradient-norm clip; 0 disables. */
+  gradClip: number;
+}
+
+export const ADAMW_DEFAULTS: AdamWConfig = { lr: 1e-3, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, gradClip: 1 };
+
+export interface StepStats {
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** False when the gradient was not finite and the update was skipped. */
+  applied: boolean;
+}
+
+export class AdamW {
+  private m = new Map<string, tf.Variable>();
+  private v = new Map<string, tf.Variable>();
+  step = 0;
+
+  constructor(
+    private readonly params: Map<string, tf.Variable>,
+    public cfg: AdamWConfig,
+  ) {
+    for (const [name, p] of params) {
+      this.m.set(name, tf.variable(tf.zerosLike(p), false));
+      this.v.set(name, tf.variable(tf.zerosLike(p), false));
+    }
+  }
+
+  /**
+   * Apply one update from gradients keyed like the params (missing keys = zero gradient).
+   * A non-finite gradient norm skips the update and leaves every tensor untouched.
+   * The caller keeps ownership of `grads`.
+   */
+  async apply(grads: Map<string, tf.Tensor>, lr = this.cfg.lr): Promise<StepStats> {
+    const sq = tf.tidy(() => tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))).concat(tf.scalar(0))));
+    const gradNorm = Math.sqrt((await sq.data())[0]);
+    sq.dispose();
+    if (!Number.isFinite(gradNorm)) return { gradNorm, applied: false };
+    const { beta1, beta2, eps, weightDecay, gradClip } = this.cfg;
+    const scale = gradClip > 0 && gradNorm > gradClip ? gradClip / gradNorm : 1;
+    this.step++;
+    const bc1 = 1 - beta1 ** this.step;
+    const bc2 = 1 - beta2 ** this.step;
+    tf.tidy(() => {
+      for (const [name, p] of this.params) {
+        const g0 = grads.get(name);
+        if (!g0) continue;
+        const g = scale === 1 ? g0 : tf.mul(g0, scale);
+        const m = this.m.get(name)!;
+        const v = this.v.get(name)!;
+        m.assign(tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1)));
+        v.assign(tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2)));
+        const update = tf.div(tf.div(m, bc1), tf.add(tf.sqrt(tf.div(v, bc2)), eps));
+        let next = tf.sub(p, tf.mul(update, lr));
+        if (weightDecay > 0 && decays(name)) next = tf.sub(next, tf.mul(p, lr * weightDecay));
+        p.assign(next);
+      }
+    });
+    return { gradNorm, applied: true };
+  }
+
+  /** Moments as named arrays (`m.<param>`, `v.<param>`) for saving with a run. */
+  async state(): Promise<{ step: number; tensors: Map<string, Float32Array> }> {
+    const tensors = new Map<string, Float32Array>();
+    for (const [name, t] of this.m) tensors.set(`m.${name}`, (await t.data()) as Float32Array);
+    for (const [name, t] of this.v) tensors.set(`v.${name}`, (await t.data()) as Float32Array);
+    return { step: this.step, tensors };
+  }
+
+  /** Restore saved moments; every parameter's pair must be present with the right size. */
+  load(step: number, tensors: Map<string, Float32Array>): void {
+    for (const [kind, table] of [['m', this.m], ['v', this.v]] as const) {
+      for (const [name, t] of table) {
+        const data = tensors.get(`${kind}.${name}`);
+        if (!data) throw new Error(`optimizer state: missing ${kind}.${name}`);
+        if (data.length !== t.size) throw new Error(`optimizer state: ${kind}.${name} has ${data.length} values, expected ${t.size}`);
+        t.assign(tf.tensor(data, t.shape));
+      }
+    }
+    this.step = step;
+  }
+
+  dispose(): void {
+    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+  }
+}
+
+/** Weight decay applies to weight matrices, not to biases, LayerNorm or position tables. */
+function decays(name: string): boolean {
+  return name.endsWith('.weight') && !name.includes('.ln_') && !name.includes('wpe');
+}
+
+/** Linear warm-up then cosine decay to `minFrac`·peak. */
+export function cosineLr(step: number, total: number, peak: number, warmup: number, minFrac: number): number {
+  if (step < warmup) return (peak * (step + 1)) / warmup;
+  const t = Math.min(1, (step - warmup) / Math.max(1, total - warmup));
+  return peak * (minFrac + (1 - minFrac) * 0.5 * (1 + Math.cos(Math.PI * t)));
+}

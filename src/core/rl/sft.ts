@@ -1,0 +1,145 @@
+/**
+ * Warm start: supervised training on the teacher's demonstrations (monolithic chains
+ * of thought and delegations, root and clone contexts), loss only on the tokens the
+ * model itself would generate.
+ *
+ * Each step draws its demonstrations from an Rng seeded by (seed, step), so a resumed
+ * run sees exactly the data an uninterrupted one would.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { ModelConfig } from '../model/config';
+import { maskedTokenLoss } from '../model/gpt';
+import type { GPTParams } from '../model/params';
+import { Rng } from '../rng';
+import type { Task } from '../tasks/types';
+import { AdamW, cosineLr } from './optim';
+import { type TrainSequence, bucketByLength, demoSequence } from './sequences';
+
+export interface SftConfig {
+  task: string;
+  taskOptions: Record<string, unknown>;
+  steps: number;
+  /** Tokens (prompt + generated) drawn per step. */
+  batchTokens: number;
+  /** Largest padded batch (rows × length) run through the model at once. */
+  microTokens: number;
+  lr: number;
+  warmup: number;
+  minLrFrac: number;
+  weightDecay: number;
+  gradClip: number;
+  /** Share of problems demonstrated as a delegation (the rest monolithic). */
+  delegateFraction: number;
+  seed: number;
+}
+
+export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
+  taskOptions: {},
+  batchTokens: 4096,
+  microTokens: 2048,
+  lr: 3e-3,
+  warmup: 50,
+  minLrFrac: 0.1,
+  weightDecay: 0.01,
+  gradClip: 1,
+  delegateFraction: 0.5,
+};
+
+export function validateSftConfig(c: SftConfig): SftConfig {
+  const check = (field: keyof SftConfig, ok: boolean, range: string) => {
+    if (!ok) throw new Error(`sft: ${field} must be ${range} (got ${JSON.stringify(c[field])})`);
+  };
+  check('steps', Number.isInteger(c.steps) && c.steps >= 1, 'an integer ≥ 1');
+  check('batchTokens', Number.isInteger(c.batchTokens) && c.batchTokens >= 64, 'an integer ≥ 64');
+  check('microTokens', Number.isInteger(c.microTokens) && c.microTokens >= 64, 'an integer ≥ 64');
+  check('lr', c.lr > 0 && c.lr < 1, 'in (0, 1)');
+  check('warmup', Number.isInteger(c.warmup) && c.warmup >= 0, 'an integer ≥ 0');
+  check('minLrFrac', c.minLrFrac >= 0 && c.minLrFrac <= 1, 'in [0, 1]');
+  check('weightDecay', c.weightDecay >= 0 && c.weightDecay < 1, 'in [0, 1)');
+  check('gradClip', c.gradClip >= 0, '≥ 0');
+  check('delegateFraction', c.delegateFraction >= 0 && c.delegateFraction <= 1, 'in [0, 1]');
+  check('seed', Number.isInteger(c.seed), 'an integer');
+  return c;
+}
+
+/** The demonstrations of one step, as training sequences. */
+export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
+  const rng = new Rng(cfg.seed * 1_000_003 + step);
+  const seqs: TrainSequence[] = [];
+  let tokens = 0;
+  let n = 0;
+  while (tokens < cfg.batchTokens) {
+    const problem = task.generate(rng, opts, `sft-${step}-${n++}`);
+    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng)) || task.teacherMono(problem, rng);
+    for (const ctx of demo.contexts) {
+      const s = demoSequence(ctx, encode);
+      seqs.push(s);
+      tokens += s.tokens.length;
+    }
+  }
+  return seqs;
+}
+
+export interface SftStepResult {
+  step: number;
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  applied: boolean;
+  /** Tokens that carried loss, and all tokens processed (padding excluded). */
+  trainedTokens: number;
+  tokens: number;
+}
+
+/**
+ * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
+ * gradients add up to the token-mean loss of the whole set.
+ */
+export async function sftStep(
+  params: GPTParams,
+  config: ModelConfig,
+  optimizer: AdamW,
+  seqs: readonly TrainSequence[],
+  lr: number,
+  microTokens: number,
+): Promise<{ loss: number; gradNorm: number; applied: boolean; trainedTokens: number; tokens: number }> {
+  const batches = bucketByLength(seqs, microTokens);
+  const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
+  if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
+  const vars = [...params.values()];
+  const names = [...params.keys()];
+  const sums = new Map<string, tf.Tensor>();
+  const lossParts: tf.Scalar[] = [];
+  for (const b of batches) {
+    const w = b.weights.reduce((a, x) => a + x, 0);
+    if (w === 0) continue;
+    const { value, grads } = tf.tidy(() => {
+      const inputs = tf.tensor2d(b.inputs, [b.rows, b.length], 'int32');
+      const targets = tf.tensor2d(b.targets, [b.rows, b.length], 'int32');
+      const weights = tf.tensor2d(b.weights, [b.rows, b.length], 'float32');
+      // Weighted so that the sum over micro-batches is the token mean over the step.
+      return tf.variableGrads(() => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }), w / totalWeight) as tf.Scalar, vars);
+    });
+    lossParts.push(value);
+    names.forEach((name, i) => {
+      const g = grads[vars[i].name];
+      if (!g) return;
+      const prev = sums.get(name);
+      sums.set(name, prev ? tf.tidy(() => tf.add(prev, g)) : g);
+      if (prev) {
+        prev.dispose();
+        g.dispose();
+      }
+    });
+  }
+  const lossT = tf.addN(lossParts);
+  const loss = (await lossT.data())[0];
+  lossT.dispose();
+  lossParts.forEach((t) => t.dispose());
+  const stats = Number.isFinite(loss) ? await optimizer.apply(sums, lr) : { gradNorm: NaN, applied: false };
+  sums.forEach((t) => t.dispose());
+  const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
+  return { loss, ...stats, trainedTokens: totalWeight, tokens };
+}
+
+export { cosineLr };

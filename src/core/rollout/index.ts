@@ -1,0 +1,5 @@
+export * from './config';
+export * from './trace';
+export * from './scheduler';
+export * from './format';
+export * from './policyDecoder';

@@ -1,0 +1,80 @@
+/**
+ * The episode trace: a serialisable record of one root and its clones (DESIGN §7).
+ * One trace per JSONL line; docs/FORMATS.md documents every field.
+ */
+import type { Violation } from '../protocol/violations';
+
+export const TRACE_SCHEMA = 'selfcest-episode/1';
+
+/** Who wrote each token of a context: prompt (runtime), generated (model), injected (runtime). */
+export type Writer = 'p' | 'g' | 'i';
+
+export interface ContextTrace {
+  id: number;
+  role: 'root' | 'clone';
+  /** The root's id for a clone; null for the root. */
+  parent: number | null;
+  /** Spawn round (0-based) for a clone; null for the root. */
+  round: number | null;
+  /** The subtask as the root wrote it (before context-key expansion). */
+  subtask: string | null;
+  budget: number | null;
+  tokens: number[];
+  text: string;
+  /** One letter per token (see Writer); only 'g' tokens are the model's actions. */
+  writers: string;
+  /** Behaviour-policy log-probability of each generated token, in order. */
+  logprobs: number[];
+  generatedTokens: number;
+  answer: string | null;
+  violation: Violation | null;
+  violationDetail: string | null;
+}
+
+export type EpisodeEvent =
+  | { kind: 'spawn'; round: number; atToken: number; clones: number[] }
+  | { kind: 'join'; round: number; atToken: number; answers: (string | null)[] };
+
+export interface TokenCounts {
+  /** Tokens the root generated. */
+  root: number;
+  /** Tokens all clones generated. */
+  clonesTotal: number;
+  /** Longest clone of each round. */
+  longestClonePerRound: number[];
+  /** Root plus the longest clone of each round: the latency-like cost. */
+  criticalPath: number;
+  /** Root plus all clones. */
+  total: number;
+}
+
+export interface EpisodeTrace {
+  schema: typeof TRACE_SCHEMA;
+  policyVersion: number;
+  task: string;
+  problemId: string;
+  prompt: string;
+  truth: string;
+  method: 'delegate' | 'mono';
+  answer: string | null;
+  correct: boolean;
+  rounds: number;
+  contexts: ContextTrace[];
+  events: EpisodeEvent[];
+  violations: { violation: Violation; context: number; detail: string }[];
+  tokens: TokenCounts;
+}
+
+export function countTokens(contexts: readonly ContextTrace[]): TokenCounts {
+  const root = contexts.filter((c) => c.role === 'root').reduce((n, c) => n + c.generatedTokens, 0);
+  const longest: number[] = [];
+  let clonesTotal = 0;
+  for (const c of contexts) {
+    if (c.role !== 'clone' || c.round === null) continue;
+    clonesTotal += c.generatedTokens;
+    longest[c.round] = Math.max(longest[c.round] ?? 0, c.generatedTokens);
+  }
+  const longestClonePerRound = Array.from(longest, (x) => x ?? 0);
+  const criticalPath = root + longestClonePerRound.reduce((a, b) => a + b, 0);
+  return { root, clonesTotal, longestClonePerRound, criticalPath, total: root + clonesTotal };
+}

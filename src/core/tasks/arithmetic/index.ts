@@ -1,0 +1,51 @@
+/** The arithmetic task: generator, exact verifier and teacher. */
+import type { Rng } from '../../rng';
+import type { Problem, Task, Verdict } from '../types';
+import { evaluate, formatSum, operandCount, parseSum } from './expr';
+import { type ArithmeticOptions, ARITHMETIC_DEFAULTS, generateSum, validateArithmeticOptions } from './generate';
+import { delegateContexts, monoContexts } from './teacher';
+
+export * from './expr';
+export * from './generate';
+export * from './teacher';
+
+/** A canonical integer: optional minus, no leading zeros. */
+const INTEGER = /^-?(0|[1-9][0-9]*)$/;
+
+export function parseIntegerAnswer(answer: string | null): number | null {
+  if (answer === null || !INTEGER.test(answer) || answer === '-0') return null;
+  return Number(answer);
+}
+
+export const arithmetic: Task<ArithmeticOptions> = {
+  name: 'arithmetic',
+  defaultOptions: ARITHMETIC_DEFAULTS,
+  validateOptions: validateArithmeticOptions,
+
+  generate(rng: Rng, opts: ArithmeticOptions, id: string): Problem {
+    const operands = rng.int(opts.minOperands, opts.maxOperands);
+    const s = generateSum(rng, operands, opts);
+    return {
+      task: 'arithmetic',
+      id,
+      prompt: formatSum(s),
+      truth: String(evaluate(s)),
+      meta: { operands: operandCount(s), terms: s.terms.length },
+    };
+  },
+
+  verify(problem: Problem, answer: string | null): Verdict {
+    const value = parseIntegerAnswer(answer);
+    const truthValue = Number(problem.truth);
+    return { correct: value !== null && value === truthValue, value, truthValue };
+  },
+
+  teacherMono(problem: Problem) {
+    return { problem, style: 'mono', contexts: monoContexts(parseSum(problem.prompt)) };
+  },
+
+  teacherDelegate(problem: Problem, rng: Rng) {
+    const contexts = delegateContexts(parseSum(problem.prompt), rng);
+    return contexts ? { problem, style: 'delegate', contexts } : null;
+  },
+};

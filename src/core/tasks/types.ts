@@ -1,0 +1,59 @@
+/**
+ * What every task provides: a seeded generator, a verifier, and a teacher that writes
+ * warm-start demonstrations in the delegation protocol.
+ */
+import type { Rng } from '../rng';
+
+export interface Problem {
+  task: string;
+  /** Stable id within its generator stream (seed + index), for traces and comparisons. */
+  id: string;
+  /** The root prompt text (between `<root>` and `<sep>`). */
+  prompt: string;
+  /** The exact answer text. */
+  truth: string;
+  /** Named context chunks that a spawn may reference with `<ctx>key` (long-context tasks). */
+  context?: Record<string, string>;
+  /** Task-specific difficulty facts (operand count, hops, …) for slicing results. */
+  meta: Record<string, number | string>;
+}
+
+/** One piece of a demonstration: who writes it decides whether it is trained on. */
+export interface Segment {
+  text: string;
+  /** 'prompt' and 'injected' are written by the runtime and masked out of the loss. */
+  kind: 'prompt' | 'generated' | 'injected';
+}
+
+/** A context as the teacher would produce it: a root or one clone, start to end. */
+export interface DemoContext {
+  role: 'root' | 'clone';
+  segments: Segment[];
+}
+
+export interface Demonstration {
+  problem: Problem;
+  style: 'mono' | 'delegate';
+  /** Root first, then its clones in spawn order. */
+  contexts: DemoContext[];
+}
+
+export interface Verdict {
+  correct: boolean;
+  /** The parsed numeric value when the task is numeric (for partial credit); null otherwise. */
+  value: number | null;
+  truthValue: number | null;
+}
+
+export interface Task<Opts = Record<string, unknown>> {
+  name: string;
+  defaultOptions: Opts;
+  /** Validate user options, throwing a message that names the field and the allowed range. */
+  validateOptions(opts: Partial<Opts>): Opts;
+  generate(rng: Rng, opts: Opts, id: string): Problem;
+  verify(problem: Problem, answer: string | null): Verdict;
+  /** A monolithic chain of thought ending in an answer block. */
+  teacherMono(problem: Problem, rng: Rng): Demonstration;
+  /** A delegation (spawn, join, combine), or null when the problem does not split. */
+  teacherDelegate(problem: Problem, rng: Rng): Demonstration | null;
+}

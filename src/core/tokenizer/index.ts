@@ -1,0 +1,3 @@
+export * from './vocab';
+export * from './tokenizerJson';
+export * from './tokenizer';
