@@ -10,13 +10,14 @@
  * Import is strict: every file, tensor, shape and value is checked, and the first problem is
  * reported by name, so a bad file never reaches a running model.
  */
+import { PROTOCOL_VERSION } from '../protocol/grammar';
 import { paramSpecs, validateModelConfig, type ModelConfig, type ParamSpec } from '../model/config';
 import { VOCAB } from '../tokenizer/vocab';
 import { fromHfConfig, toHfConfig } from './hfConfig';
 import { decodeSafetensors, encodeSafetensors, type DecodedTensor } from './safetensors';
 
 /** Version of the delegation protocol (token semantics, docs/PROTOCOL.md) a checkpoint speaks. */
-export const SELFCEST_PROTOCOL_VERSION = 1;
+export const SELFCEST_PROTOCOL_VERSION = PROTOCOL_VERSION;
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1];
 
 export const CHECKPOINT_FORMAT = 'selfcest-checkpoint';

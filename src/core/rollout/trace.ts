@@ -29,6 +29,8 @@ export interface ContextTrace {
   answer: string | null;
   violation: Violation | null;
   violationDetail: string | null;
+  /** Set by the trainer: this context's advantage, loss weight and gate decision. */
+  credit?: { advantage: number; weight: number; gated: boolean; reward: number };
 }
 
 export type EpisodeEvent =
@@ -63,6 +65,8 @@ export interface EpisodeTrace {
   events: EpisodeEvent[];
   violations: { violation: Violation; context: number; detail: string }[];
   tokens: TokenCounts;
+  /** Set by the trainer: the episode reward and its parts. */
+  reward?: { reward: number; score: number; rootPenalty: number; clonePenalty: number; callPenalty: number };
 }
 
 export function countTokens(contexts: readonly ContextTrace[]): TokenCounts {

@@ -3,12 +3,12 @@ import { mkdtemp, readdir, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readCheckpointDir, writeCheckpointDir } from '../../cli/checkpointDir';
-import { paramSpecs, type ModelConfig } from '../model/config';
-import { Rng } from '../rng';
-import { buildTokenizerJson } from '../tokenizer/tokenizerJson';
-import { VOCAB_SIZE } from '../tokenizer/vocab';
-import { makeSelfcestMeta, type Checkpoint } from './checkpoint';
+import { readCheckpointDir, writeCheckpointDir } from '../src/cli/checkpointDir';
+import { paramSpecs, type ModelConfig } from '../src/core/model/config';
+import { Rng } from '../src/core/rng';
+import { buildTokenizerJson } from '../src/core/tokenizer/tokenizerJson';
+import { VOCAB_SIZE } from '../src/core/tokenizer/vocab';
+import { makeSelfcestMeta, type Checkpoint } from '../src/core/io/checkpoint';
 
 const config: ModelConfig = { nLayer: 1, nEmbd: 8, nHead: 2, nPositions: 8, vocabSize: VOCAB_SIZE, layerNormEps: 1e-5 };
 

@@ -1,0 +1,112 @@
+/**
+ * Cached vs uncached decoding on the `small` preset (random init, wasm, one thread).
+ *
+ *   (a) BatchedDecoder: 32 contexts with short prompts, 128 sampled tokens each, all contexts
+ *       stepping together (prefill included in the time);
+ *   (b) no cache: one context, the full forward over the whole prefix for every new token.
+ *
+ * Prints tokens/s of both and `ratio: a/b`. `--profile` adds the kernel time of one decode step
+ * per op type.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { Rng } from '../src/core/rng';
+import { PRESETS } from '../src/core/model/config';
+import { BatchedDecoder } from '../src/core/model/decode';
+import { forwardLogits } from '../src/core/model/gpt';
+import { initParams, type GPTParams } from '../src/core/model/params';
+import { sampleFromLogits } from '../src/core/model/sample';
+import { T } from '../src/core/tokenizer/vocab';
+import { initBackend } from '../src/runtime/backend';
+
+const CONTEXTS = 32;
+const NEW_TOKENS = 128;
+const SAMPLING = { temperature: 1, topK: 0 };
+const BANNED: ReadonlySet<number> = new Set([T.pad]);
+
+function prompt(rng: Rng, vocab: number): number[] {
+  const length = rng.int(4, 12);
+  return Array.from({ length }, () => rng.int(21, vocab - 1));
+}
+
+async function cachedRun(params: GPTParams, contexts: number, newTokens: number, rng: Rng): Promise<{ seconds: number; stepMs: number }> {
+  const config = PRESETS.small;
+  const V = config.vocabSize;
+  const decoder = new BatchedDecoder(params, config, { capacity: contexts });
+  const start = performance.now();
+  const slots = Array.from({ length: contexts }, () => decoder.open());
+  let logits = await decoder.feed(slots, slots.map(() => prompt(rng, V)));
+  let stepTime = 0;
+  for (let i = 1; i < newTokens; i++) {
+    const next = slots.map((_, s) => [sampleFromLogits(logits, s * V, V, SAMPLING, rng, BANNED).id]);
+    const t0 = performance.now();
+    logits = await decoder.feed(slots, next);
+    stepTime += performance.now() - t0;
+  }
+  for (let s = 0; s < contexts; s++) sampleFromLogits(logits, s * V, V, SAMPLING, rng, BANNED);
+  const seconds = (performance.now() - start) / 1000;
+  decoder.dispose();
+  return { seconds, stepMs: stepTime / Math.max(1, newTokens - 1) };
+}
+
+async function uncachedRun(params: GPTParams, newTokens: number, rng: Rng): Promise<number> {
+  const config = PRESETS.small;
+  const V = config.vocabSize;
+  const seq = prompt(rng, V);
+  const start = performance.now();
+  for (let i = 0; i < newTokens; i++) {
+    const logits = tf.tidy(() => {
+      const all = forwardLogits(params, config, tf.tensor2d([seq], [1, seq.length], 'int32'));
+      return tf.slice(all, [0, seq.length - 1, 0], [1, 1, V]);
+    });
+    const row = (await logits.data()) as Float32Array;
+    logits.dispose();
+    seq.push(sampleFromLogits(row, 0, V, SAMPLING, rng, BANNED).id);
+  }
+  return (performance.now() - start) / 1000;
+}
+
+async function profileStep(params: GPTParams, rng: Rng): Promise<void> {
+  const config = PRESETS.small;
+  const V = config.vocabSize;
+  const decoder = new BatchedDecoder(params, config, { capacity: CONTEXTS });
+  const slots = Array.from({ length: CONTEXTS }, () => decoder.open());
+  await decoder.feed(slots, slots.map(() => prompt(rng, V)));
+  for (let i = 0; i < 64; i++) await decoder.feed(slots, slots.map(() => [rng.int(21, V - 1)]));
+  const info = await tf.profile(async () => {
+    await decoder.feed(slots, slots.map(() => [rng.int(21, V - 1)]));
+  });
+  const byKernel = new Map<string, { ms: number; count: number }>();
+  for (const k of info.kernels) {
+    const ms = typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
+    const e = byKernel.get(k.name) ?? { ms: 0, count: 0 };
+    byKernel.set(k.name, { ms: e.ms + ms, count: e.count + 1 });
+  }
+  const total = [...byKernel.values()].reduce((a, b) => a + b.ms, 0);
+  console.log(`profile of one step at context ~${decoder.length(slots[0])} (${info.kernels.length} kernels, ${total.toFixed(2)} ms kernel time):`);
+  for (const [name, { ms, count }] of [...byKernel.entries()].sort((a, b) => b[1].ms - a[1].ms)) {
+    console.log(`  ${name.padEnd(22)} ${String(count).padStart(4)} × ${ms.toFixed(2).padStart(7)} ms`);
+  }
+  decoder.dispose();
+}
+
+export async function runDecodeBench(args: string[]): Promise<void> {
+  const backend = await initBackend('wasm');
+  const config = PRESETS.small;
+  const params = initParams(config, 1);
+  console.log(`decode bench: preset small (${config.nLayer} layers, d=${config.nEmbd}), backend ${backend}, ${CONTEXTS} contexts × ${NEW_TOKENS} new tokens`);
+
+  // Warm-up: wasm kernels, XNNPACK operators, derived weights.
+  await cachedRun(params, 4, 8, new Rng(7));
+  await uncachedRun(params, 4, new Rng(7));
+
+  const cached = await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1));
+  const cachedRate = (CONTEXTS * NEW_TOKENS) / cached.seconds;
+  console.log(`cached batched: ${cachedRate.toFixed(0)} tokens/s (${cached.seconds.toFixed(2)} s; one ${CONTEXTS}-row step ${cached.stepMs.toFixed(2)} ms)`);
+
+  const uncachedSeconds = await uncachedRun(params, NEW_TOKENS, new Rng(2));
+  const uncachedRate = NEW_TOKENS / uncachedSeconds;
+  console.log(`uncached single: ${uncachedRate.toFixed(1)} tokens/s (${uncachedSeconds.toFixed(2)} s)`);
+  console.log(`ratio: ${(cachedRate / uncachedRate).toFixed(1)}`);
+
+  if (args.includes('--profile')) await profileStep(params, new Rng(3));
+}

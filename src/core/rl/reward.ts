@@ -1,0 +1,98 @@
+/**
+ * The SELFCEST episode reward (DESIGN §1):
+ *
+ *   R = s − P(root generated; τr, ρr, Pr) − max over rounds P(longest clone of the round; τc, ρc, Pc)
+ *         − max(0, callRate·#spawn calls − callFree)
+ *
+ * with P(n; τ, ρ, Pmax) = 0 for n ≤ τ, else Pmax·(1 − exp(−(n − τ)/ρ)), and s = 1 for an
+ * exact answer, else the partial credit 0.2 / log2(2 + |A − B| / sqrt(|2 + max(A, B)|)).
+ * The clone penalty is on the critical path (longest clone per round), not the sum.
+ */
+import type { EpisodeTrace } from '../rollout/trace';
+
+export interface RewardConfig {
+  rootTau: number;
+  rootRho: number;
+  rootPmax: number;
+  cloneTau: number;
+  cloneRho: number;
+  clonePmax: number;
+  /** Penalty per spawn call (round) beyond the free ones: max(0, rate·calls − free). */
+  callRate: number;
+  callFree: number;
+  /** Partial numeric credit for wrong answers. */
+  partialCredit: boolean;
+  /** A clone's own format penalty when it gave no answer (r_clone = R − this). */
+  cloneFormatPenalty: number;
+}
+
+/**
+ * Thresholds scaled to our task lengths: the reference's 512 tokens stand for a few
+ * thousand-token responses; here a monolithic 8-operand chain is about 110 root tokens,
+ * a delegating root about 50 and a clone 10–40.
+ */
+export const REWARD_DEFAULTS: RewardConfig = {
+  rootTau: 64,
+  rootRho: 64,
+  rootPmax: 0.3,
+  cloneTau: 32,
+  cloneRho: 32,
+  clonePmax: 0.2,
+  callRate: 0.1,
+  callFree: 0.2,
+  partialCredit: true,
+  cloneFormatPenalty: 0.05,
+};
+
+export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConfig {
+  const c = { ...REWARD_DEFAULTS, ...partial };
+  const nonNeg = (f: keyof RewardConfig) => {
+    if (!(typeof c[f] === 'number' && (c[f] as number) >= 0 && Number.isFinite(c[f]))) {
+      throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);
+    }
+  };
+  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'cloneFormatPenalty'] as const) nonNeg(f);
+  for (const f of ['rootRho', 'cloneRho'] as const) {
+    if (!(c[f] > 0 && Number.isFinite(c[f]))) throw new Error(`reward: ${f} must be a finite number > 0 (got ${c[f]})`);
+  }
+  return c;
+}
+
+/** The length penalty P(n; τ, ρ, Pmax). */
+export function lengthPenalty(n: number, tau: number, rho: number, pmax: number): number {
+  return n <= tau ? 0 : pmax * (1 - Math.exp(-(n - tau) / rho));
+}
+
+/** Partial credit for a wrong numeric answer A against the truth B. */
+export function partialCredit(a: number, b: number): number {
+  return 0.2 / Math.log2(2 + Math.abs(a - b) / Math.sqrt(Math.abs(2 + Math.max(a, b))));
+}
+
+export interface RewardBreakdown {
+  reward: number;
+  score: number;
+  rootPenalty: number;
+  clonePenalty: number;
+  callPenalty: number;
+}
+
+/**
+ * Reward of one episode. `value` and `truthValue` are the parsed numeric answer and truth
+ * (null when not numeric); `correct` is exact match.
+ */
+export function episodeReward(
+  trace: Pick<EpisodeTrace, 'correct' | 'tokens' | 'rounds'>,
+  verdict: { value: number | null; truthValue: number | null },
+  c: RewardConfig,
+): RewardBreakdown {
+  let score = 0;
+  if (trace.correct) score = 1;
+  else if (c.partialCredit && verdict.value !== null && verdict.truthValue !== null) {
+    score = partialCredit(verdict.value, verdict.truthValue);
+    if (!Number.isFinite(score)) score = 0;
+  }
+  const rootPenalty = lengthPenalty(trace.tokens.root, c.rootTau, c.rootRho, c.rootPmax);
+  const clonePenalty = Math.max(0, ...trace.tokens.longestClonePerRound.map((n) => lengthPenalty(n, c.cloneTau, c.cloneRho, c.clonePmax)));
+  const callPenalty = Math.max(0, c.callRate * trace.rounds - c.callFree);
+  return { reward: score - rootPenalty - clonePenalty - callPenalty, score, rootPenalty, clonePenalty, callPenalty };
+}

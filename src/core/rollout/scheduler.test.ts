@@ -1,0 +1,219 @@
+/**
+ * The scheduler against a scripted decoder (teacher demonstrations replayed token by
+ * token, so every protocol path is exact and hand-checkable) and against a real tiny model
+ * (determinism and batch independence).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { presetConfig } from '../model/config';
+import { initParams } from '../model/params';
+import { Rng } from '../rng';
+import { arithmetic } from '../tasks/arithmetic';
+import type { Problem } from '../tasks/types';
+import { Tokenizer } from '../tokenizer/tokenizer';
+import { initBackend } from '../../runtime/backend';
+import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
+import { PolicyDecoder } from './policyDecoder';
+import { type ContextDecoder, RolloutScheduler } from './scheduler';
+
+const tok = Tokenizer.builtin();
+const encode = (t: string) => tok.encode(t);
+const V = tok.vocabSize;
+
+/**
+ * Replays scripts: a context whose fed tokens are a prefix of one script gets a logit
+ * spike at that script's next token. Used only to drive the scheduler through exact paths.
+ */
+class ScriptedDecoder implements ContextDecoder {
+  readonly vocabSize = V;
+  readonly maxPositions = 256;
+  private history = new Map<number, number[]>();
+  private next = 0;
+  maxLive = 0;
+  calls: number[] = [];
+  constructor(private readonly scripts: number[][]) {}
+  open(): number {
+    this.history.set(this.next, []);
+    this.maxLive = Math.max(this.maxLive, this.history.size);
+    return this.next++;
+  }
+  close(slot: number): void {
+    this.history.delete(slot);
+  }
+  async feed(slots: number[], tokens: number[][]): Promise<Float32Array> {
+    this.calls.push(slots.length);
+    const out = new Float32Array(slots.length * V);
+    slots.forEach((slot, r) => {
+      const h = this.history.get(slot)!;
+      h.push(...tokens[r]);
+      const script = this.scripts.find((s) => s.length > h.length && h.every((t, i) => s[i] === t));
+      if (!script) throw new Error(`no script continues ${tok.decode(h)}`);
+      out[r * V + script[h.length]] = 50;
+    });
+    return out;
+  }
+}
+
+const greedy: RolloutConfig = { ...ROLLOUT_DEFAULTS, greedy: true };
+
+async function replay(scripts: string[], problem: Problem, cfg = greedy) {
+  const decoder = new ScriptedDecoder(scripts.map(encode));
+  const s = new RolloutScheduler(decoder, cfg, { policyVersion: 3, encode });
+  s.addEpisode(arithmetic, problem, new Rng(1));
+  const [trace] = await s.run();
+  return { trace, decoder };
+}
+
+const problem: Problem = { task: 'arithmetic', id: 'p', prompt: '57+77-1+7*7-1', truth: '181', meta: {} };
+const ROOT = '<root>57+77-1+7*7-1<sep><spawn>57+77<b16><spawn>-1<b8><spawn>7*7-1<b16><join><ret>134<ret>-1<ret>48<resume>=134-1+48=133+48=181<ans>181<eos>';
+const CLONES = ['<clone>57+77<sep>=134<ans>134<eos>', '<clone>-1<sep><ans>-1<eos>', '<clone>7*7-1<sep>=49-1=48<ans>48<eos>'];
+
+describe('rollout scheduler (scripted decoder)', () => {
+  it('runs a delegation round exactly as the protocol says', async () => {
+    const { trace, decoder } = await replay([ROOT, ...CLONES], problem);
+    expect(trace.contexts.map((c) => c.text)).toEqual([ROOT, ...CLONES]);
+    expect(trace.answer).toBe('181');
+    expect(trace.correct).toBe(true);
+    expect(trace.rounds).toBe(1);
+    const root = trace.contexts[0];
+    // Writers: prompt, then the spawn blocks, then the runtime's injection, then the root again.
+    const gen1 = '<spawn>57+77<b16><spawn>-1<b8><spawn>7*7-1<b16><join>';
+    const inj = '<ret>134<ret>-1<ret>48<resume>';
+    const tail = '=134-1+48=133+48=181<ans>181<eos>';
+    const n = (t: string) => encode(t).length;
+    expect(root.writers).toBe('p'.repeat(n('<root>57+77-1+7*7-1<sep>')) + 'g'.repeat(n(gen1)) + 'i'.repeat(n(inj)) + 'g'.repeat(n(tail)));
+    expect(root.generatedTokens).toBe(n(gen1) + n(tail));
+    expect(root.logprobs).toHaveLength(root.generatedTokens);
+    const cloneGen = [n('=134<ans>134<eos>'), n('<ans>-1<eos>'), n('=49-1=48<ans>48<eos>')];
+    expect(trace.contexts.slice(1).map((c) => [c.subtask, c.budget, c.round, c.parent, c.generatedTokens, c.answer])).toEqual([
+      ['57+77', 16, 0, 0, cloneGen[0], '134'],
+      ['-1', 8, 0, 0, cloneGen[1], '-1'],
+      ['7*7-1', 16, 0, 0, cloneGen[2], '48'],
+    ]);
+    expect(trace.tokens).toEqual({
+      root: n(gen1) + n(tail),
+      clonesTotal: cloneGen[0] + cloneGen[1] + cloneGen[2],
+      longestClonePerRound: [cloneGen[2]],
+      criticalPath: n(gen1) + n(tail) + cloneGen[2],
+      total: n(gen1) + n(tail) + cloneGen[0] + cloneGen[1] + cloneGen[2],
+    });
+    expect(trace.events).toEqual([
+      { kind: 'spawn', round: 0, atToken: n('<root>57+77-1+7*7-1<sep>') + n(gen1) - 1, clones: [1, 2, 3] },
+      { kind: 'join', round: 0, atToken: n('<root>57+77-1+7*7-1<sep>') + n(gen1), answers: ['134', '-1', '48'] },
+    ]);
+    expect(trace.violations).toEqual([]);
+    expect(trace.policyVersion).toBe(3);
+    // The three clones ran side by side: one batched feed held all of them.
+    expect(decoder.maxLive).toBe(4);
+    expect(Math.max(...decoder.calls)).toBe(3);
+  });
+
+  it('steps the contexts of many episodes in one batched call', async () => {
+    const decoder = new ScriptedDecoder([ROOT, ...CLONES].map(encode));
+    const s = new RolloutScheduler(decoder, greedy, { policyVersion: 0, encode });
+    for (let i = 0; i < 5; i++) s.addEpisode(arithmetic, { ...problem, id: `p${i}` }, new Rng(i));
+    const traces = await s.run();
+    expect(traces.every((t) => t.correct)).toBe(true);
+    expect(Math.max(...decoder.calls)).toBe(15); // 5 episodes × 3 clones in one step
+  });
+
+  it('injects <fail> for a clone over budget and one without an answer', async () => {
+    const root = '<root>57+77-1+7*7-1<sep><spawn>57+77<b8><spawn>7*7-1<b16><join><ret><fail><ret><fail><resume>=0<ans>0<eos>';
+    const c1 = '<clone>57+77<sep>=134=134=134=134<ans>134<eos>';
+    const c2 = '<clone>7*7-1<sep>=49-1=48<eos>';
+    const { trace } = await replay([root, c1, c2], problem);
+    expect(trace.contexts[1].violation).toBe('clone_over_budget');
+    expect(trace.contexts[1].generatedTokens).toBe(8);
+    expect(trace.contexts[2].violation).toBe('clone_no_answer');
+    expect(trace.events[1]).toMatchObject({ kind: 'join', answers: [null, null] });
+    expect(trace.contexts[0].text).toBe(root);
+    expect(trace.violations.map((v) => v.violation)).toEqual(['clone_over_budget', 'clone_no_answer']);
+    expect(trace.correct).toBe(false);
+  });
+
+  it('cuts injected answers and classifies a clone that spawns', async () => {
+    const root = '<root>1+2<sep><spawn>1+2<b16><spawn>2<b8><join><ret>123<ret><fail><resume><ans>3<eos>';
+    const c1 = '<clone>1+2<sep><ans>12345<eos>';
+    const c2 = '<clone>2<sep><spawn>';
+    const { trace } = await replay([root, c1, c2], { ...problem, prompt: '1+2', truth: '3' }, { ...greedy, answerMaxChars: 3 });
+    expect(trace.contexts[2].violation).toBe('clone_spawn');
+    expect(trace.contexts[0].text).toBe(root);
+    expect(trace.correct).toBe(true);
+  });
+
+  it('ends the episode on a root violation', async () => {
+    const cases: [string, string, Partial<RolloutConfig>][] = [
+      ['<root>1+2<sep><spawn>1+2<join>', 'malformed_spawn', {}],
+      ['<root>1+2<sep>=3<eos>', 'root_no_answer', {}],
+      ['<root>1+2<sep>=3=3=3', 'root_over_max', { rootMaxTokens: 6 }], // stops at the 6th token
+      ['<root>1+2<sep><spawn>1<b8><spawn>', 'too_many_clones', { maxClonesPerRound: 1 }],
+      ['<root>1+2<sep><spawn>1<b8><join><ret>1<resume><spawn>', 'too_many_rounds', { maxRounds: 1 }],
+      ['<root>1+2<sep><spawn><ctx>k1<b8><join>', 'malformed_spawn', {}],
+    ];
+    for (const [root, violation, cfg] of cases) {
+      const { trace } = await replay([root + '=3=3', '<clone>1<sep><ans>1<eos>'], { ...problem, prompt: '1+2', truth: '3' }, { ...greedy, ...cfg });
+      expect(trace.violations.map((v) => v.violation)).toEqual([violation]);
+      expect(trace.answer).toBeNull();
+      expect(trace.contexts[0].text).toBe(root);
+    }
+  });
+
+  it('masks spawn tokens for the monolithic method', async () => {
+    // The script wants <spawn>; with spawning forbidden the greedy choice must be another token.
+    const decoder = new ScriptedDecoder([encode('<root>1+2<sep><spawn>')]);
+    const s = new RolloutScheduler(decoder, { ...greedy, allowSpawn: false, rootMaxTokens: 1 }, { policyVersion: 0, encode });
+    s.addEpisode(arithmetic, { ...problem, prompt: '1+2' }, new Rng(0));
+    const [t] = await s.run();
+    expect(t.method).toBe('mono');
+    expect(t.contexts[0].tokens.at(-1)).not.toBe(encode('<spawn>')[0]);
+  });
+
+  it('validates its configuration', () => {
+    expect(() => validateRolloutConfig({ maxClonesPerRound: 0 })).toThrow(/maxClonesPerRound must be an integer in \[1, 30\]/);
+    expect(() => validateRolloutConfig({ budgets: [7] })).toThrow(/budgets must be a non-empty subset/);
+    expect(() => validateRolloutConfig({ temperature: 0 })).toThrow(/temperature must be in/);
+    expect(() => validateRolloutConfig({ rootMaxTokens: 1.5 })).toThrow(/rootMaxTokens/);
+  });
+});
+
+describe('rollout scheduler (tiny model)', () => {
+  beforeAll(async () => {
+    await initBackend('wasm');
+  });
+
+  const run = async (problems: Problem[], seeds: number[], cfg: RolloutConfig) => {
+    const config = presetConfig('tiny');
+    const params = initParams(config, 5);
+    const decoder = new PolicyDecoder({ config, params });
+    const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
+    problems.forEach((p, i) => s.addEpisode(arithmetic, p, new Rng(seeds[i])));
+    const traces = await s.run();
+    decoder.dispose();
+    params.forEach((p) => p.dispose());
+    return traces;
+  };
+
+  it('finishes every episode, classified, with consistent counts; same seeds give the same traces', async () => {
+    const rng = new Rng(2);
+    const problems = Array.from({ length: 6 }, (_, i) => arithmetic.generate(rng, arithmetic.defaultOptions, `t${i}`));
+    const cfg = { ...ROLLOUT_DEFAULTS, rootMaxTokens: 40 };
+    const before = tf.memory().numTensors;
+    const a = await run(problems, [1, 2, 3, 4, 5, 6], cfg);
+    expect(tf.memory().numTensors).toBe(before);
+    const b = await run(problems, [1, 2, 3, 4, 5, 6], cfg);
+    expect(b).toEqual(a);
+    for (const t of a) {
+      expect(t.answer !== null || t.violations.length > 0).toBe(true);
+      for (const c of t.contexts) {
+        expect(c.writers.length).toBe(c.tokens.length);
+        expect(c.logprobs.length).toBe(c.generatedTokens);
+        expect(c.writers.split('').filter((w) => w === 'g').length).toBe(c.generatedTokens);
+        for (const lp of c.logprobs) expect(lp).toBeLessThanOrEqual(0);
+      }
+      expect(t.tokens.criticalPath).toBeLessThanOrEqual(t.tokens.total);
+    }
+    // An episode does not depend on what shares its batch.
+    const alone = await run([problems[3]], [4], cfg);
+    expect(alone[0].contexts.map((c) => c.text)).toEqual(a[3].contexts.map((c) => c.text));
+  });
+});
