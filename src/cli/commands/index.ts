@@ -3,5 +3,7 @@ import { init } from './init';
 import { logits } from './logits';
 import { rollout } from './rollout';
 import { sft } from './sft';
+import { train } from './train';
+import { evaluate } from './eval';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate };

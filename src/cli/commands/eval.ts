@@ -1,0 +1,57 @@
+import { defineCommand } from '../command';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
+import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import { disposeParams } from '../../core/model/params';
+
+export const evaluate = defineCommand(
+  'eval',
+  'Accuracy and token costs of a checkpoint on held-out problems (greedy unless --temperature).',
+  {
+    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
+    seed: { type: 'int', default: 12345, help: 'seed of the held-out problem set' },
+    method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
+    temperature: { type: 'number', help: 'sample at this temperature instead of greedy' },
+    'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
+    'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
+    json: { type: 'bool', default: false, help: 'print JSON' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const task = getTask(f.task!);
+    const opts = task.validateOptions({
+      ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
+      ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
+    } as never);
+    const { policy } = await loadPolicy(f.checkpoint!, false);
+    const cfg = validateRolloutConfig(
+      f.temperature === undefined ? { greedy: true, allowSpawn: f.method === 'delegate' } : { temperature: f.temperature, allowSpawn: f.method === 'delegate' },
+    );
+    const decoder = new PolicyDecoder(policy);
+    const traces = await runProblems(decoder, task, heldOutProblems(task, opts, f.n!, f.seed!), cfg, f.seed!, (t) => tok.encode(t));
+    decoder.dispose();
+    disposeParams(policy.params);
+    const s = summarize(traces);
+    const result = {
+      accuracy: s.accuracy,
+      meanTokens: s.meanTokens,
+      meanCriticalPathTokens: s.meanCriticalPathTokens,
+      meanClones: s.meanClones,
+      violations: s.violations,
+      n: s.n,
+      meanRootTokens: s.meanRootTokens,
+      delegationRate: s.delegationRate,
+    };
+    if (f.json) console.log(JSON.stringify(result));
+    else {
+      console.log(`${f.method} on ${s.n} problems: accuracy ${(s.accuracy * 100).toFixed(1)}%, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
+      const v = Object.entries(s.violations).filter(([, n]) => n > 0);
+      if (v.length) console.log(`violations: ${v.map(([k, n]) => `${k} ${n}`).join(', ')}`);
+    }
+  },
+);

@@ -1,0 +1,123 @@
+import { join } from 'node:path';
+import { defineCommand } from '../command';
+import { appendJsonl, checkResumeConfig, formatDuration, loadRun, saveRun, truncateJsonl } from '../runDir';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { cloneParams } from '../../core/model/params';
+import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
+import { GRPO_DEFAULTS, type GrpoConfig, grpoStep, validateGrpoConfig } from '../../core/rl/train';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
+import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import type { Policy } from '../../core/policy';
+
+export const train = defineCommand(
+  'train',
+  'GRPO with clone credit and rollout gating from a checkpoint. Resumes from --out when it holds a run.',
+  {
+    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    init: { type: 'string', required: true, help: 'starting checkpoint (also the frozen KL reference)' },
+    steps: { type: 'int', required: true, min: 1, help: 'total GRPO steps' },
+    group: { type: 'int', default: GRPO_DEFAULTS.group, min: 2, help: 'episodes per prompt (G)' },
+    batch: { type: 'int', default: GRPO_DEFAULTS.batch, min: 1, help: 'prompts per step (B)' },
+    seed: { type: 'int', default: 0, help: 'seed for prompts and sampling' },
+    out: { type: 'string', required: true, help: 'run directory (resumable)' },
+    gating: { type: 'bool', default: true, help: 'rollout gating (--no-gating for the ablation)' },
+    'gate-roots': { type: 'bool', default: false, help: 'also gate roots with protocol violations' },
+    credit: { type: 'string', choices: ['ratio', 'broadcast'], default: 'ratio', help: 'clone credit' },
+    std: { type: 'bool', default: true, help: 'divide advantages by the group std (--no-std: Dr. GRPO)' },
+    beta: { type: 'number', default: GRPO_DEFAULTS.loss.beta, min: 0, help: 'KL coefficient' },
+    lr: { type: 'number', default: GRPO_DEFAULTS.lr, help: 'learning rate' },
+    clip: { type: 'number', default: GRPO_DEFAULTS.loss.clipLow, help: 'ratio clip ε (low and high)' },
+    'clip-high': { type: 'number', help: 'upper clip ε (default: --clip)' },
+    epochs: { type: 'int', default: 1, min: 1, help: 'inner epochs per batch' },
+    aggregation: { type: 'string', choices: ['token-mean', 'sequence-mean'], default: 'token-mean', help: 'loss aggregation' },
+    temperature: { type: 'number', default: 1, help: 'rollout temperature' },
+    'partial-credit': { type: 'bool', default: true, help: 'partial numeric credit for wrong answers' },
+    'save-every': { type: 'int', default: 10, min: 1, help: 'steps between saves' },
+    'trace-every': { type: 'int', default: 1, min: 1, help: 'write the traces of every Nth step' },
+    'eval-every': { type: 'int', default: 0, min: 0, help: 'steps between greedy evaluations (0 = off)' },
+    'eval-n': { type: 'int', default: 64, min: 1, help: 'problems per evaluation' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const encode = (t: string) => tok.encode(t);
+    const task = getTask(f.task!);
+    const cfg: GrpoConfig = validateGrpoConfig({
+      ...GRPO_DEFAULTS,
+      task: f.task!,
+      steps: f.steps!,
+      seed: f.seed!,
+      group: f.group!,
+      batch: f.batch!,
+      lr: f.lr!,
+      innerEpochs: f.epochs!,
+      loss: { ...GRPO_DEFAULTS.loss, beta: f.beta!, clipLow: f.clip!, clipHigh: f['clip-high'] ?? f.clip!, aggregation: f.aggregation as 'token-mean', temperature: f.temperature! },
+      advantage: { ...GRPO_DEFAULTS.advantage, gating: f.gating!, gateRoots: f['gate-roots']!, credit: f.credit as 'ratio', stdNormalize: f.std! },
+      reward: { ...GRPO_DEFAULTS.reward, partialCredit: f['partial-credit']! },
+      rollout: validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, temperature: f.temperature! }),
+    });
+    const runConfig = { ...cfg, init: f.init } as unknown as Record<string, unknown>;
+    const out = f.out!;
+    const metricsPath = join(out, 'metrics.jsonl');
+    const tracesPath = join(out, 'traces.jsonl');
+    const start = await loadPolicy(f.init!);
+    const preset = String(start.meta.preset ?? 'custom');
+    let policy: Policy = start.policy;
+    let step = 0;
+    let elapsed = 0;
+    let tokensSeen = 0;
+    const saved = await loadRun(out);
+    const optimizer = () => new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+    let opt: AdamW;
+    if (saved) {
+      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens']);
+      policy = saved.policy;
+      opt = optimizer();
+      opt.load(saved.optimizerStep, saved.optimizerTensors);
+      ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
+      await truncateJsonl(metricsPath, step);
+      await truncateJsonl(tracesPath, step);
+      console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
+    } else {
+      opt = optimizer();
+      console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
+    }
+    // The frozen reference is the starting checkpoint, also after a resume.
+    const reference = cfg.loss.beta > 0 ? (saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false })) : null;
+    const save = () => saveRun(out, policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
+
+    const pendingMetrics: object[] = [];
+    const pendingTraces: object[] = [];
+    const firstStep = step;
+    while (step < cfg.steps) {
+      const { metrics, traces } = await grpoStep({ policy, reference, optimizer: opt, task, encode }, cfg, step);
+      step++;
+      elapsed += metrics.wallSec;
+      tokensSeen += traces.reduce((n, t) => n + t.tokens.total, 0);
+      const row: Record<string, unknown> = { ...metrics };
+      if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
+        const problems = heldOutProblems(task, task.validateOptions(cfg.taskOptions as never), f['eval-n']!, 12345);
+        const decoder = new PolicyDecoder(policy);
+        const s = summarize(await runProblems(decoder, task, problems, validateRolloutConfig({ greedy: true }), 1, encode));
+        decoder.dispose();
+        row.evalAccuracy = s.accuracy;
+        row.evalTokens = s.meanTokens;
+      }
+      pendingMetrics.push(row);
+      if (step % f['trace-every']! === 0) pendingTraces.push(...traces.map((t) => ({ step, ...t })));
+      const eta = ((cfg.steps - step) * elapsed) / Math.max(1, step - firstStep + (firstStep > 0 ? firstStep : 0));
+      console.log(
+        `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)} kl ${metrics.kl.toExponential(2)} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
+          ('evalAccuracy' in row ? ` | eval ${Number(row.evalAccuracy).toFixed(3)}` : ''),
+      );
+      if (step % f['save-every']! === 0 || step === cfg.steps) {
+        await appendJsonl(metricsPath, pendingMetrics.splice(0));
+        await appendJsonl(tracesPath, pendingTraces.splice(0));
+        await save();
+      }
+    }
+    console.log(`done: ${out} at step ${step}`);
+  },
+);
