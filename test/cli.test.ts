@@ -1,0 +1,102 @@
+/** The CLI as a user runs it: real processes, real files. */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UsageError, parseFlags } from '../src/cli/args';
+import { readCheckpointDir } from '../src/cli/checkpointDir';
+import { forwardLogits } from '../src/core/model/gpt';
+import { policyFromCheckpoint } from '../src/core/policy';
+import { Tokenizer } from '../src/core/tokenizer/tokenizer';
+import { VOCAB_SIZE } from '../src/core/tokenizer/vocab';
+import { initBackend } from '../src/runtime/backend';
+
+const run = promisify(execFile);
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', ...args], { cwd: process.cwd(), timeout: 120_000 });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'selfcest-cli-'));
+  await initBackend('wasm');
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('cli', () => {
+  it('init writes a checkpoint whose logits match the in-process model', async () => {
+    const ckpt = join(dir, 'tiny');
+    const init = await cli('init', '--preset', 'tiny', '--seed', '3', '--out', ckpt);
+    expect(init.code).toBe(0);
+    expect(init.stdout).toMatch(/wrote tiny/);
+    const text = '<root>12+3*4<sep>=12+12';
+    const out = await cli('logits', '--checkpoint', ckpt, '--text', text, '--json');
+    expect(out.code).toBe(0);
+    const { tokens, logits } = JSON.parse(out.stdout) as { tokens: number[]; logits: number[][] };
+    expect(tokens).toEqual(Tokenizer.builtin().encode(text));
+    expect(logits).toHaveLength(tokens.length);
+    expect(logits[0]).toHaveLength(VOCAB_SIZE);
+    const policy = policyFromCheckpoint(await readCheckpointDir(ckpt), false);
+    const expected = tf.tidy(() => forwardLogits(policy.params, policy.config, tf.tensor2d([tokens], [1, tokens.length], 'int32')));
+    const rows = (await expected.array())[0];
+    expected.dispose();
+    const diff = Math.max(...rows.flatMap((r, i) => r.map((v, j) => Math.abs(v - logits[i][j]))));
+    expect(diff).toBeLessThan(1e-5);
+  });
+
+  it('rollout prints a delegation tree or a JSON trace', async () => {
+    const ckpt = join(dir, 'tiny');
+    const json = await cli('rollout', '--task', 'arithmetic', '--checkpoint', ckpt, '--seed', '2', '--json');
+    expect(json.code).toBe(0);
+    const trace = JSON.parse(json.stdout);
+    expect(trace.schema).toBe('selfcest-episode/1');
+    expect(trace.contexts[0].role).toBe('root');
+    const text = await cli('rollout', '--checkpoint', ckpt, '--seed', '2');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^arithmetic seed2 \[delegate\]/);
+    expect(text.stdout).toMatch(/tokens: root \d+, clones \d+, critical path \d+/);
+  });
+
+  it('bad flags give a usage error and exit code 2', async () => {
+    for (const args of [['init', '--preset', 'huge', '--out', 'x'], ['rollout', '--seed', 'abc'], ['nonsense']]) {
+      const r = await cli(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr + r.stdout).toMatch(/usage|must be|required|unknown/);
+    }
+  });
+
+  it('the flag parser names what is wrong', () => {
+    const specs = {
+      out: { type: 'string', required: true, help: '' },
+      n: { type: 'int', min: 1, help: '' },
+      gating: { type: 'bool', default: true, help: '' },
+    } as const;
+    expect(parseFlags(['--out', 'd', '--n', '3', '--no-gating'], specs)).toEqual({ out: 'd', n: 3, gating: false });
+    expect(() => parseFlags(['--n', '3'], specs)).toThrow(/--out is required/);
+    expect(() => parseFlags(['--out', 'd', '--n', '0'], specs)).toThrow(/--n must be in \[1, ∞\]/);
+    expect(() => parseFlags(['--out', 'd', '--n', '2.5'], specs)).toThrow(/--n must be an integer/);
+    expect(() => parseFlags(['--out'], specs)).toThrow(/--out needs a value/);
+    expect(() => parseFlags(['--bogus'], specs)).toThrow(UsageError);
+  });
+
+  it('a corrupt checkpoint is refused with a message naming the problem', async () => {
+    const bad = join(dir, 'bad');
+    await cli('init', '--preset', 'tiny', '--out', bad);
+    await writeFile(join(bad, 'model.safetensors'), new Uint8Array([1, 2, 3]));
+    const r = await cli('logits', '--checkpoint', bad, '--text', '1+1');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/safetensors/);
+  });
+});
