@@ -22,3 +22,4 @@ export {
   type Checkpoint,
   type SelfcestMeta,
 } from './checkpoint';
+export { parseTracesJsonl, tracesToJsonl, TraceFormatError } from './traces';

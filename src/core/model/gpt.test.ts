@@ -4,7 +4,7 @@ import { initBackend } from '../../runtime/backend';
 import { Rng } from '../rng';
 import { type ModelConfig, PRESETS, paramSpecs } from './config';
 import { forwardLogits, maskedTokenLoss, targetLogProbs } from './gpt';
-import { type GPTParams, disposeParams, initParams, paramsFromArrays } from './params';
+import { disposeParams, initParams, paramsFromArrays, paramsToArrays } from './params';
 
 beforeAll(async () => {
   await initBackend('wasm');
@@ -208,7 +208,7 @@ describe('targetLogProbs and maskedTokenLoss', () => {
     const vars = [...params.values()];
     const step = (): number => {
       const { value, grads } = tf.variableGrads(() => maskedTokenLoss(params, config, batch), vars);
-      optimizer.applyGradients(grads);
+      optimizer.applyGradients(Object.entries(grads).map(([name, tensor]) => ({ name, tensor })));
       const loss = value.dataSync()[0];
       value.dispose();
       tf.dispose(grads);
@@ -224,6 +224,56 @@ describe('targetLogProbs and maskedTokenLoss', () => {
     expect(first).toBeGreaterThan(Math.log(V) - 0.5); // near-uniform at init
     expect(last).toBeLessThan(first - 0.5);
     optimizer.dispose();
+    tf.dispose(batch);
+    disposeParams(params);
+  });
+});
+
+describe('gradients', () => {
+  it('match finite differences for every parameter tensor', async () => {
+    const small: ModelConfig = { nLayer: 2, nEmbd: 16, nHead: 2, nPositions: 8, vocabSize: 11, layerNormEps: 1e-5 };
+    const params = paramsFromArrays(small, randomArrays(small, 12, 0.3));
+    const batch = {
+      tokens: int2d([
+        [1, 4, 9, 0, 3, 3],
+        [7, 7, 2, 5, 8, 1],
+      ]),
+      targets: int2d([
+        [4, 9, 0, 3, 3, 2],
+        [7, 2, 5, 8, 1, 6],
+      ]),
+      weights: tf.tensor2d([
+        [1, 1, 1, 1, 1, 1],
+        [1, 1, 0.5, 1, 0, 0],
+      ]),
+    };
+    const lossValue = () => tf.tidy(() => maskedTokenLoss(params, small, batch).dataSync()[0]);
+    const { value, grads } = tf.variableGrads(() => maskedTokenLoss(params, small, batch), [...params.values()]);
+    value.dispose();
+    const analytic = new Map<string, Float32Array>();
+    for (const [name, v] of params) analytic.set(name, (await grads[v.name].data()) as Float32Array);
+    tf.dispose(grads);
+
+    const base = await paramsToArrays(params);
+    const rng = new Rng(13);
+    const h = 1e-2;
+    for (const [name, v] of params) {
+      const values = base.get(name) as Float32Array;
+      for (let k = 0; k < 3; k++) {
+        const i = rng.int(0, values.length - 1);
+        const perturbed = values.slice();
+        perturbed[i] = values[i] + h;
+        tf.tidy(() => v.assign(tf.tensor(perturbed, v.shape)));
+        const up = lossValue();
+        perturbed[i] = values[i] - h;
+        tf.tidy(() => v.assign(tf.tensor(perturbed, v.shape)));
+        const down = lossValue();
+        tf.tidy(() => v.assign(tf.tensor(values, v.shape)));
+        const numeric = (up - down) / (2 * h);
+        const g = (analytic.get(name) as Float32Array)[i];
+        expect(Math.abs(numeric - g), `${name}[${i}]: numeric ${numeric} vs analytic ${g}`).toBeLessThan(2e-3 + 0.05 * Math.abs(g));
+      }
+    }
     tf.dispose(batch);
     disposeParams(params);
   });

@@ -30,7 +30,7 @@ type Grad2 = (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[];
  */
 function weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
   if (x.shape[1] <= dy.shape[1]) return tf.matMul(tf.transpose(x), dy);
-  return tf.transpose(tf.matMul(tf.transpose(dy), x));
+  return tf.transpose(tf.matMul(tf.transpose(dy), x)) as tf.Tensor2D;
 }
 
 /** Column sums of dy [N, c] as a ones-row matMul (a sum over axis 0 transposes first on wasm). */

@@ -12,6 +12,7 @@ import { arithmetic } from '../tasks/arithmetic';
 import type { Problem } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { initBackend } from '../../runtime/backend';
+import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
 import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
 import { PolicyDecoder } from './policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from './scheduler';
@@ -202,6 +203,8 @@ describe('rollout scheduler (tiny model)', () => {
     expect(tf.memory().numTensors).toBe(before);
     const b = await run(problems, [1, 2, 3, 4, 5, 6], cfg);
     expect(b).toEqual(a);
+    // What the scheduler writes is what the trace reader accepts.
+    expect(parseTracesJsonl(tracesToJsonl(a))).toEqual(a);
     for (const t of a) {
       expect(t.answer !== null || t.violations.length > 0).toBe(true);
       for (const c of t.contexts) {

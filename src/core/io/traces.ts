@@ -1,0 +1,77 @@
+/**
+ * Reading and writing episode traces as JSONL (docs/FORMATS.md). Reading validates every
+ * line and names the line and field that is wrong; nothing is half-loaded.
+ */
+import { VIOLATIONS } from '../protocol/violations';
+import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/trace';
+
+export function tracesToJsonl(traces: readonly object[]): string {
+  return traces.map((t) => JSON.stringify(t)).join('\n') + (traces.length ? '\n' : '');
+}
+
+const VIOLATION_SET: ReadonlySet<string> = new Set(VIOLATIONS);
+
+export class TraceFormatError extends Error {
+  constructor(line: number, message: string) {
+    super(`traces: line ${line}: ${message}`);
+    this.name = 'TraceFormatError';
+  }
+}
+
+export function parseTracesJsonl(text: string): EpisodeTrace[] {
+  const out: EpisodeTrace[] = [];
+  text.split('\n').forEach((raw, i) => {
+    if (raw.trim() === '') return;
+    let obj: unknown;
+    try {
+      obj = JSON.parse(raw);
+    } catch (e) {
+      throw new TraceFormatError(i + 1, `not valid JSON (${(e as Error).message})`);
+    }
+    out.push(checkTrace(obj, i + 1));
+  });
+  return out;
+}
+
+function checkTrace(obj: unknown, line: number): EpisodeTrace {
+  const fail = (msg: string): never => {
+    throw new TraceFormatError(line, msg);
+  };
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) fail('not a JSON object');
+  const t = obj as Record<string, unknown>;
+  if (t.schema !== TRACE_SCHEMA) fail(`schema is ${JSON.stringify(t.schema)}, expected "${TRACE_SCHEMA}"`);
+  for (const f of ['task', 'problemId', 'prompt', 'truth']) if (typeof t[f] !== 'string') fail(`${f} must be a string`);
+  if (t.method !== 'delegate' && t.method !== 'mono') fail('method must be "delegate" or "mono"');
+  if (typeof t.correct !== 'boolean') fail('correct must be a boolean');
+  if (t.answer !== null && typeof t.answer !== 'string') fail('answer must be a string or null');
+  if (!Number.isInteger(t.policyVersion)) fail('policyVersion must be an integer');
+  if (!Number.isInteger(t.rounds)) fail('rounds must be an integer');
+  if (!Array.isArray(t.contexts) || t.contexts.length === 0) fail('contexts must be a non-empty array');
+  (t.contexts as unknown[]).forEach((c, i) => checkContext(c, i, fail));
+  if ((t.contexts as ContextTrace[])[0].role !== 'root') fail('contexts[0] must be the root');
+  if (!Array.isArray(t.events)) fail('events must be an array');
+  if (!Array.isArray(t.violations)) fail('violations must be an array');
+  for (const v of t.violations as { violation?: unknown }[]) {
+    if (!VIOLATION_SET.has(String(v?.violation))) fail(`unknown violation ${JSON.stringify(v?.violation)}`);
+  }
+  const tok = t.tokens as Record<string, unknown> | undefined;
+  if (!tok || !['root', 'clonesTotal', 'criticalPath', 'total'].every((k) => Number.isInteger(tok[k])) || !Array.isArray(tok.longestClonePerRound)) {
+    fail('tokens must hold integer root, clonesTotal, criticalPath, total and a longestClonePerRound array');
+  }
+  return obj as EpisodeTrace;
+}
+
+function checkContext(c: unknown, i: number, fail: (m: string) => never): void {
+  if (typeof c !== 'object' || c === null) fail(`contexts[${i}] is not an object`);
+  const x = c as Record<string, unknown>;
+  const at = `contexts[${i}]`;
+  if (x.role !== 'root' && x.role !== 'clone') fail(`${at}.role must be "root" or "clone"`);
+  if (!Array.isArray(x.tokens) || !(x.tokens as unknown[]).every((v) => Number.isInteger(v))) fail(`${at}.tokens must be an array of integers`);
+  if (typeof x.text !== 'string') fail(`${at}.text must be a string`);
+  if (typeof x.writers !== 'string' || !/^[pgi]*$/.test(x.writers)) fail(`${at}.writers must be a string of p, g and i`);
+  if ((x.writers as string).length !== (x.tokens as unknown[]).length) fail(`${at}.writers has ${(x.writers as string).length} letters for ${(x.tokens as unknown[]).length} tokens`);
+  const generated = (x.writers as string).split('').filter((w) => w === 'g').length;
+  if (x.generatedTokens !== generated) fail(`${at}.generatedTokens is ${String(x.generatedTokens)} but writers mark ${generated}`);
+  if (!Array.isArray(x.logprobs) || (x.logprobs as unknown[]).length !== generated) fail(`${at}.logprobs must hold one number per generated token`);
+  if (x.violation !== null && !VIOLATION_SET.has(String(x.violation))) fail(`${at}.violation ${JSON.stringify(x.violation)} is not a known class`);
+}
