@@ -1,0 +1,101 @@
+/**
+ * The typed message protocol between the page and the trainer worker (the "engine").
+ * Every request carries an id; the engine answers each with exactly one reply (ok or
+ * error) and may send events at any time. The page never runs model math.
+ *
+ * This file is the contract the runtime and the app are built against.
+ */
+import type { PlaygroundConfig } from '../core/playgroundConfig';
+import type { EpisodeTrace } from '../core/rollout/trace';
+import type { StepMetrics } from '../core/rl/train';
+
+/** Checkpoint files by name (model.safetensors, config.json, tokenizer.json, selfcest.json, …). */
+export type CheckpointFiles = Record<string, ArrayBuffer>;
+
+export type EngineRequest =
+  /** Start the backend and the rollout worker pool. */
+  | { kind: 'init'; config: PlaygroundConfig; wasmPaths?: string }
+  /** Fetch and load a served checkpoint directory (e.g. 'checkpoints/warmstart/'). */
+  | { kind: 'loadUrl'; baseUrl: string }
+  /** Load checkpoint files chosen by the user. Validated; on failure the current model stays. */
+  | { kind: 'loadFiles'; files: CheckpointFiles }
+  /** Apply a validated config (a preset change re-initialises the model). */
+  | { kind: 'setConfig'; config: PlaygroundConfig }
+  /** Supervised warm start for `steps` steps (progress events; interruptible by pause). */
+  | { kind: 'sft'; steps: number }
+  /** GRPO until paused. */
+  | { kind: 'train' }
+  | { kind: 'pause' }
+  /** Exactly one GRPO step. */
+  | { kind: 'step' }
+  /** Back to the loaded checkpoint; metrics and episodes cleared. */
+  | { kind: 'reset' }
+  /** Token-by-token stepper over one new rollout. */
+  | { kind: 'stepperStart'; seed: number; prompt?: string; allowSpawn: boolean }
+  | { kind: 'stepperAdvance'; until: 'token' | 'spawn' | 'end' }
+  /** Logits of a text under the current weights (for checks against the CLI). */
+  | { kind: 'logits'; text: string }
+  /** Files to download. */
+  | { kind: 'exportWeights' }
+  | { kind: 'exportTraces' }
+  | { kind: 'exportMetrics'; format: 'jsonl' | 'csv' };
+
+export type EngineRequestKind = EngineRequest['kind'];
+
+export interface StepperState {
+  /** The episode so far (contexts, events, violations). */
+  trace: EpisodeTrace;
+  /** Contexts still generating, with the top-k next-token probabilities of each. */
+  live: { context: number; role: 'root' | 'clone'; waiting: boolean; topK: { token: string; prob: number }[] }[];
+  done: boolean;
+}
+
+export interface EngineReplies {
+  init: { backend: BackendReport; workers: number };
+  loadUrl: ModelReport;
+  loadFiles: ModelReport;
+  setConfig: ModelReport;
+  sft: { steps: number; loss: number };
+  train: { steps: number };
+  pause: { policyVersion: number };
+  step: { metrics: StepMetrics };
+  reset: ModelReport;
+  stepperStart: StepperState;
+  stepperAdvance: StepperState;
+  logits: { tokens: number[]; logits: number[][] };
+  exportWeights: { files: Record<string, Uint8Array> };
+  exportTraces: { jsonl: string };
+  exportMetrics: { text: string };
+}
+
+export interface BackendReport {
+  backend: 'webgpu' | 'wasm' | 'cpu';
+  adapter: { vendor: string; architecture: string; description: string } | null;
+  /** Why an earlier choice was not used (e.g. "webgpu: device lost, fell back to wasm"). */
+  notes: string[];
+}
+
+export interface ModelReport {
+  preset: string;
+  parameters: number;
+  policyVersion: number;
+  /** Where the weights came from (URL, file names, or 'random init'). */
+  source: string;
+}
+
+export type EngineEvent =
+  | { kind: 'backend'; report: BackendReport }
+  | { kind: 'status'; state: 'idle' | 'sft' | 'training' | 'paused'; policyVersion: number }
+  /** Sent in batches (every few steps), never per token. */
+  | { kind: 'metrics'; rows: StepMetrics[] }
+  /** The most recent episodes of a step (for the rollout table and the tree view). */
+  | { kind: 'episodes'; step: number; traces: EpisodeTrace[] }
+  | { kind: 'sftProgress'; step: number; steps: number; loss: number; tokensPerSec: number; etaSec: number }
+  | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };
+
+export type EngineMessage =
+  | { type: 'reply'; id: number; ok: true; result: unknown }
+  | { type: 'reply'; id: number; ok: false; error: string }
+  | { type: 'event'; event: EngineEvent };
+
+export type EngineEnvelope = { type: 'request'; id: number; request: EngineRequest };
