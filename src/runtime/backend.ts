@@ -12,8 +12,8 @@ export type BackendName = 'wasm' | 'cpu' | 'webgpu';
 
 export interface InitBackendOptions {
   /**
-   * Where the wasm binaries live: a folder prefix ending in '/' (URL in the page, file path in
-   * Node). Node finds them next to the package by itself, so this is mainly for the page.
+   * Folder (ending in '/') holding the .wasm binaries: a URL in the page. Node finds them next to
+   * the package without it. Only the first wasm initialisation uses it.
    */
   wasmPaths?: string;
 }
@@ -23,10 +23,7 @@ const BACKENDS: readonly BackendName[] = ['wasm', 'cpu', 'webgpu'];
 /** Registering a backend twice fails, and the wasm binary can only be configured once. */
 let wasmConfigured = false;
 
-/**
- * Imports the backend package, selects it and waits until it is ready.
- * Returns the name of the active backend.
- */
+/** Imports the backend package, selects it and waits until it is ready; returns the active backend's name. */
 export async function initBackend(name: BackendName, opts: InitBackendOptions = {}): Promise<string> {
   if (!BACKENDS.includes(name)) {
     throw new Error(`backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(name)})`);

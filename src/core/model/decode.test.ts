@@ -169,6 +169,29 @@ describe('BatchedDecoder', () => {
     dec.dispose();
   });
 
+  it('shrinks rows and width after long or many contexts close, and grows again', async () => {
+    const rng = new Rng(7);
+    const dec = new BatchedDecoder(params, config, { capacity: 2 });
+    const seqs = [tokens(rng, 70), tokens(rng, 4), tokens(rng, 9)];
+    const slots = seqs.map(() => dec.open());
+    await dec.feed(slots, seqs);
+    // Slots opened after the last feed (never fed) and then mostly closed again.
+    const extra = Array.from({ length: 9 }, () => dec.open());
+    for (const s of extra.slice(1)) dec.close(s);
+    dec.close(slots[0]); // the long context goes: the width can shrink
+    const fresh = tokens(rng, 3);
+    seqs[0] = fresh;
+    const steps = [tokens(rng, 1), tokens(rng, 1)];
+    seqs[1].push(...steps[0]);
+    seqs[2].push(...steps[1]);
+    const out = await dec.feed([slots[2], extra[0], slots[1]], [steps[1], fresh, steps[0]]);
+    await expectMatches(params, out, [seqs[2], fresh, seqs[1]]);
+    const long = tokens(rng, 50);
+    fresh.push(...long);
+    await expectMatches(params, await dec.feed([extra[0]], [long]), [fresh]);
+    dec.dispose();
+  });
+
   it('grows the cache width past its first chunk and reaches nPositions exactly', async () => {
     const rng = new Rng(6);
     const dec = new BatchedDecoder(params, config);

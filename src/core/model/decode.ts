@@ -21,7 +21,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, paramSpecs, validateModelConfig } from './config';
-import { MASKED, geluNew, layerNorm, param, splitAttention } from './gpt';
+import { MASKED, geluNew, param, splitAttention } from './gpt';
 import type { GPTParams } from './params';
 
 export interface DecoderOptions {
@@ -31,9 +31,12 @@ export interface DecoderOptions {
 
 const WIDTH_CHUNK = 32;
 
+/**
+ * Weights as the decoder uses them. Each LayerNorm's gain and bias are folded into the
+ * projection that follows it (LN(x)·W + c = n(x)·(g⊙W) + (b·W + c), n = plain normalisation),
+ * which removes two ops per LayerNorm from the hot loop.
+ */
 interface LayerWeights {
-  ln1g: tf.Tensor1D;
-  ln1b: tf.Tensor1D;
   wq: tf.Tensor2D;
   bq: tf.Tensor1D;
   wk: tf.Tensor2D;
@@ -42,8 +45,6 @@ interface LayerWeights {
   bv: tf.Tensor1D;
   wo: tf.Tensor2D;
   bo: tf.Tensor1D;
-  ln2g: tf.Tensor1D;
-  ln2b: tf.Tensor1D;
   wfc: tf.Tensor2D;
   bfc: tf.Tensor1D;
   wproj: tf.Tensor2D;
@@ -53,13 +54,10 @@ interface LayerWeights {
 interface Weights {
   /** [V + P, d]: wte rows then wpe rows; a row with two ones gives token + position embedding. */
   embed: tf.Tensor2D;
-  /** wteᵀ [d, V] (the tied head, pre-transposed for the fast matMul path). */
+  /** Tied head wteᵀ [d, V] with ln_f folded in (pre-transposed for the fast matMul path). */
   head: tf.Tensor2D;
-  lnfG: tf.Tensor1D;
-  lnfB: tf.Tensor1D;
+  headBias: tf.Tensor1D;
   layers: LayerWeights[];
-  /** Tensors made here (the rest are the variables themselves). */
-  owned: tf.Tensor[];
   /** Storage identity of every variable when these were derived. */
   sources: object[];
 }
@@ -79,6 +77,10 @@ function dense(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
 }
 
 export class BatchedDecoder {
+  /** Width of each logits row. */
+  readonly vocabSize: number;
+  /** Longest context a slot can hold (the model's nPositions). */
+  readonly maxPositions: number;
   private readonly params: GPTParams;
   private readonly config: ModelConfig;
   private readonly heads: number;
@@ -104,6 +106,8 @@ export class BatchedDecoder {
     }
     this.params = params;
     this.config = { ...config };
+    this.vocabSize = config.vocabSize;
+    this.maxPositions = config.nPositions;
     this.heads = config.nHead;
     this.dh = config.nEmbd / config.nHead;
     this.initialCapacity = capacity;
@@ -175,17 +179,16 @@ export class BatchedDecoder {
     const singles = entries.filter((e) => e.tokens.length === 1);
     const multis = entries.filter((e) => e.tokens.length > 1);
     const passes = [singles, multis].filter((group) => group.length > 0);
-    const results = passes.map((group) => ({ group, logits: this.runPass(group) }));
+    const parts = passes.map((group) => this.runPass(group));
     for (const e of entries) this.rowLength[e.row] = e.start + e.tokens.length;
 
+    // One readback per feed.
+    const logits = parts.length === 1 ? parts[0] : tf.tidy(() => tf.concat(parts, 0));
     try {
-      const values = await Promise.all(results.map((r) => r.logits.data()));
-      results.forEach(({ group }, p) => {
-        const v = values[p];
-        group.forEach((e, i) => out.set(v.subarray(i * vocab, (i + 1) * vocab), e.index * vocab));
-      });
+      const values = (await logits.data()) as Float32Array;
+      passes.flat().forEach((e, i) => out.set(values.subarray(i * vocab, (i + 1) * vocab), e.index * vocab));
     } finally {
-      for (const r of results) r.logits.dispose();
+      tf.dispose([logits, ...parts]);
     }
     return out;
   }
@@ -195,7 +198,7 @@ export class BatchedDecoder {
     if (this.disposed) return;
     this.disposed = true;
     this.dropStorage();
-    if (this.weights !== null) for (const t of this.weights.owned) t.dispose();
+    if (this.weights !== null) disposeWeights(this.weights);
     this.weights = null;
     this.rowOfSlot.clear();
   }
@@ -248,43 +251,9 @@ export class BatchedDecoder {
     });
     const current = this.weights;
     if (current !== null && vars.every((v, i) => v.dataId === current.sources[i])) return;
-    if (current !== null) for (const t of current.owned) t.dispose();
+    if (current !== null) disposeWeights(current);
 
-    const params = this.params;
-    const config = this.config;
-    const derived = tf.tidy(() => {
-      const wte = param<tf.Tensor2D>(params, 'transformer.wte.weight');
-      const wpe = param<tf.Tensor2D>(params, 'transformer.wpe.weight');
-      const embed = tf.concat([wte, wpe], 0);
-      const head = tf.transpose(wte);
-      const attn = Array.from({ length: config.nLayer }, (_, i) => splitAttention(params, config, i));
-      return { embed, head, attn };
-    });
-    const layers = derived.attn.map((a, i): LayerWeights => {
-      const p = `transformer.h.${i}`;
-      return {
-        ...a,
-        ln1g: param(params, `${p}.ln_1.weight`),
-        ln1b: param(params, `${p}.ln_1.bias`),
-        wo: param(params, `${p}.attn.c_proj.weight`),
-        bo: param(params, `${p}.attn.c_proj.bias`),
-        ln2g: param(params, `${p}.ln_2.weight`),
-        ln2b: param(params, `${p}.ln_2.bias`),
-        wfc: param(params, `${p}.mlp.c_fc.weight`),
-        bfc: param(params, `${p}.mlp.c_fc.bias`),
-        wproj: param(params, `${p}.mlp.c_proj.weight`),
-        bproj: param(params, `${p}.mlp.c_proj.bias`),
-      };
-    });
-    this.weights = {
-      embed: derived.embed,
-      head: derived.head,
-      lnfG: param(params, 'transformer.ln_f.weight'),
-      lnfB: param(params, 'transformer.ln_f.bias'),
-      layers,
-      owned: [derived.embed, derived.head, ...derived.attn.flatMap((a) => Object.values(a))],
-      sources: vars.map((v) => v.dataId),
-    };
+    this.weights = { ...deriveWeights(this.params, this.config), sources: vars.map((v) => v.dataId) };
   }
 
   private dropStorage(): void {
@@ -314,57 +283,50 @@ export class BatchedDecoder {
     const rows = this.keys[0].shape[0];
     const width = Math.max(this.width, needWidth);
     if (rows === this.capacity && width === this.width) return;
-    const grow = (t: tf.Tensor4D, timeAxis: 2 | 3): tf.Tensor4D =>
-      tf.tidy(() => {
-        let out = t;
-        if (width > this.width) {
-          const shape = [...out.shape] as [number, number, number, number];
-          shape[timeAxis] = width - this.width;
-          out = tf.concat([out, tf.zeros(shape)], timeAxis);
-        }
-        if (this.capacity > rows) {
-          const shape = [...out.shape] as [number, number, number, number];
-          shape[0] = this.capacity - rows;
-          out = tf.concat([out, tf.zeros(shape)], 0);
-        }
-        return out;
-      });
-    for (let l = 0; l < nLayer; l++) {
-      const k = grow(this.keys[l], 2);
-      const v = grow(this.valuesT[l], 3);
-      this.keys[l].dispose();
-      this.valuesT[l].dispose();
-      this.keys[l] = k;
-      this.valuesT[l] = v;
-    }
+    this.replaceStorage((t, timeAxis) => {
+      let out = t;
+      const pad = (axis: number, size: number) => {
+        const shape = [...out.shape] as [number, number, number, number];
+        shape[axis] = size;
+        out = tf.concat([out, tf.zeros(shape)], axis);
+      };
+      if (width > this.width) pad(timeAxis, width - this.width);
+      if (this.capacity > rows) pad(0, this.capacity - rows);
+      return out;
+    });
     this.width = width;
   }
 
-  /** When at most a quarter of the rows are live, moves them to the front of a smaller cache. */
+  /**
+   * Gives memory and time back: when at most a quarter of the rows are live they move to the
+   * front of a smaller cache, and when the longest live context needs at most half the columns
+   * the cache is cut to fit (attention cost follows the width).
+   */
   private maybeCompact(): void {
+    if (this.keys.length === 0) return;
     const live = this.rowOfSlot.size;
-    if (this.keys.length === 0 || this.capacity <= this.initialCapacity || live * 4 > this.capacity) return;
     if (live === 0) {
       this.dropStorage();
       this.capacity = this.initialCapacity;
       this.rowLength = new Array<number>(this.capacity).fill(-1);
       return;
     }
+    if (this.capacity > this.initialCapacity && live * 4 <= this.capacity) this.compactRows(live);
+    const longest = Math.max(...this.rowLength);
+    const width = Math.ceil((longest + 1) / WIDTH_CHUNK) * WIDTH_CHUNK;
+    if (width * 2 <= this.width) this.cutWidth(width);
+  }
+
+  private compactRows(live: number): void {
     let capacity = this.initialCapacity;
     while (capacity < 2 * live) capacity *= 2;
     const oldRows = this.keys[0].shape[0];
     const moves = [...this.rowOfSlot.entries()].sort((a, b) => a[1] - b[1]);
     const pick = new Float32Array(capacity * oldRows);
-    moves.forEach(([, row], i) => (pick[i * oldRows + row] = 1));
+    // Rows opened since the storage last grew have never been fed: nothing to carry over.
+    moves.forEach(([, row], i) => row < oldRows && (pick[i * oldRows + row] = 1));
     const select = tf.tensor2d(pick, [capacity, oldRows]);
-    for (let l = 0; l < this.config.nLayer; l++) {
-      const k = selectRows(select, this.keys[l]);
-      const v = selectRows(select, this.valuesT[l]);
-      this.keys[l].dispose();
-      this.valuesT[l].dispose();
-      this.keys[l] = k;
-      this.valuesT[l] = v;
-    }
+    this.replaceStorage((t) => selectRows(select, t));
     select.dispose();
     const lengths = new Array<number>(capacity).fill(-1);
     moves.forEach(([slot, row], i) => {
@@ -373,6 +335,26 @@ export class BatchedDecoder {
     });
     this.rowLength = lengths;
     this.capacity = capacity;
+  }
+
+  private cutWidth(width: number): void {
+    this.replaceStorage((t, timeAxis) => {
+      const size = [...t.shape] as [number, number, number, number];
+      size[timeAxis] = width;
+      return tf.slice(t, [0, 0, 0, 0], size);
+    });
+    this.width = width;
+  }
+
+  private replaceStorage(f: (t: tf.Tensor4D, timeAxis: 2 | 3) => tf.Tensor4D): void {
+    for (let l = 0; l < this.config.nLayer; l++) {
+      const k = tf.tidy(() => f(this.keys[l], 2));
+      const v = tf.tidy(() => f(this.valuesT[l], 3));
+      this.keys[l].dispose();
+      this.valuesT[l].dispose();
+      this.keys[l] = k;
+      this.valuesT[l] = v;
+    }
   }
 
   /**
@@ -453,7 +435,7 @@ export class BatchedDecoder {
 
       let x: tf.Tensor2D = tf.matMul(tf.tensor2d(twoHot, [nTok, embedRows]), w.embed);
       w.layers.forEach((lw, l) => {
-        const a = layerNorm(x, lw.ln1g, lw.ln1b, eps);
+        const a = normalize(x, eps);
         const q = dense(a, lw.wq, lw.bq);
         const k = dense(a, lw.wk, lw.bk);
         const v = dense(a, lw.wv, lw.bv);
@@ -478,7 +460,7 @@ export class BatchedDecoder {
           attended = tf.reshape(tf.transpose(tf.reshape(mixed, [rows, h, tq, dh]), [0, 2, 1, 3]), [nTok, d]);
         }
         x = tf.add(x, dense(attended, lw.wo, lw.bo));
-        const up = geluNew(dense(layerNorm(x, lw.ln2g, lw.ln2b, eps), lw.wfc, lw.bfc));
+        const up = geluNew(dense(normalize(x, eps), lw.wfc, lw.bfc));
         x = tf.add(x, dense(up, lw.wproj, lw.bproj));
       });
       if (needPick) {
@@ -486,7 +468,7 @@ export class BatchedDecoder {
         lastOf.forEach((t, i) => (pick[i * nTok + t] = 1));
         x = tf.matMul(tf.tensor2d(pick, [n, nTok]), x);
       }
-      return tf.matMul(layerNorm(x, w.lnfG, w.lnfB, eps), w.head);
+      return dense(normalize(x, eps), w.head, w.headBias);
     });
     for (let l = 0; l < this.config.nLayer; l++) {
       this.keys[l].dispose();
@@ -508,4 +490,67 @@ function selectRows(select: tf.Tensor2D, t: tf.Tensor4D): tf.Tensor4D {
     const picked = tf.matMul(select, tf.reshape(t, [rows, a * b * c]));
     return tf.reshape(picked, [select.shape[0], a, b, c]) as tf.Tensor4D;
   });
+}
+
+/** LayerNorm without its affine part (that is folded into the next projection). */
+function normalize(x: tf.Tensor2D, eps: number): tf.Tensor2D {
+  const centred = tf.sub(x, tf.mean(x, -1, true));
+  return tf.mul(centred, tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), eps)));
+}
+
+/** g⊙W and b·W + c: a projection that absorbs the LayerNorm (gain g, bias b) before it. */
+function foldNorm(gain: tf.Tensor1D, bias: tf.Tensor1D, w: tf.Tensor2D, c: tf.Tensor1D | null): [tf.Tensor2D, tf.Tensor1D] {
+  const [rows, cols] = w.shape;
+  const shifted = tf.reshape(tf.matMul(tf.reshape(bias, [1, rows]), w), [cols]);
+  // Always a fresh add: the wasm fused matMul checks the rank of the bias's storage, and a
+  // reshape keeps the matMul's rank-3 storage.
+  return [tf.mul(w, tf.reshape(gain, [rows, 1])), tf.add(shifted, c ?? tf.zeros([cols]))];
+}
+
+function deriveWeights(params: GPTParams, config: ModelConfig): Omit<Weights, 'sources'> {
+  let derived: Omit<Weights, 'sources'> | null = null;
+  tf.tidy(() => {
+    const wte = param<tf.Tensor2D>(params, 'transformer.wte.weight');
+    const wpe = param<tf.Tensor2D>(params, 'transformer.wpe.weight');
+    const layers = Array.from({ length: config.nLayer }, (_, i): LayerWeights => {
+      const p = `transformer.h.${i}`;
+      const g1 = param<tf.Tensor1D>(params, `${p}.ln_1.weight`);
+      const b1 = param<tf.Tensor1D>(params, `${p}.ln_1.bias`);
+      const { wq, bq, wk, bk, wv, bv } = splitAttention(params, config, i);
+      const [wq2, bq2] = foldNorm(g1, b1, wq, bq);
+      const [wk2, bk2] = foldNorm(g1, b1, wk, bk);
+      const [wv2, bv2] = foldNorm(g1, b1, wv, bv);
+      const [wfc, bfc] = foldNorm(
+        param<tf.Tensor1D>(params, `${p}.ln_2.weight`),
+        param<tf.Tensor1D>(params, `${p}.ln_2.bias`),
+        param<tf.Tensor2D>(params, `${p}.mlp.c_fc.weight`),
+        param<tf.Tensor1D>(params, `${p}.mlp.c_fc.bias`),
+      );
+      return {
+        wq: wq2, bq: bq2, wk: wk2, bk: bk2, wv: wv2, bv: bv2, wfc, bfc,
+        // Plain copies so that every tensor here is owned (and disposed) by the decoder.
+        wo: tf.clone(param<tf.Tensor2D>(params, `${p}.attn.c_proj.weight`)),
+        bo: tf.clone(param<tf.Tensor1D>(params, `${p}.attn.c_proj.bias`)),
+        wproj: tf.clone(param<tf.Tensor2D>(params, `${p}.mlp.c_proj.weight`)),
+        bproj: tf.clone(param<tf.Tensor1D>(params, `${p}.mlp.c_proj.bias`)),
+      };
+    });
+    const [head, headBias] = foldNorm(
+      param<tf.Tensor1D>(params, 'transformer.ln_f.weight'),
+      param<tf.Tensor1D>(params, 'transformer.ln_f.bias'),
+      tf.transpose(wte),
+      null,
+    );
+    derived = { embed: tf.concat([wte, wpe], 0), head, headBias, layers };
+    for (const t of ownedTensors(derived)) tf.keep(t);
+  });
+  return derived as unknown as Omit<Weights, 'sources'>;
+}
+
+function ownedTensors(w: Omit<Weights, 'sources'>): tf.Tensor[] {
+  return [w.embed, w.head, w.headBias, ...w.layers.flatMap((l) => Object.values(l) as tf.Tensor[])];
+}
+
+function disposeWeights(w: Weights): void {
+  tf.dispose(ownedTensors(w));
 }
