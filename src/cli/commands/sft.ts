@@ -74,6 +74,8 @@ export const sft = defineCommand(
     const save = () =>
       saveRun(out, policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
 
+    const sessionStart = Date.now();
+    const sessionFirstStep = step;
     let windowStart = Date.now();
     let windowTokens = 0;
     const pending: object[] = [];
@@ -102,7 +104,7 @@ export const sft = defineCommand(
       pending.push(row);
       if (step % f['log-every']! === 0 || step === cfg.steps) {
         const rate = windowTokens / ((Date.now() - windowStart) / 1000);
-        const eta = ((cfg.steps - step) * elapsed) / Math.max(1, step - (saved?.state.step ?? 0)) || 0;
+        const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - sessionFirstStep);
         const evalText = 'delegateAcc' in row ? ` | eval delegate ${fmt(row.delegateAcc)} mono ${fmt(row.monoAcc)}` : '';
         console.log(
           `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}`,

@@ -91,6 +91,7 @@ export const train = defineCommand(
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
     const firstStep = step;
+    const sessionStart = Date.now();
     while (step < cfg.steps) {
       const { metrics, traces } = await grpoStep({ policy, reference, optimizer: opt, task, encode }, cfg, step);
       step++;
@@ -107,7 +108,7 @@ export const train = defineCommand(
       }
       pendingMetrics.push(row);
       if (step % f['trace-every']! === 0) pendingTraces.push(...traces.map((t) => ({ step, ...t })));
-      const eta = ((cfg.steps - step) * elapsed) / Math.max(1, step - firstStep + (firstStep > 0 ? firstStep : 0));
+      const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - firstStep);
       console.log(
         `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)} kl ${metrics.kl.toExponential(2)} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
           ('evalAccuracy' in row ? ` | eval ${Number(row.evalAccuracy).toFixed(3)}` : ''),
