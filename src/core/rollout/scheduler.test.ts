@@ -9,6 +9,7 @@ import { presetConfig } from '../model/config';
 import { initParams } from '../model/params';
 import { Rng } from '../rng';
 import { arithmetic } from '../tasks/arithmetic';
+import { multihop } from '../tasks/multihop';
 import type { Problem } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { initBackend } from '../../runtime/backend';
@@ -167,6 +168,19 @@ describe('rollout scheduler (scripted decoder)', () => {
     const [t] = await s.run();
     expect(t.method).toBe('mono');
     expect(t.contexts[0].tokens.at(-1)).not.toBe(encode('<spawn>')[0]);
+  });
+
+  it('gives the monolithic root the whole context, and records a prompt that does not fit as root_over_max', async () => {
+    const long = multihop.generate(new Rng(1), { chunks: 12, perChunk: 4, hops: 2 }, 'long');
+    expect(encode(long.monoPrompt!).length).toBeGreaterThan(256);
+    const decoder = new ScriptedDecoder([]);
+    const s = new RolloutScheduler(decoder, { ...greedy, allowSpawn: false }, { policyVersion: 0, encode });
+    s.addEpisode(multihop, long, new Rng(0));
+    const [t] = await s.run();
+    expect(t.prompt).toBe(long.monoPrompt);
+    expect(t.violations.map((v) => v.violation)).toEqual(['root_over_max']);
+    expect(t.tokens.total).toBe(0);
+    expect(decoder.calls).toEqual([]);
   });
 
   it('validates its configuration', () => {

@@ -30,6 +30,7 @@ export interface ContextDecoder {
 
 interface LiveEpisode {
   problem: Problem;
+  promptText: string;
   task: Task<never>;
   rng: Rng;
   contexts: ContextTrace[];
@@ -88,12 +89,12 @@ export class RolloutScheduler {
 
   /** Start an episode; returns its index in results(). */
   addEpisode<O>(task: Task<O>, problem: Problem, rng: Rng): number {
-    const prompt = rootPrompt(problem.prompt, this.opts.encode);
-    if (prompt.length >= this.decoder.maxPositions) {
-      throw new Error(`prompt of problem ${problem.id} has ${prompt.length} tokens; the model holds ${this.decoder.maxPositions}`);
-    }
+    // Long-context tasks give the monolithic root the whole context instead of the keys.
+    const promptText = this.cfg.allowSpawn ? problem.prompt : (problem.monoPrompt ?? problem.prompt);
+    const prompt = rootPrompt(promptText, this.opts.encode);
     const episode = {
       problem,
+      promptText,
       task: task as unknown as Task<never>,
       rng,
       contexts: [],
@@ -113,12 +114,16 @@ export class RolloutScheduler {
       prompt,
       parser: new RootParser(this.cfg),
     });
+    if (prompt.length >= this.decoder.maxPositions) {
+      // Not an error: a context that does not fit is a measured failure of the method.
+      this.endRoot(episode.root, 'root_over_max', `the prompt has ${prompt.length} tokens; the model holds ${this.decoder.maxPositions}`);
+    }
     this.episodes.push(episode);
     return this.episodes.length - 1;
   }
 
   get done(): boolean {
-    return this.live.length === 0;
+    return this.live.every((c) => c.finished);
   }
 
   get stepCount(): number {
@@ -137,6 +142,7 @@ export class RolloutScheduler {
 
   /** One batched decode step over every runnable context. Returns how many were fed. */
   async step(): Promise<number> {
+    this.live = this.live.filter((c) => !c.finished);
     const runnable = this.live.filter((c) => c.pending.length > 0);
     if (runnable.length === 0) {
       if (this.live.length > 0) throw new Error('rollout deadlock: live contexts but none runnable');
@@ -344,7 +350,7 @@ export class RolloutScheduler {
       policyVersion: this.opts.policyVersion,
       task: ep.problem.task,
       problemId: ep.problem.id,
-      prompt: ep.problem.prompt,
+      prompt: ep.promptText,
       truth: ep.problem.truth,
       method: this.cfg.allowSpawn ? 'delegate' : 'mono',
       answer: ep.answer,

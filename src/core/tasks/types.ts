@@ -10,6 +10,11 @@ export interface Problem {
   id: string;
   /** The root prompt text (between `<root>` and `<sep>`). */
   prompt: string;
+  /**
+   * The root prompt for the monolithic method when it differs (long-context tasks: the whole
+   * context in one prompt, where the delegating root sees only the chunk keys).
+   */
+  monoPrompt?: string;
   /** The exact answer text. */
   truth: string;
   /** Named context chunks that a spawn may reference with `<ctx>key` (long-context tasks). */

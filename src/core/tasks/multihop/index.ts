@@ -1,0 +1,194 @@
+/**
+ * Long-context multi-hop retrieval, in the spirit of RULER's variable tracking and
+ * 2WikiMultiHopQA: a context of keyed chunks, each holding a few assignments (`qx=7.` or
+ * `ab=qx.`), most of them distractors; the question asks the value of a variable at the
+ * end of a chain of `hops` assignments spread over different chunks.
+ *
+ * The delegating root sees only the chunk keys and the question. Each round it spawns one
+ * clone per chunk (`<spawn><ctx>k3 ab?<b8>`: the runtime expands the key into the chunk),
+ * each clone answers the right-hand side it finds or `none`, and the root follows the hop
+ * into the next round. The monolithic root gets the whole context in its prompt, which
+ * outgrows the model's context as chunks are added.
+ */
+import type { Rng } from '../../rng';
+import type { DemoContext, Problem, Task, Verdict } from '../types';
+
+export interface MultihopOptions {
+  chunks: number;
+  /** Assignments per chunk (chain links plus distractors). */
+  perChunk: number;
+  hops: number;
+}
+
+export const MULTIHOP_DEFAULTS: MultihopOptions = { chunks: 6, perChunk: 3, hops: 2 };
+
+export function validateMultihopOptions(opts: Partial<MultihopOptions>): MultihopOptions {
+  const o = { ...MULTIHOP_DEFAULTS, ...opts };
+  const intIn = (field: keyof MultihopOptions, lo: number, hi: number) => {
+    const v = o[field];
+    if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`multihop: ${field} must be an integer in [${lo}, ${hi}] (got ${v})`);
+  };
+  intIn('chunks', 2, 16);
+  intIn('perChunk', 1, 6);
+  intIn('hops', 1, 4);
+  if (o.hops > o.chunks * o.perChunk) throw new Error('multihop: hops must fit in chunks × perChunk assignments');
+  return o;
+}
+
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+
+/** Parsed context: variable → right-hand side (a variable name or a number as text). */
+export function parseAssignments(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of text.matchAll(/([a-z]{2})=([a-z]{2}|\d+)\./g)) out.set(m[1], m[2]);
+  return out;
+}
+
+export const keyName = (i: number) => `k${i + 1}`;
+
+function freshVar(rng: Rng, used: Set<string>): string {
+  for (;;) {
+    const v = rng.pick([...LETTERS]) + rng.pick([...LETTERS]);
+    if (!used.has(v)) {
+      used.add(v);
+      return v;
+    }
+  }
+}
+
+function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
+  const used = new Set<string>(['no']); // 'no' would read like the start of 'none'
+  // The chain: question = v[hops] → v[hops−1] → … → v[1] → value.
+  const vars = Array.from({ length: o.hops }, () => freshVar(rng, used));
+  const value = rng.int(0, 99);
+  const links = vars.map((v, i) => `${v}=${i === 0 ? value : vars[i - 1]}.`);
+  // Slots: chunk × position; chain links go to distinct chunks where possible.
+  const slots: string[][] = Array.from({ length: o.chunks }, () => []);
+  const order = Array.from({ length: o.chunks }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  links.forEach((link, i) => slots[order[i % o.chunks]].push(link));
+  // Distractors: their own short chains and constants, never touching the question's chain.
+  const distractors: string[] = [];
+  for (const chunk of slots) {
+    while (chunk.length < o.perChunk) {
+      const v = freshVar(rng, used);
+      const rhs = distractors.length > 0 && rng.bool(0.4) ? rng.pick(distractors) : String(rng.int(0, 99));
+      distractors.push(v);
+      chunk.push(`${v}=${rhs}.`);
+    }
+    for (let i = chunk.length - 1; i > 0; i--) {
+      const j = rng.int(0, i);
+      [chunk[i], chunk[j]] = [chunk[j], chunk[i]];
+    }
+  }
+  const context: Record<string, string> = {};
+  slots.forEach((chunk, i) => (context[keyName(i)] = chunk.join(' ')));
+  const keys = slots.map((_, i) => keyName(i));
+  const question = vars[o.hops - 1];
+  return {
+    task: 'multihop',
+    id,
+    prompt: `keys ${keys.join(' ')}. ${question}?`,
+    monoPrompt: `${keys.map((k) => `${k}: ${context[k]}`).join('\n')}\n${question}?`,
+    truth: String(value),
+    context,
+    meta: { chunks: o.chunks, perChunk: o.perChunk, hops: o.hops },
+  };
+}
+
+function questionOf(p: Problem): string {
+  const m = /([a-z]{2})\?$/.exec(p.prompt);
+  if (!m) throw new Error(`multihop: no question in ${JSON.stringify(p.prompt)}`);
+  return m[1];
+}
+
+/** The chain of right-hand sides from the question's variable to its value. */
+export function resolveChain(p: Problem): string[] {
+  const all = parseAssignments(Object.values(p.context ?? {}).join(' '));
+  const chain: string[] = [];
+  let cur = questionOf(p);
+  for (let i = 0; i < 16; i++) {
+    const rhs = all.get(cur);
+    if (rhs === undefined) throw new Error(`multihop: ${cur} is never assigned`);
+    chain.push(rhs);
+    if (/^\d+$/.test(rhs)) return chain;
+    cur = rhs;
+  }
+  throw new Error('multihop: chain does not end');
+}
+
+function cloneDemo(chunk: string, variable: string): DemoContext {
+  const rhs = parseAssignments(chunk).get(variable) ?? 'none';
+  return {
+    role: 'clone',
+    segments: [
+      { kind: 'prompt', text: `<clone>${chunk} ${variable}?<sep>` },
+      { kind: 'generated', text: `<ans>${rhs}<eos>` },
+    ],
+  };
+}
+
+export const multihop: Task<MultihopOptions> = {
+  name: 'multihop',
+  defaultOptions: MULTIHOP_DEFAULTS,
+  validateOptions: validateMultihopOptions,
+  generate,
+
+  verify(problem: Problem, answer: string | null): Verdict {
+    const value = answer !== null && /^(0|[1-9]\d*)$/.test(answer) ? Number(answer) : null;
+    const truthValue = Number(problem.truth);
+    return { correct: answer === problem.truth, value, truthValue };
+  },
+
+  /** Monolithic: look each hop up in the prompt and copy the assignment, then answer. */
+  teacherMono(problem: Problem) {
+    const chain = resolveChain(problem);
+    let cur = questionOf(problem);
+    let cot = '';
+    for (const rhs of chain) {
+      cot += `=${cur}=${rhs}.`;
+      cur = rhs;
+    }
+    return {
+      problem,
+      style: 'mono' as const,
+      contexts: [
+        {
+          role: 'root' as const,
+          segments: [
+            { kind: 'prompt' as const, text: `<root>${problem.monoPrompt}<sep>` },
+            { kind: 'generated' as const, text: `${cot}<ans>${problem.truth}<eos>` },
+          ],
+        },
+      ],
+    };
+  },
+
+  /** One round per hop: ask every chunk, follow the one answer that is not `none`. */
+  teacherDelegate(problem: Problem, rng: Rng) {
+    const keys = Object.keys(problem.context ?? {});
+    const chain = resolveChain(problem);
+    const root: DemoContext = { role: 'root', segments: [{ kind: 'prompt', text: `<root>${problem.prompt}<sep>` }] };
+    const clones: DemoContext[] = [];
+    let cur = questionOf(problem);
+    chain.forEach((rhs) => {
+      // Occasionally ask with a roomier budget: variety for RL to choose from.
+      const budget = rng.bool(0.2) ? 16 : 8;
+      const spawns = keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
+      root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
+      const answers = keys.map((k) => {
+        const demo = cloneDemo(problem.context![k], cur);
+        clones.push(demo);
+        return parseAssignments(problem.context![k]).get(cur) ?? 'none';
+      });
+      root.segments.push({ kind: 'injected', text: answers.map((a) => `<ret>${a}`).join('') + '<resume>' });
+      root.segments.push({ kind: 'generated', text: `=${rhs}` });
+      cur = rhs;
+    });
+    root.segments.push({ kind: 'generated', text: `<ans>${problem.truth}<eos>` });
+    return { problem, style: 'delegate' as const, contexts: [root, ...clones] };
+  },
+};

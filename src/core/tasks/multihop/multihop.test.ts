@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../../rng';
+import { Tokenizer } from '../../tokenizer/tokenizer';
+import { multihop } from './index';
+
+const tok = Tokenizer.builtin();
+
+/**
+ * An independent resolver: reads the monolithic prompt as a person would (line by line,
+ * `name=value.` pairs), and follows the question's variable to a number.
+ */
+function resolve(monoPrompt: string): string {
+  const lines = monoPrompt.split('\n');
+  const question = lines.pop()!.replace('?', '');
+  const table: Record<string, string> = {};
+  for (const line of lines) {
+    const body = line.slice(line.indexOf(':') + 1);
+    for (const part of body.split('.')) {
+      const [name, value] = part.trim().split('=');
+      if (name && value !== undefined) {
+        expect(table[name]).toBeUndefined(); // every variable is assigned once
+        table[name] = value;
+      }
+    }
+  }
+  let cur = question;
+  for (let i = 0; i < 10 && !/^\d+$/.test(cur); i++) cur = table[cur];
+  return cur;
+}
+
+describe('multihop task', () => {
+  it('generates problems whose answer an independent resolver confirms', () => {
+    const rng = new Rng(1);
+    for (let i = 0; i < 300; i++) {
+      const chunks = rng.int(2, 8);
+      const perChunk = rng.int(1, 4);
+      const o = multihop.validateOptions({ chunks, perChunk, hops: rng.int(1, Math.min(3, chunks * perChunk)) });
+      const p = multihop.generate(rng, o, String(i));
+      expect(resolve(p.monoPrompt!)).toBe(p.truth);
+      expect(Object.keys(p.context!)).toHaveLength(o.chunks);
+      tok.encode(p.prompt);
+      tok.encode(p.monoPrompt!);
+    }
+  });
+
+  it('is seeded', () => {
+    const a = multihop.generate(new Rng(4), multihop.defaultOptions, 'a');
+    const b = multihop.generate(new Rng(4), multihop.defaultOptions, 'a');
+    expect(a).toEqual(b);
+  });
+
+  it('spreads the chain over chunks so that one chunk does not answer the question', () => {
+    const rng = new Rng(2);
+    for (let i = 0; i < 100; i++) {
+      const p = multihop.generate(rng, { chunks: 6, perChunk: 3, hops: 2 }, String(i));
+      const question = /([a-z]{2})\?$/.exec(p.prompt)![1];
+      const holder = Object.values(p.context!).find((c) => c.includes(`${question}=`))!;
+      expect(/^\d+$/.test(holder.split(`${question}=`)[1].split('.')[0])).toBe(false);
+    }
+  });
+
+  it('writes delegation demonstrations: one round per hop, one clone per chunk', () => {
+    const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
+    const d = multihop.teacherDelegate(p, new Rng(0))!;
+    const [root, ...clones] = d.contexts;
+    expect(clones).toHaveLength(8);
+    const rootText = root.segments.map((s) => s.text).join('');
+    expect(rootText.match(/<join>/g)).toHaveLength(2);
+    expect(rootText.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
+    // Exactly one clone per round finds the variable.
+    for (const round of [clones.slice(0, 4), clones.slice(4)]) {
+      expect(round.filter((c) => !c.segments[1].text.includes('none'))).toHaveLength(1);
+    }
+    expect(tok.encode(rootText).length).toBeLessThan(256);
+    const mono = multihop.teacherMono(p, new Rng(0)).contexts[0].segments.map((s) => s.text).join('');
+    expect(mono.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
+  });
+
+  it('verifies exact answers and rejects bad options', () => {
+    const p = multihop.generate(new Rng(5), multihop.defaultOptions, 'v');
+    expect(multihop.verify(p, p.truth).correct).toBe(true);
+    expect(multihop.verify(p, 'none').correct).toBe(false);
+    expect(() => multihop.validateOptions({ hops: 9 })).toThrow(/hops must be an integer in \[1, 4\]/);
+  });
+});
