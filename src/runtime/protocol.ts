@@ -45,7 +45,10 @@ export type EngineRequestKind = EngineRequest['kind'];
 export interface StepperState {
   /** The episode so far (contexts, events, violations). */
   trace: EpisodeTrace;
-  /** Contexts still generating, with the top-k next-token probabilities of each. */
+  /**
+   * Contexts still generating, each with the top-k of the distribution its latest token was
+   * drawn from (empty before its first token; without spawning, spawn tokens are excluded).
+   */
   live: { context: number; role: 'root' | 'clone'; waiting: boolean; topK: { token: string; prob: number }[] }[];
   done: boolean;
 }

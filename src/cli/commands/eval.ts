@@ -4,6 +4,7 @@ import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
+import { PolicyRollouts } from '../../runtime/node/pool';
 
 export const evaluate = defineCommand(
   'eval',
@@ -19,6 +20,7 @@ export const evaluate = defineCommand(
     'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
     await setupBackend(f.backend);
@@ -32,9 +34,15 @@ export const evaluate = defineCommand(
     const cfg = validateRolloutConfig(
       f.temperature === undefined ? { greedy: true, allowSpawn: f.method === 'delegate' } : { temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
-    const decoder = new PolicyDecoder(policy);
-    const traces = await runProblems(decoder, task, heldOutProblems(task, opts, f.n!, f.seed!), cfg, f.seed!, (t) => tok.encode(t));
-    decoder.dispose();
+    const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
+    const decoder = pool?.decoder ?? new PolicyDecoder(policy);
+    let traces;
+    try {
+      traces = await runProblems(decoder, task, heldOutProblems(task, opts, f.n!, f.seed!), cfg, f.seed!, (t) => tok.encode(t));
+    } finally {
+      if (pool) pool.close();
+      else (decoder as PolicyDecoder).dispose();
+    }
     disposeParams(policy.params);
     const s = summarize(traces);
     const result = {

@@ -9,6 +9,7 @@ import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import type { Policy } from '../../core/policy';
+import { PolicyRollouts } from '../../runtime/node/pool';
 
 export const train = defineCommand(
   'train',
@@ -38,6 +39,7 @@ export const train = defineCommand(
     'eval-every': { type: 'int', default: 0, min: 0, help: 'steps between greedy evaluations (0 = off)' },
     'eval-n': { type: 'int', default: 64, min: 1, help: 'problems per evaluation' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
   },
   async (f) => {
     await setupBackend(f.backend);
@@ -88,21 +90,25 @@ export const train = defineCommand(
     const reference = cfg.loss.beta > 0 ? (saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false })) : null;
     const save = () => saveRun(out, policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
 
+    // With --workers, rollouts run in worker threads holding a replica tagged with the step.
+    const rollouts = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm', step) : null;
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
     const firstStep = step;
     const sessionStart = Date.now();
     while (step < cfg.steps) {
-      const { metrics, traces } = await grpoStep({ policy, reference, optimizer: opt, task, encode }, cfg, step);
+      const decoder = rollouts?.decoder;
+      const { metrics, traces } = await grpoStep({ policy, reference, optimizer: opt, task, encode, ...(decoder ? { decoder } : {}) }, cfg, step);
       step++;
+      await rollouts?.sync(step);
       elapsed += metrics.wallSec;
       tokensSeen += traces.reduce((n, t) => n + t.tokens.total, 0);
       const row: Record<string, unknown> = { ...metrics };
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
         const problems = heldOutProblems(task, task.validateOptions(cfg.taskOptions as never), f['eval-n']!, 12345);
-        const decoder = new PolicyDecoder(policy);
-        const s = summarize(await runProblems(decoder, task, problems, validateRolloutConfig({ greedy: true }), 1, encode));
-        decoder.dispose();
+        const local = rollouts ? null : new PolicyDecoder(policy);
+        const s = summarize(await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, validateRolloutConfig({ greedy: true }), 1, encode, 64, step));
+        local?.dispose();
         row.evalAccuracy = s.accuracy;
         row.evalTokens = s.meanTokens;
       }
@@ -119,6 +125,7 @@ export const train = defineCommand(
         await save();
       }
     }
+    rollouts?.close();
     console.log(`done: ${out} at step ${step}`);
   },
 );

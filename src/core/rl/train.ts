@@ -10,7 +10,7 @@ import { emptyViolationCounts, type Violation } from '../protocol/violations';
 import { Rng } from '../rng';
 import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
 import { PolicyDecoder } from '../rollout/policyDecoder';
-import { RolloutScheduler } from '../rollout/scheduler';
+import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, computeAdvantages } from './advantage';
@@ -112,6 +112,11 @@ export interface TrainerDeps {
   task: Task<never>;
   encode: (t: string) => number[];
   rewardFn?: RewardFn;
+  /**
+   * Where rollouts run, already holding the policy's current weights (e.g. a pool of rollout
+   * workers). Default: a decoder over `policy` in this thread, made and freed by the step.
+   */
+  decoder?: ContextDecoder;
 }
 
 export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; traces: EpisodeTrace[] }> {
@@ -119,7 +124,8 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
   const { policy, task, encode } = deps;
   const rng = new Rng(cfg.seed * 1_000_003 + step);
   const opts = task.validateOptions(cfg.taskOptions as never);
-  const decoder = new PolicyDecoder(policy, cfg.batch * cfg.group * 2);
+  const local = deps.decoder === undefined ? new PolicyDecoder(policy, cfg.batch * cfg.group * 2) : null;
+  const decoder = deps.decoder ?? (local as PolicyDecoder);
   const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode });
   const groups: number[][] = [];
   for (let b = 0; b < cfg.batch; b++) {
@@ -128,8 +134,12 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
     for (let g = 0; g < cfg.group; g++) members.push(scheduler.addEpisode(task, problem, rng.fork()));
     groups.push(members);
   }
-  const traces = await scheduler.run();
-  decoder.dispose();
+  let traces: EpisodeTrace[];
+  try {
+    traces = await scheduler.run();
+  } finally {
+    local?.dispose();
+  }
   const rolloutSec = (Date.now() - t0) / 1000;
 
   const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));

@@ -1,0 +1,306 @@
+/**
+ * The engine: everything behind protocol.ts, independent of where it runs (a module worker in
+ * the page, or Node). It owns the master weights, the optimizers and the GRPO loop (the CLI's
+ * core code), and a pool of rollout workers that run the episodes through PooledDecoder.
+ *
+ * Concurrency, TF Playground style: model-changing requests run one at a time (Serial); a run
+ * counter lets a superseded loop notice and stop between steps; a request that replaces the
+ * model stops the loop first, but only after its input has been validated, so a bad file or
+ * config leaves a running session untouched.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { decodeCheckpoint } from '../core/io/checkpoint';
+import { forwardLogits } from '../core/model/gpt';
+import { type PlaygroundConfig, CONFIG_DEFAULTS, validatePlaygroundConfig } from '../core/playgroundConfig';
+import type { StepMetrics } from '../core/rl/train';
+import type { EpisodeTrace } from '../core/rollout/trace';
+import { getTask } from '../core/tasks';
+import { Tokenizer } from '../core/tokenizer/tokenizer';
+import { Serial, yieldToEvents } from './async';
+import { fetchCheckpointFiles, filesFromRecord } from './checkpointFiles';
+import { rolloutConfigFor } from './engineConfig';
+import type { EngineHost } from './engineHost';
+import type { BackendReport, EngineEvent, EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from './protocol';
+import { type Reply, reply } from './rpc';
+import { RunLog } from './runLog';
+import { Stepper } from './stepper';
+import { TrainerModel } from './trainerModel';
+import { Training } from './training';
+
+/** Episodes per 'episodes' event: whole groups first (a step's traces are grouped by prompt). */
+const EPISODES_PER_EVENT = 32;
+/** Metrics rows are sent at most this often while training (and when a loop stops). */
+const METRICS_EVERY_MS = 1000;
+
+type Handlers = { [K in EngineRequestKind]: (req: Extract<EngineRequest, { kind: K }>) => Promise<Reply<EngineReplies[K]>> };
+type Status = Extract<EngineEvent, { kind: 'status' }>['state'];
+
+export class Engine {
+  private config: PlaygroundConfig = { ...CONFIG_DEFAULTS };
+  private training: Training | null = null;
+  private wasmPaths: string | undefined;
+  /** Bumped to stop the running loop (pause, or a request that supersedes it). */
+  private runId = 0;
+  private busy: 'sft' | 'train' | 'step' | null = null;
+  private busyDone: Promise<unknown> = Promise.resolve();
+  private readonly serial = new Serial();
+  private readonly stepperSerial = new Serial();
+  private status: Status = 'idle';
+  private readonly log = new RunLog();
+  private stepper: Stepper | null = null;
+  private tokenizer: Tokenizer | null = null;
+  private pendingMetrics: StepMetrics[] = [];
+  private lastMetricsFlush = 0;
+
+  constructor(
+    private readonly host: EngineHost,
+    private readonly emit: (e: EngineEvent) => void,
+  ) {}
+
+  handle(req: EngineRequest): Promise<Reply<unknown>> {
+    const handler = Object.hasOwn(this.handlers, req.kind) ? (this.handlers[req.kind] as (r: EngineRequest) => Promise<Reply<unknown>>) : undefined;
+    if (!handler) return Promise.reject(new Error(`engine: unknown request kind ${JSON.stringify(req.kind)}`));
+    return handler(req);
+  }
+
+  /** Stops any loop and frees the pool and the model. */
+  async dispose(): Promise<void> {
+    await this.stopActive();
+    await this.serial.run(async () => this.teardown());
+  }
+
+  /** For tests of the recovery path: behave as if a GPU device were lost. */
+  simulateDeviceLoss(where: 'trainer' | number): Promise<void> {
+    return this.requireTraining().simulateDeviceLoss(where);
+  }
+
+  private readonly handlers: Handlers = {
+    init: async (req) => {
+      const config = validatePlaygroundConfig(req.config);
+      await this.stopActive();
+      return this.serial.run(async () => {
+        this.teardown();
+        this.wasmPaths = req.wasmPaths;
+        this.config = config;
+        this.training = await Training.start(this.host, config, () => TrainerModel.random(config.preset, config.seed), this.wasmPaths, (e) => this.emit(e));
+        this.log.clear();
+        this.emit({ kind: 'backend', report: this.training.backendReport() });
+        this.setStatus('idle');
+        return reply({ backend: this.training.backendReport(), workers: this.training.workers });
+      });
+    },
+    loadUrl: async (req) => {
+      this.requireTraining();
+      const files = await fetchCheckpointFiles(req.baseUrl, (url) => this.host.fetchFile(url));
+      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(decodeCheckpoint(files), req.baseUrl)));
+    },
+    loadFiles: async (req) => {
+      this.requireTraining();
+      const files = filesFromRecord(req.files);
+      const ckpt = decodeCheckpoint(files);
+      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, [...files.keys()].join(', '))));
+    },
+    setConfig: async (req) => {
+      const training = this.requireTraining();
+      const config = validatePlaygroundConfig(req.config);
+      await this.stopActive();
+      return this.serial.run(async () => {
+        const old = this.config;
+        this.config = config;
+        if (old.backend !== config.backend || old.workers !== config.workers) {
+          await training.restartBackend(config);
+          this.emit({ kind: 'backend', report: training.backendReport() });
+        }
+        // The model follows the preset: a changed preset, or a model of another known preset
+        // (e.g. a warm start of another size) is replaced by a random init of this one.
+        const model = training.model;
+        const mismatch = model.preset !== config.preset && (model.preset === 'tiny' || model.preset === 'small');
+        if (old.preset !== config.preset || mismatch) this.swapModel(TrainerModel.random(config.preset, config.seed));
+        training.setConfig(config);
+        await training.syncPool();
+        return reply(training.model.report());
+      });
+    },
+    sft: async (req) => {
+      if (!Number.isInteger(req.steps) || req.steps < 1 || req.steps > 1_000_000) {
+        throw new Error(`sft: steps must be an integer in [1, 1000000] (got ${JSON.stringify(req.steps)})`);
+      }
+      const result = await this.runBusy('sft', async (run) => {
+        this.setStatus('sft');
+        return this.requireTraining().sft(req.steps, this.encode, () => this.runId !== run);
+      });
+      return reply(result);
+    },
+    train: async () => {
+      const steps = await this.runBusy('train', async (run) => {
+        this.setStatus('training');
+        let n = 0;
+        while (this.runId === run) {
+          this.recordStep(await this.requireTraining().grpoStep(this.encode));
+          n++;
+          await yieldToEvents();
+        }
+        return n;
+      });
+      return reply({ steps });
+    },
+    pause: async () => {
+      await this.stopActive();
+      return reply({ policyVersion: this.training?.model.version ?? 0 });
+    },
+    step: async () => {
+      const metrics = await this.runBusy('step', async () => {
+        this.setStatus('training');
+        const r = await this.requireTraining().grpoStep(this.encode);
+        this.recordStep(r);
+        return r.metrics;
+      });
+      return reply({ metrics });
+    },
+    reset: async () => {
+      const training = this.requireTraining();
+      await this.stopActive();
+      return this.serial.run(async () => {
+        this.swapModel(training.model.fresh());
+        await training.syncPool();
+        return reply(training.model.report());
+      });
+    },
+    stepperStart: async (req) => {
+      const training = this.requireTraining();
+      if (!Number.isInteger(req.seed)) throw new Error(`stepper: seed must be an integer (got ${JSON.stringify(req.seed)})`);
+      return this.stepperSerial.run(async () => {
+        this.stepper?.dispose();
+        this.stepper = null;
+        const { model } = training;
+        const stepper = new Stepper(model.policy.params, model.config, {
+          task: getTask(this.config.task),
+          seed: req.seed,
+          ...(req.prompt === undefined ? {} : { prompt: req.prompt }),
+          rollout: rolloutConfigFor(this.config, { allowSpawn: req.allowSpawn }),
+          policyVersion: model.version,
+          encode: this.encode,
+        });
+        this.stepper = stepper;
+        return reply(stepper.state());
+      });
+    },
+    stepperAdvance: async (req) => {
+      if (!['token', 'spawn', 'end'].includes(req.until)) throw new Error(`stepper: until must be token, spawn or end (got ${JSON.stringify(req.until)})`);
+      return this.stepperSerial.run(async () => {
+        const stepper = this.stepper;
+        if (stepper === null) throw new Error('stepper: no episode in progress (send stepperStart first)');
+        const state = await stepper.advance(req.until);
+        if (state.done) this.stepper = null;
+        return reply(state);
+      });
+    },
+    logits: async (req) => {
+      const { model } = this.requireTraining();
+      const tokens = this.encode(req.text);
+      if (tokens.length === 0) throw new Error('logits: text is empty');
+      if (tokens.length > model.config.nPositions) throw new Error(`logits: text has ${tokens.length} tokens; the model holds ${model.config.nPositions}`);
+      const out = tf.tidy(() => forwardLogits(model.policy.params, model.config, tf.tensor2d([tokens], [1, tokens.length], 'int32')));
+      try {
+        return reply({ tokens, logits: (await out.array())[0] });
+      } finally {
+        out.dispose();
+      }
+    },
+    exportWeights: async () => {
+      const files = await this.requireTraining().model.exportFiles({ playground: this.config });
+      const record: Record<string, Uint8Array> = Object.fromEntries(files);
+      return reply({ files: record }, [...new Set([...files.values()].map((b) => b.buffer as ArrayBuffer))]);
+    },
+    exportTraces: async () => reply({ jsonl: this.log.tracesJsonl() }),
+    exportMetrics: async (req) => {
+      if (req.format !== 'jsonl' && req.format !== 'csv') throw new Error(`exportMetrics: format must be jsonl or csv (got ${JSON.stringify(req.format)})`);
+      return reply({ text: this.log.metricsText(req.format) });
+    },
+  };
+
+  private readonly encode = (text: string): number[] => {
+    this.tokenizer ??= Tokenizer.builtin();
+    return this.tokenizer.encode(text);
+  };
+
+  private requireTraining(): Training {
+    if (this.training === null) throw new Error('engine: not initialised (send init first)');
+    return this.training;
+  }
+
+  /** Runs a loop or step exclusively; `run` is the run id it must keep checking. */
+  private async runBusy<T>(kind: 'sft' | 'train' | 'step', job: (run: number) => Promise<T>): Promise<T> {
+    this.requireTraining();
+    if (this.busy !== null) throw new Error(`engine: busy with ${this.busy} (pause first)`);
+    this.busy = kind;
+    const run = this.runId;
+    const done = this.serial.run(() => job(run));
+    this.busyDone = done;
+    try {
+      return await done;
+    } catch (e) {
+      this.emit({ kind: 'log', level: 'error', message: `${kind}: ${(e as Error).message}` });
+      throw e;
+    } finally {
+      this.busy = null;
+      this.flushMetrics();
+      this.setStatus('paused');
+    }
+  }
+
+  private async stopActive(): Promise<void> {
+    this.runId++;
+    await this.busyDone.catch(() => undefined);
+  }
+
+  private async replaceModel(model: TrainerModel): Promise<ModelReport> {
+    await this.stopActive();
+    return this.serial.run(async () => {
+      const training = this.requireTraining();
+      this.swapModel(model);
+      await training.syncPool();
+      return training.model.report();
+    });
+  }
+
+  /** A new model in place of the current one: the run's log and the stepper go with the old one. */
+  private swapModel(model: TrainerModel): void {
+    this.requireTraining().replaceModel(model);
+    this.log.clear();
+    this.pendingMetrics = [];
+    this.stepper?.dispose();
+    this.stepper = null;
+    this.setStatus('idle');
+  }
+
+  /** Keeps a step's results and tells the page: its episodes now, its metrics in batches. */
+  private recordStep(r: { metrics: StepMetrics; traces: EpisodeTrace[] }): void {
+    this.log.add(r.metrics, r.traces);
+    this.emit({ kind: 'episodes', step: r.metrics.step, traces: r.traces.slice(0, EPISODES_PER_EVENT) });
+    this.pendingMetrics.push(r.metrics);
+    if (Date.now() - this.lastMetricsFlush >= METRICS_EVERY_MS) this.flushMetrics();
+  }
+
+  private flushMetrics(): void {
+    this.lastMetricsFlush = Date.now();
+    if (this.pendingMetrics.length === 0) return;
+    this.emit({ kind: 'metrics', rows: this.pendingMetrics.splice(0) });
+  }
+
+  private setStatus(state: Status): void {
+    this.status = state;
+    this.emit({ kind: 'status', state, policyVersion: this.training?.model.version ?? 0 });
+  }
+
+  private teardown(): void {
+    this.stepper?.dispose();
+    this.stepper = null;
+    this.training?.dispose();
+    this.training = null;
+  }
+
+  get state(): { status: Status; backend: BackendReport | null } {
+    return { status: this.status, backend: this.training?.backendReport() ?? null };
+  }
+}

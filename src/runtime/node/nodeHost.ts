@@ -1,0 +1,22 @@
+/** The engine's host in Node: rollout workers are worker threads; files come from disk or HTTP. */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { httpFetchFile } from '../checkpointFiles';
+import type { EngineHost } from '../engineHost';
+import { selectNodeBackend } from './nodeBackend';
+import { ROLLOUT_WORKER_ENTRY } from './pool';
+import { startNodeWorker } from './startWorker';
+
+export const nodeHost: EngineHost = {
+  startRolloutWorker: (index) => startNodeWorker(ROLLOUT_WORKER_ENTRY, `rollout-${index}`),
+  selectBackend: (pref) => selectNodeBackend(pref),
+  async fetchFile(url) {
+    if (/^https?:/.test(url)) return httpFetchFile(url);
+    try {
+      return new Uint8Array(await readFile(url.startsWith('file:') ? fileURLToPath(url) : url));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    }
+  },
+};

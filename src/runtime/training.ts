@@ -1,0 +1,242 @@
+/**
+ * The trainer side of a session: this thread's backend, the master model, the rollout pool it
+ * keeps in sync (one broadcast per optimizer update, tagged with the policy version), and the
+ * GRPO and SFT steps with recovery from a lost GPU device.
+ *
+ * Recovery: a rollout worker whose device is lost falls back to wasm by itself; the failed
+ * step's rollouts are dropped (no update was applied yet), the worker gets the weights again and
+ * the step is redone with the same seed. A lost trainer device falls back the same way and
+ * rebuilds the weights from the host copy made at the last broadcast (optimizer moments restart).
+ */
+import type { PlaygroundConfig } from '../core/playgroundConfig';
+import { cosineLr, sftSequences, sftStep } from '../core/rl/sft';
+import { type StepMetrics, grpoStep } from '../core/rl/train';
+import type { EpisodeTrace } from '../core/rollout/trace';
+import { getTask } from '../core/tasks';
+import { type Alarm, alarm, yieldToEvents } from './async';
+import { grpoConfigFor, sftConfigFor } from './engineConfig';
+import type { EngineHost } from './engineHost';
+import { PooledDecoder } from './pooledDecoder';
+import type { BackendReport, EngineEvent } from './protocol';
+import { RolloutPool } from './rolloutPool';
+import { DEVICE_LOST } from './rolloutProtocol';
+import { CodedError, RpcError } from './rpc';
+import { fallBackAfterLoss, watchDeviceLoss } from './selectBackend';
+import type { TrainerModel } from './trainerModel';
+import { canShareMemory, packWeights } from './weights';
+
+type Encode = (text: string) => number[];
+/** Attempts of one step when devices keep failing. */
+const MAX_ATTEMPTS = 3;
+const PROGRESS_EVERY_MS = 250;
+
+export class Training {
+  private decoder: PooledDecoder;
+  /** What the pool holds: which model at which version, and the host copy of those weights. */
+  private synced: { model: TrainerModel; version: number; weights: Map<string, Float32Array> } | null = null;
+  private trainerLost: Alarm = alarm();
+  private stopWatching: () => void = () => {};
+  /** Notes about device losses and restarts since init. */
+  private readonly notes: string[] = [];
+
+  private constructor(
+    private readonly host: EngineHost,
+    private config: PlaygroundConfig,
+    public model: TrainerModel,
+    private backend: BackendReport,
+    private pool: RolloutPool,
+    private readonly wasmPaths: string | undefined,
+    private readonly emit: (e: EngineEvent) => void,
+  ) {
+    this.decoder = new PooledDecoder(pool, model.config);
+    this.watchTrainer();
+    pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
+  }
+
+  /** Selects the trainer's backend, then starts the pool and sends it the weights. */
+  static async start(host: EngineHost, config: PlaygroundConfig, makeModel: () => TrainerModel, wasmPaths: string | undefined, emit: (e: EngineEvent) => void): Promise<Training> {
+    const backend = await host.selectBackend(config.backend, wasmPaths);
+    const model = makeModel();
+    let pool: RolloutPool;
+    try {
+      pool = await startPool(host, config, wasmPaths);
+    } catch (e) {
+      model.dispose();
+      throw e;
+    }
+    const t = new Training(host, config, model, backend, pool, wasmPaths, emit);
+    try {
+      await t.syncPool();
+    } catch (e) {
+      t.dispose();
+      throw e;
+    }
+    return t;
+  }
+
+  get workers(): number {
+    return this.pool.size;
+  }
+
+  /** The trainer's backend, with notes on selection, rollout workers and device losses. */
+  backendReport(): BackendReport {
+    const workers = this.pool.backends().flatMap((b, i) => (b !== null && b.backend !== this.backend.backend ? [`rollout worker ${i}: ${b.backend}${b.notes.length ? ` (${b.notes.join('; ')})` : ''}`] : []));
+    return { ...this.backend, notes: [...this.backend.notes, ...workers, ...this.notes] };
+  }
+
+  setConfig(config: PlaygroundConfig): void {
+    this.config = config;
+  }
+
+  /** A different backend preference or pool size: re-select here, restart the pool, move the weights. */
+  async restartBackend(config: PlaygroundConfig): Promise<void> {
+    const weights = await this.model.weights();
+    this.pool.terminate();
+    this.backend = await this.host.selectBackend(config.backend, this.wasmPaths);
+    this.model.rebuild(weights);
+    this.watchTrainer();
+    this.pool = await startPool(this.host, config, this.wasmPaths);
+    this.pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
+    this.decoder = new PooledDecoder(this.pool, this.model.config);
+    this.synced = null;
+    this.config = config;
+  }
+
+  replaceModel(model: TrainerModel): void {
+    this.model.dispose();
+    this.model = model;
+    this.decoder = new PooledDecoder(this.pool, model.config);
+  }
+
+  /** Sends the weights if the pool is behind, and repairs replicas that lost them. */
+  async syncPool(): Promise<void> {
+    const { model } = this;
+    if (this.synced?.model !== model || this.synced.version !== model.version) {
+      const weights = await model.weights();
+      await this.pool.broadcast({ version: model.version, model: model.config, payload: packWeights(weights, canShareMemory()) });
+      this.synced = { model, version: model.version, weights };
+    }
+    if (!this.pool.healthy) this.addNotes(await this.pool.repair());
+  }
+
+  /** One GRPO step: rollouts in the pool, the update here, then the new weights to the pool. */
+  async grpoStep(encode: Encode): Promise<{ metrics: StepMetrics; traces: EpisodeTrace[] }> {
+    const cfg = grpoConfigFor(this.config);
+    const task = getTask(this.config.task);
+    for (let attempt = 1; ; attempt++) {
+      const model = this.model;
+      try {
+        await this.syncPool();
+        const optimizer = model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
+        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder };
+        const r = await this.guard(grpoStep(deps, cfg, model.grpoSteps, model.version));
+        model.grpoSteps++;
+        model.version++;
+        await this.syncPool();
+        return r;
+      } catch (e) {
+        if (attempt >= MAX_ATTEMPTS || !(await this.recover(e))) throw e;
+      }
+    }
+  }
+
+  /** Supervised warm start; stops early when `stopped()` turns true. */
+  async sft(steps: number, encode: Encode, stopped: () => boolean): Promise<{ steps: number; loss: number }> {
+    const cfg = sftConfigFor(this.config, steps);
+    const task = getTask(this.config.task);
+    const opts = task.validateOptions(cfg.taskOptions as never);
+    const t0 = Date.now();
+    let done = 0;
+    let tokens = 0;
+    let loss = NaN;
+    let lastProgress = 0;
+    while (done < steps && !stopped()) {
+      const model = this.model;
+      const lr = cosineLr(done, steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
+      const seqs = sftSequences(task, opts, cfg, model.sftSteps, encode);
+      try {
+        const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
+        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens));
+        model.sftSteps++;
+        if (r.applied) model.version++;
+        loss = r.loss;
+        tokens += r.tokens;
+      } catch (e) {
+        if (!(await this.recover(e))) throw e;
+        continue;
+      }
+      done++;
+      const elapsed = (Date.now() - t0) / 1000;
+      if (Date.now() - lastProgress >= PROGRESS_EVERY_MS || done === steps) {
+        lastProgress = Date.now();
+        this.emit({ kind: 'sftProgress', step: done, steps, loss, tokensPerSec: tokens / Math.max(elapsed, 1e-3), etaSec: (elapsed / done) * (steps - done) });
+      }
+      await yieldToEvents();
+    }
+    await this.syncPool();
+    return { steps: done, loss };
+  }
+
+  /** Test hook: the recovery path of a lost device, in the trainer or in one rollout worker. */
+  async simulateDeviceLoss(where: 'trainer' | number): Promise<void> {
+    if (where === 'trainer') this.trainerLost.fire(new CodedError(DEVICE_LOST, 'trainer: device lost (simulated device loss)'));
+    else await this.pool.request(where, { kind: 'loseDevice' });
+  }
+
+  dispose(): void {
+    this.stopWatching();
+    this.pool.terminate();
+    this.model.dispose();
+  }
+
+  /** Races trainer work against the loss of its device (a lost device can hang a readback). */
+  private guard<T>(work: Promise<T>): Promise<T> {
+    return Promise.race([work, this.trainerLost.promise]);
+  }
+
+  /** Gets ready to redo a step after a device loss or a dead worker; false when `e` is another failure. */
+  private async recover(e: unknown): Promise<boolean> {
+    const code = e instanceof RpcError || e instanceof CodedError ? e.code : undefined;
+    const trainerLost = this.trainerLost.fired !== null;
+    if (!trainerLost && code !== DEVICE_LOST && code !== 'closed') return false;
+    await this.decoder.reset();
+    if (trainerLost) await this.recoverTrainer();
+    await this.syncPool();
+    this.emit({ kind: 'log', level: 'warn', message: `step redone after: ${(e as Error).message}` });
+    return true;
+  }
+
+  private async recoverTrainer(): Promise<void> {
+    const reason = this.trainerLost.fired?.message ?? 'device lost';
+    const synced = this.synced;
+    this.stopWatching();
+    const report = await fallBackAfterLoss(reason, this.wasmPaths === undefined ? {} : { wasmPaths: this.wasmPaths });
+    this.backend = { ...report, notes: [] };
+    if (synced === null || synced.model !== this.model) throw new Error(`trainer: ${reason}, and no copy of the weights to restore`);
+    this.model.rebuild(synced.weights);
+    this.model.version = synced.version;
+    this.trainerLost = alarm();
+    this.watchTrainer();
+    this.addNotes([`trainer: ${report.notes[0] ?? reason}; weights restored from version ${synced.version}, optimizer state reset`]);
+  }
+
+  private watchTrainer(): void {
+    this.stopWatching();
+    this.stopWatching = watchDeviceLoss((reason) => this.trainerLost.fire(new CodedError(DEVICE_LOST, `trainer: device lost (${reason})`)));
+  }
+
+  private onWorkerBackend(index: number, report: BackendReport): void {
+    this.pool.invalidate(index);
+    this.addNotes([`rollout worker ${index}: ${report.notes[0] ?? `now on ${report.backend}`}`]);
+  }
+
+  private addNotes(notes: string[]): void {
+    if (notes.length === 0) return;
+    this.notes.push(...notes);
+    this.emit({ kind: 'backend', report: this.backendReport() });
+  }
+}
+
+function startPool(host: EngineHost, config: PlaygroundConfig, wasmPaths: string | undefined): Promise<RolloutPool> {
+  return RolloutPool.start((i) => host.startRolloutWorker(i), config.workers, { backend: config.backend, ...(wasmPaths === undefined ? {} : { wasmPaths }) });
+}
