@@ -8,6 +8,7 @@ import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import type { Policy } from '../../core/policy';
+import { GradWorkers } from '../../runtime/node/gradWorkers';
 
 export const sft = defineCommand(
   'sft',
@@ -28,6 +29,7 @@ export const sft = defineCommand(
     'log-every': { type: 'int', default: 10, min: 1, help: 'steps between progress lines' },
     'eval-every': { type: 'int', default: 0, min: 0, help: 'steps between greedy evaluations (0 = off)' },
     'eval-n': { type: 'int', default: 64, min: 1, help: 'problems per evaluation' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },
   async (f) => {
@@ -76,6 +78,8 @@ export const sft = defineCommand(
 
     const sessionStart = Date.now();
     const sessionFirstStep = step;
+    // Data parallel: the workers take shares of each step's micro-batches.
+    const grad = f.workers! > 0 ? await GradWorkers.start(f.workers!, policy.config, (f.backend ?? 'wasm') as 'wasm') : null;
     let windowStart = Date.now();
     let windowTokens = 0;
     const pending: object[] = [];
@@ -83,7 +87,8 @@ export const sft = defineCommand(
       const t0 = Date.now();
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
       const seqs = sftSequences(task, taskOpts, cfg, step, encode);
-      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens);
+      if (grad) await grad.sync(policy.params);
+      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.remotes() ?? []);
       step++;
       elapsed += (Date.now() - t0) / 1000;
       tokensSeen += r.tokens;
@@ -117,6 +122,7 @@ export const sft = defineCommand(
         await save();
       }
     }
+    grad?.close();
     console.log(`done: ${out} at step ${step}`);
   },
 );

@@ -34,8 +34,9 @@ export class AdamW {
     public cfg: AdamWConfig,
   ) {
     for (const [name, p] of params) {
-      this.m.set(name, tf.variable(tf.zerosLike(p), false));
-      this.v.set(name, tf.variable(tf.zerosLike(p), false));
+      // tidy: the zero tensors a variable is made from would otherwise stay allocated.
+      this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+      this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
     }
   }
 
@@ -87,7 +88,7 @@ export class AdamW {
         const data = tensors.get(`${kind}.${name}`);
         if (!data) throw new Error(`optimizer state: missing ${kind}.${name}`);
         if (data.length !== t.size) throw new Error(`optimizer state: ${kind}.${name} has ${data.length} values, expected ${t.size}`);
-        t.assign(tf.tensor(data, t.shape));
+        tf.tidy(() => t.assign(tf.tensor(data, t.shape)));
       }
     }
     this.step = step;

@@ -13,7 +13,7 @@ import type { GPTParams } from '../model/params';
 import { Rng } from '../rng';
 import type { Task } from '../tasks/types';
 import { AdamW, cosineLr } from './optim';
-import { type TrainSequence, bucketByLength, demoSequence } from './sequences';
+import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence } from './sequences';
 
 export interface SftConfig {
   task: string;
@@ -91,21 +91,13 @@ export interface SftStepResult {
   tokens: number;
 }
 
-/**
- * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
- * gradients add up to the token-mean loss of the whole set.
- */
-export async function sftStep(
+/** Gradients of part of a step: micro-batches weighted by their share of the step's trained tokens. */
+export async function sftGradients(
   params: GPTParams,
   config: ModelConfig,
-  optimizer: AdamW,
-  seqs: readonly TrainSequence[],
-  lr: number,
-  microTokens: number,
-): Promise<{ loss: number; gradNorm: number; applied: boolean; trainedTokens: number; tokens: number }> {
-  const batches = bucketByLength(seqs, microTokens);
-  const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
-  if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
+  batches: readonly PaddedBatch[],
+  totalWeight: number,
+): Promise<{ grads: Map<string, tf.Tensor>; loss: number }> {
   const vars = [...params.values()];
   const names = [...params.keys()];
   const sums = new Map<string, tf.Tensor>();
@@ -125,19 +117,74 @@ export async function sftStep(
       const g = grads[vars[i].name];
       if (!g) return;
       const prev = sums.get(name);
-      sums.set(name, prev ? tf.tidy(() => tf.add(prev, g)) : g);
       if (prev) {
+        sums.set(name, tf.add(prev, g));
         prev.dispose();
         g.dispose();
-      }
+      } else sums.set(name, g);
     });
   }
-  const lossT = tf.addN(lossParts);
-  const loss = (await lossT.data())[0];
-  lossT.dispose();
-  lossParts.forEach((t) => t.dispose());
-  const stats = Number.isFinite(loss) ? await optimizer.apply(sums, lr) : { gradNorm: NaN, applied: false };
-  sums.forEach((t) => t.dispose());
+  let loss = 0;
+  if (lossParts.length > 0) {
+    const lossT = tf.addN(lossParts);
+    loss = (await lossT.data())[0];
+    lossT.dispose();
+    lossParts.forEach((t) => t.dispose());
+  }
+  return { grads: sums, loss };
+}
+
+/** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed. */
+export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number) => Promise<{ grads: Map<string, Float32Array>; loss: number }>;
+
+/** Splits micro-batches into `parts` shares of about equal padded size (deterministic). */
+export function shareBatches(batches: readonly PaddedBatch[], parts: number): PaddedBatch[][] {
+  const shares: PaddedBatch[][] = Array.from({ length: parts }, () => []);
+  const load = new Array<number>(parts).fill(0);
+  const order = batches.map((_, i) => i).sort((a, b) => batches[b].rows * batches[b].length - batches[a].rows * batches[a].length || a - b);
+  for (const i of order) {
+    const k = load.indexOf(Math.min(...load));
+    shares[k].push(batches[i]);
+    load[k] += batches[i].rows * batches[i].length;
+  }
+  return shares;
+}
+
+/**
+ * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
+ * gradients add up to the token-mean loss of the whole set. With `remotes`, the micro-batches
+ * are shared between this thread and the remote workers, and the gradients summed.
+ */
+export async function sftStep(
+  params: GPTParams,
+  config: ModelConfig,
+  optimizer: AdamW,
+  seqs: readonly TrainSequence[],
+  lr: number,
+  microTokens: number,
+  remotes: readonly RemoteGradients[] = [],
+): Promise<{ loss: number; gradNorm: number; applied: boolean; trainedTokens: number; tokens: number }> {
+  const batches = bucketByLength(seqs, microTokens);
+  const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
+  if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
+  const shares = shareBatches(batches, remotes.length + 1);
+  const remoteResults = remotes.map((r, i) => r(shares[i + 1], totalWeight));
+  const local = await sftGradients(params, config, shares[0], totalWeight);
+  let loss = local.loss;
+  for (const r of await Promise.all(remoteResults)) {
+    loss += r.loss;
+    for (const [name, data] of r.grads) {
+      const prev = local.grads.get(name);
+      const g = tf.tensor(data, params.get(name)!.shape);
+      if (prev) {
+        local.grads.set(name, tf.add(prev, g));
+        prev.dispose();
+        g.dispose();
+      } else local.grads.set(name, g);
+    }
+  }
+  const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
+  local.grads.forEach((t) => t.dispose());
   const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
   return { loss, ...stats, trainedTokens: totalWeight, tokens };
 }

@@ -1,0 +1,51 @@
+/** Data-parallel SFT: a gradient worker thread computes the same update as one thread. */
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { presetConfig } from '../src/core/model/config';
+import { initParams, paramsToArrays } from '../src/core/model/params';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
+import { arithmetic } from '../src/core/tasks/arithmetic';
+import { Tokenizer } from '../src/core/tokenizer/tokenizer';
+import { initBackend } from '../src/runtime/backend';
+import { GradWorkers } from '../src/runtime/node/gradWorkers';
+
+const tok = Tokenizer.builtin();
+const config = presetConfig('tiny');
+
+beforeAll(async () => {
+  await initBackend('wasm');
+});
+
+describe('data-parallel SFT', () => {
+  it('two threads give the same losses and weights as one (within float summation order)', async () => {
+    const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
+    const run = async (workers: GradWorkers | null) => {
+      const params = initParams(config, 9);
+      const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
+      const losses: number[] = [];
+      for (let s = 0; s < 3; s++) {
+        if (workers) await workers.sync(params);
+        const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
+        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, workers?.remotes() ?? [])).loss);
+      }
+      const weights = await paramsToArrays(params);
+      opt.dispose();
+      params.forEach((p) => p.dispose());
+      return { losses, weights };
+    };
+    const single = await run(null);
+    const workers = await GradWorkers.start(1, config, 'wasm');
+    const before = tf.memory().numTensors;
+    const parallel = await run(workers);
+    workers.close();
+    expect(tf.memory().numTensors).toBe(before);
+    parallel.losses.forEach((l, i) => expect(l).toBeCloseTo(single.losses[i], 5));
+    let maxDiff = 0;
+    for (const [name, a] of single.weights) {
+      const b = parallel.weights.get(name)!;
+      for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+    }
+    expect(maxDiff).toBeLessThan(1e-4);
+  });
+});
