@@ -10,7 +10,7 @@ export const evaluate = defineCommand(
   'eval',
   'Accuracy and token costs of a checkpoint on held-out problems (greedy unless --temperature).',
   {
-    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
     seed: { type: 'int', default: 12345, help: 'seed of the held-out problem set' },
@@ -32,7 +32,7 @@ export const evaluate = defineCommand(
     } as never);
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const cfg = validateRolloutConfig(
-      f.temperature === undefined ? { greedy: true, allowSpawn: f.method === 'delegate' } : { temperature: f.temperature, allowSpawn: f.method === 'delegate' },
+      f.temperature === undefined ? { ...task.rolloutDefaults, greedy: true, allowSpawn: f.method === 'delegate' } : { ...task.rolloutDefaults, temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
     const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
     const decoder = pool?.decoder ?? new PolicyDecoder(policy);

@@ -5,5 +5,6 @@ import { rollout } from './rollout';
 import { sft } from './sft';
 import { train } from './train';
 import { evaluate } from './eval';
+import { frontierCommand } from './frontier';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand };

@@ -9,7 +9,7 @@ export const rollout = defineCommand(
   'rollout',
   'Run one episode and print its delegation tree (or the trace as JSON).',
   {
-    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', help: 'checkpoint directory (default: a random tiny model)' },
     seed: { type: 'int', default: 0, help: 'problem and sampling seed' },
     temperature: { type: 'number', default: 1, help: 'sampling temperature' },
@@ -23,7 +23,7 @@ export const rollout = defineCommand(
     const tok = getTokenizer();
     const policy = f.checkpoint ? (await loadPolicy(f.checkpoint, false)).policy : freshPolicy('tiny', 0);
     const task = getTask(f.task!);
-    const cfg = validateRolloutConfig({ temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
+    const cfg = validateRolloutConfig({ ...task.rolloutDefaults, temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
     const rng = new Rng(f.seed!);
     const problem = task.generate(rng, task.defaultOptions, `seed${f.seed}`);
     const decoder = new PolicyDecoder(policy);

@@ -59,6 +59,8 @@ export interface Task<Opts = Record<string, unknown>> {
   verify(problem: Problem, answer: string | null): Verdict;
   /** A monolithic chain of thought ending in an answer block. */
   teacherMono(problem: Problem, rng: Rng): Demonstration;
+  /** Rollout limits this task needs beyond the defaults (e.g. one clone per chunk). */
+  rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number };
   /** A delegation (spawn, join, combine), or null when the problem does not split. */
   teacherDelegate(problem: Problem, rng: Rng): Demonstration | null;
 }

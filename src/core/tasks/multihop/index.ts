@@ -136,6 +136,8 @@ export const multihop: Task<MultihopOptions> = {
   defaultOptions: MULTIHOP_DEFAULTS,
   validateOptions: validateMultihopOptions,
   generate,
+  // One clone per chunk each round, one round per hop.
+  rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4 },
 
   verify(problem: Problem, answer: string | null): Verdict {
     const value = answer !== null && /^(0|[1-9]\d*)$/.test(answer) ? Number(answer) : null;

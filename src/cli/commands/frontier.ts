@@ -1,0 +1,50 @@
+import { defineCommand } from '../command';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder } from '../../core/rollout';
+import { heldOutProblems } from '../../core/eval/evaluate';
+import { FRONTIER_DEFAULTS, type Method, frontier, samplesOf } from '../../core/eval/frontier';
+import { disposeParams } from '../../core/model/params';
+import { UsageError } from '../args';
+
+export const frontierCommand = defineCommand(
+  'frontier',
+  'Accuracy–cost points of delegation, monolithic and self-consistency at a sweep of limits, and their Pareto set.',
+  {
+    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    n: { type: 'int', default: 200, min: 1, help: 'problems' },
+    seed: { type: 'int', default: 12345, help: 'seed of the problem set (sampling seeds derive from it)' },
+    methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
+    limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
+    json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    const methods = f.methods!.split(',').map((m) => m.trim()) as Method[];
+    for (const m of methods) {
+      if (m !== 'delegate' && m !== 'mono' && !/^sc\d+$/.test(m)) throw new UsageError(`--methods: unknown method ${JSON.stringify(m)}`);
+      if (m.startsWith('sc')) samplesOf(m);
+    }
+    const limits = f.limits!.split(',').map(Number);
+    if (limits.some((l) => !Number.isInteger(l) || l < 1)) throw new UsageError(`--limits must be positive integers (got ${f.limits})`);
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const task = getTask(f.task!);
+    const { policy } = await loadPolicy(f.checkpoint!, false);
+    const decoder = new PolicyDecoder(policy);
+    const problems = heldOutProblems(task, task.validateOptions({} as never), f.n!, f.seed!);
+    const result = await frontier(
+      decoder,
+      task,
+      problems,
+      { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed! },
+      (t) => tok.encode(t),
+      f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
+    );
+    decoder.dispose();
+    disposeParams(policy.params);
+    if (f.json) console.log(JSON.stringify(result));
+    else console.log(`pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);
+  },
+);

@@ -1,0 +1,148 @@
+/**
+ * The accuracy–cost frontier (DESIGN §6): delegation, monolithic, and self-consistency over
+ * k monolithic samples (majority vote), each at a sweep of generation limits, on the same
+ * problems and weights. Every point carries n and a Wilson interval; the Pareto set is taken
+ * over all points of a comparison.
+ */
+import { Rng } from '../rng';
+import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
+import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
+import type { EpisodeTrace } from '../rollout/trace';
+import type { Problem, Task } from '../tasks/types';
+import { majorityVote, paretoSet, wilsonInterval } from './stats';
+
+export type Method = 'delegate' | 'mono' | `sc${number}`;
+
+export interface FrontierPoint {
+  method: Method;
+  /** The root's generation limit (tokens). */
+  limit: number;
+  n: number;
+  accuracy: number;
+  /** Generated tokens per problem: root + all clones (+ every sample for self-consistency). */
+  meanTokens: number;
+  /** Root + longest clone per round; for self-consistency the longest sample (they run side by side). */
+  meanCriticalPathTokens: number;
+  interval: [number, number];
+  /** Optional label of the weights (e.g. "warmstart", "grpo"). */
+  checkpoint?: string;
+}
+
+export interface FrontierSpec {
+  methods: Method[];
+  limits: number[];
+  /** Sampling temperature for self-consistency samples. */
+  temperature: number;
+  seed: number;
+  /** Episodes run side by side per scheduler batch. */
+  batch: number;
+}
+
+export const FRONTIER_DEFAULTS: FrontierSpec = {
+  methods: ['delegate', 'mono', 'sc1', 'sc2', 'sc4', 'sc8'],
+  limits: [48, 96, 160, 224],
+  temperature: 1,
+  seed: 1,
+  batch: 64,
+};
+
+export function samplesOf(m: Method): number {
+  if (m === 'delegate' || m === 'mono') return 1;
+  const k = Number(m.slice(2));
+  if (!Number.isInteger(k) || k < 1 || k > 64) throw new Error(`method ${m}: self-consistency needs sc1 … sc64`);
+  return k;
+}
+
+function configFor(m: Method, limit: number, temperature: number, base: Partial<RolloutConfig>): RolloutConfig {
+  if (m === 'delegate') return validateRolloutConfig({ ...base, greedy: true, rootMaxTokens: limit });
+  if (m === 'mono') return validateRolloutConfig({ ...base, greedy: true, allowSpawn: false, rootMaxTokens: limit });
+  return validateRolloutConfig({ ...base, temperature, allowSpawn: false, rootMaxTokens: limit });
+}
+
+/** Run `k` episodes of every problem; traces grouped per problem. */
+async function runSamples<O>(
+  decoder: ContextDecoder,
+  task: Task<O>,
+  problems: readonly Problem[],
+  k: number,
+  cfg: RolloutConfig,
+  seed: number,
+  batch: number,
+  encode: (t: string) => number[],
+): Promise<EpisodeTrace[][]> {
+  const jobs = problems.flatMap((p, i) => Array.from({ length: k }, (_, j) => ({ p, i, j })));
+  const out: EpisodeTrace[][] = problems.map(() => []);
+  for (let start = 0; start < jobs.length; start += batch) {
+    const slice = jobs.slice(start, start + batch);
+    const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
+    slice.forEach(({ p, i, j }) => s.addEpisode(task, p, new Rng(seed * 1_000_003 + i * 131 + j)));
+    const traces = await s.run();
+    slice.forEach(({ i }, n) => out[i].push(traces[n]));
+  }
+  return out;
+}
+
+/** One frontier point: `method` at `limit` on every problem. */
+export async function frontierPoint<O>(
+  decoder: ContextDecoder,
+  task: Task<O>,
+  problems: readonly Problem[],
+  method: Method,
+  limit: number,
+  spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch'>,
+  encode: (t: string) => number[],
+): Promise<FrontierPoint> {
+  const k = samplesOf(method);
+  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, task.rolloutDefaults ?? {}), spec.seed, spec.batch, encode);
+  let correct = 0;
+  let tokens = 0;
+  let critical = 0;
+  groups.forEach((traces, i) => {
+    const answer = k === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
+    if (task.verify(problems[i], answer).correct) correct++;
+    tokens += traces.reduce((a, t) => a + t.tokens.total, 0);
+    critical += Math.max(...traces.map((t) => t.tokens.criticalPath));
+  });
+  const n = problems.length;
+  return {
+    method,
+    limit,
+    n,
+    accuracy: n === 0 ? 0 : correct / n,
+    meanTokens: n === 0 ? 0 : tokens / n,
+    meanCriticalPathTokens: n === 0 ? 0 : critical / n,
+    interval: wilsonInterval(correct, n),
+  };
+}
+
+/** Every method at every limit, and the Pareto set over them (by total or critical-path cost). */
+export async function frontier<O>(
+  decoder: ContextDecoder,
+  task: Task<O>,
+  problems: readonly Problem[],
+  spec: FrontierSpec,
+  encode: (t: string) => number[],
+  onPoint?: (p: FrontierPoint) => void,
+): Promise<{ points: FrontierPoint[]; pareto: number[] }> {
+  const points: FrontierPoint[] = [];
+  for (const method of spec.methods) {
+    for (const limit of spec.limits) {
+      const p = await frontierPoint(decoder, task, problems, method, limit, spec, encode);
+      points.push(p);
+      onPoint?.(p);
+    }
+  }
+  return { points, pareto: paretoOf(points, 'total') };
+}
+
+export function paretoOf(points: readonly FrontierPoint[], cost: 'total' | 'critical'): number[] {
+  return paretoSet(points.map((p) => ({ cost: cost === 'total' ? p.meanTokens : p.meanCriticalPathTokens, accuracy: p.accuracy })));
+}
+
+export function frontierCsv(points: readonly FrontierPoint[]): string {
+  const head = 'checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens';
+  const rows = points.map((p) =>
+    [p.checkpoint ?? '', p.method, p.limit, p.n, p.accuracy, p.interval[0], p.interval[1], p.meanTokens, p.meanCriticalPathTokens].join(','),
+  );
+  return [head, ...rows].join('\n') + '\n';
+}
