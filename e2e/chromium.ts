@@ -2,8 +2,8 @@
  * Browser settings shared by every Playwright project, and the fixtures every spec uses.
  *
  * Specs import `test` and `expect` from here, not from @playwright/test: `openApp` opens the
- * page on the project's backend (`?backend=webgpu` or `?backend=wasm`), so each spec runs on
- * both without knowing which.
+ * page on the project's backend (`#backend=webgpu` or `#backend=wasm` in the config hash), so
+ * each spec runs on both without knowing which.
  */
 import { existsSync } from 'node:fs';
 import { test as base, expect, type LaunchOptions, type Page } from '@playwright/test';
@@ -50,14 +50,20 @@ export interface BackendOption {
   backend: E2EBackend;
 }
 
+/** A run small enough for software WebGPU: the tiny preset, 2 prompts × 2 rollouts, one worker. */
+export const TINY_RUN = 'preset=tiny&group=2&batch=2&workers=1';
+
 interface AppFixtures {
   /** Console errors and uncaught page errors, collected from the start of the test. */
   consoleErrors: string[];
   /**
-   * Opens the playground with the project's backend (plus an optional query, e.g.
-   * 'task=arithmetic'), waits until the backend is chosen and returns its name.
+   * Opens the playground with the project's backend and an optional config hash (e.g.
+   * TINY_RUN; `backend=` is added unless given), waits until the engine reports its backend
+   * and returns the backend's name.
    */
-  openApp: (query?: string) => Promise<string>;
+  openApp: (hash?: string) => Promise<string>;
+  /** Waits until a model is loaded and the engine is ready for a request. */
+  waitForModel: () => Promise<void>;
 }
 
 function collectErrors(page: Page): string[] {
@@ -76,13 +82,20 @@ export const test = base.extend<AppFixtures & BackendOption>({
   },
   openApp: async ({ page, backend, consoleErrors }, use) => {
     void consoleErrors; // requested so that errors are collected from the first navigation
-    await use(async (query = '') => {
-      const params = new URLSearchParams(query);
+    await use(async (hash = '') => {
+      const params = new URLSearchParams(hash);
       if (!params.has('backend')) params.set('backend', backend);
-      await page.goto(`/?${params.toString()}`);
+      await page.goto(`/#${params.toString()}`);
       const status = page.getByTestId('backend');
       await expect(status).not.toHaveAttribute('data-state', 'pending');
       return (await status.textContent()) ?? '';
+    });
+  },
+  waitForModel: async ({ page }, use) => {
+    await use(async () => {
+      await expect(page.getByTestId('model-preset')).not.toHaveText('—');
+      await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', /^(idle|paused)$/);
+      await expect(page.getByTestId('step')).toBeEnabled();
     });
   },
 });

@@ -1,10 +1,17 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
+import { installConsoleApi } from './engine/consoleApi';
+import { createEngine } from './engine/connect';
+import { startPlayground } from './state/startup';
 import './styles.css';
 
 const container = document.getElementById('root');
 if (!container) throw new Error('index.html has no #root element');
+
+// Started once per page, outside React: StrictMode runs effects twice, an engine must not.
+installConsoleApi();
+void startPlayground(createEngine);
 
 createRoot(container).render(
   <StrictMode>

@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Page } from '@playwright/test';
+import { untar } from '../src/app/files/tar';
+import { TINY_RUN, expect, test } from './chromium';
+
+const TEXT = '<root>12+3*4<sep>=12+12=24<ans>24<eos>';
+
+interface Logits {
+  tokens: number[];
+  logits: number[][];
+}
+
+function pageLogits(page: Page, text: string): Promise<Logits> {
+  return page.evaluate((t) => {
+    if (!window.selfcest) throw new Error('window.selfcest is missing');
+    return window.selfcest.logits(t);
+  }, text);
+}
+
+function maxAbsDiff(a: number[][], b: number[][]): number {
+  expect(a.length).toBe(b.length);
+  let worst = 0;
+  a.forEach((row, i) => {
+    expect(row.length).toBe(b[i].length);
+    row.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - b[i][j]))));
+  });
+  return worst;
+}
+
+test('exported weights load in the CLI and give the page engine logits', async ({ page, openApp, waitForModel, consoleErrors }) => {
+  test.setTimeout(300_000);
+  await openApp(TINY_RUN);
+  await waitForModel();
+  // One GRPO step first, so the export is of trained weights, not of the seeded init.
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
+  await expect(page.getByTestId('export-weights')).toBeEnabled();
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-weights').click()]);
+  expect(download.suggestedFilename()).toMatch(/^selfcest-tiny-v\d+\.tar$/);
+  const files = untar(await readFile(await download.path()));
+  const names = files.map((f) => f.name.split('/').pop());
+  expect(names).toContain('model.safetensors');
+  expect(names).toContain('config.json');
+
+  const dir = await mkdtemp(join(tmpdir(), 'selfcest-export-'));
+  try {
+    for (const f of files) {
+      const path = join(dir, f.name);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, f.bytes);
+    }
+    const folder = join(dir, files[0].name.split('/')[0]);
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', folder, '--text', TEXT, '--json'], { maxBuffer: 64 << 20, timeout: 120_000 });
+    const cli = JSON.parse(stdout.trim().split('\n').pop() ?? '') as Logits;
+    const browser = await pageLogits(page, TEXT);
+    expect(browser.tokens).toEqual(cli.tokens);
+    expect(maxAbsDiff(browser.logits, cli.logits)).toBeLessThan(1e-4);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  expect(consoleErrors).toEqual([]);
+});
+
+test('a malformed checkpoint import is reported and keeps the model', async ({ page, openApp, waitForModel, consoleErrors }) => {
+  test.setTimeout(180_000);
+  await openApp(TINY_RUN);
+  await waitForModel();
+  const source = await page.getByTestId('model-source').textContent();
+  const before = await pageLogits(page, TEXT);
+  const importError = page.getByTestId('import-error');
+
+  // An incomplete set: the engine names what is missing.
+  await page.getByTestId('import-files').setInputFiles([{ name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.alloc(64) }]);
+  await expect(importError).toContainText('missing files config.json');
+
+  // A complete set whose weights file is cut short (the page's own export, truncated).
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-weights').click()]);
+  const files = untar(await readFile(await download.path())).map((f) => ({ name: f.name.split('/').pop() ?? f.name, bytes: f.bytes }));
+  const weights = files.find((f) => f.name === 'model.safetensors');
+  expect(weights).toBeDefined();
+  const truncated = files.map((f) => ({
+    name: f.name,
+    mimeType: 'application/octet-stream',
+    buffer: Buffer.from(f === weights ? f.bytes.subarray(0, f.bytes.length - 1000) : f.bytes),
+  }));
+  await page.getByTestId('import-files').setInputFiles(truncated);
+  await expect(importError).toContainText('model.safetensors is invalid');
+  await expect(importError).toContainText('truncated');
+  await expect(importError).toContainText('model kept');
+  await expect(page.getByTestId('model-source')).toHaveText(source ?? '');
+  await expect(page.getByTestId('step')).toBeEnabled();
+
+  const after = await pageLogits(page, TEXT);
+  expect(after.tokens).toEqual(before.tokens);
+  expect(maxAbsDiff(after.logits, before.logits)).toBe(0);
+  expect(consoleErrors).toEqual([]);
+});

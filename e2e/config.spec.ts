@@ -1,0 +1,38 @@
+import { TINY_RUN, expect, test } from './chromium';
+
+test('the config panel validates fields and keeps the applied config in the URL hash', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'webgpu', 'the config panel does not depend on the backend');
+  test.setTimeout(180_000);
+  // A link with two bad values: both reported, neither applied.
+  await openApp(`${TINY_RUN}&lr=fast&group=1`);
+  await waitForModel();
+  const hashErrors = page.getByTestId('hash-errors');
+  await expect(hashErrors).toContainText('lr must be a number in [1e-7, 0.1]');
+  await expect(hashErrors).toContainText('group must be an integer in [2, 64] (got 1)');
+  await expect(page.getByTestId('config-lr')).toHaveValue('0.0001');
+  await expect(page.getByTestId('config-group')).toHaveValue('2');
+
+  // A field error names the field and its range, and blocks Apply.
+  await page.getByTestId('config-clip').fill('1.5');
+  await expect(page.getByTestId('config-error-clip')).toHaveText('clip must be a number in [0.01, 0.99] (got 1.5)');
+  await expect(page.getByTestId('config-apply')).toBeDisabled();
+  await page.getByTestId('config-clip').fill('0.1');
+  await expect(page.getByTestId('config-error-clip')).toHaveCount(0);
+  await page.getByTestId('config-credit').selectOption('broadcast');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('config-apply')).toBeDisabled();
+  await expect(hashErrors).toHaveCount(0);
+  const hash = await page.evaluate(() => location.hash);
+  expect(hash).toContain('clip=0.1');
+  expect(hash).toContain('credit=broadcast');
+  expect(hash).toContain('preset=tiny');
+  expect(hash).not.toContain('lr=');
+
+  // The link reproduces the setup.
+  await page.reload();
+  await waitForModel();
+  await expect(page.getByTestId('config-clip')).toHaveValue('0.1');
+  await expect(page.getByTestId('config-credit')).toHaveValue('broadcast');
+  await expect(hashErrors).toHaveCount(0);
+  expect(consoleErrors).toEqual([]);
+});

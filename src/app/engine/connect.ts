@@ -1,0 +1,7 @@
+/** The real engine: a trainer worker (and its rollout workers) behind src/runtime's client. */
+import { EngineClient } from '../../runtime/engineClient';
+import type { Engine } from './engine';
+
+export function createEngine(): Engine {
+  return new EngineClient();
+}

@@ -1,0 +1,13 @@
+/**
+ * The page's view of the engine: the typed request/event contract of src/runtime/protocol.ts.
+ * The store's actions are the only callers of `request`; events flow into the store.
+ */
+import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
+
+export type RequestOf<K extends EngineRequestKind> = Extract<EngineRequest, { kind: K }>;
+
+export interface Engine {
+  request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]>;
+  on(listener: (event: EngineEvent) => void): () => void;
+  terminate(): void;
+}

@@ -1,0 +1,50 @@
+/** Checkpoint import (validated by the engine) and every export: weights, traces, metrics. */
+import { exportMetrics, exportTraces, exportWeights, importFiles } from '../state/actions';
+import { usePlayground } from '../state/store';
+
+export function ModelPanel() {
+  const pending = usePlayground((s) => s.pending);
+  const engineState = usePlayground((s) => s.engineState);
+  const importError = usePlayground((s) => s.importError);
+  const hasModel = usePlayground((s) => s.model !== null);
+  const running = engineState === 'training' || engineState === 'sft';
+  const free = hasModel && pending === null;
+  return (
+    <section className="panel" aria-label="Checkpoint">
+      <h2>Checkpoint</h2>
+      <label className="row" title="model.safetensors and config.json (tokenizer.json, selfcest.json optional)">
+        Import files{' '}
+        <input
+          type="file"
+          multiple
+          data-testid="import-files"
+          disabled={!free || running}
+          onChange={(e) => {
+            const files = Array.from(e.target.files ?? []);
+            e.target.value = ''; // the same files can be chosen again
+            void importFiles(files);
+          }}
+        />
+      </label>
+      {importError && (
+        <p className="error" role="alert" data-testid="import-error">
+          Import failed, model kept: {importError}
+        </p>
+      )}
+      <div className="buttons">
+        <button type="button" data-testid="export-weights" disabled={!free} onClick={() => void exportWeights()} title="model.safetensors, config.json, tokenizer.json, selfcest.json in one .tar">
+          Weights (.tar)
+        </button>
+        <button type="button" data-testid="export-traces" disabled={!free} onClick={() => void exportTraces()}>
+          Traces JSONL
+        </button>
+        <button type="button" data-testid="export-metrics-jsonl" disabled={!free} onClick={() => void exportMetrics('jsonl')}>
+          Metrics JSONL
+        </button>
+        <button type="button" data-testid="export-metrics-csv" disabled={!free} onClick={() => void exportMetrics('csv')}>
+          CSV
+        </button>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,63 @@
+/** The always-visible line: backend, model, policy version, engine state, and the last error. */
+import { usePlayground } from '../state/store';
+
+function formatParams(n: number): string {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n);
+}
+
+export function StatusBar() {
+  const backend = usePlayground((s) => s.backend);
+  const workers = usePlayground((s) => s.workers);
+  const model = usePlayground((s) => s.model);
+  const modelNote = usePlayground((s) => s.modelNote);
+  const engineState = usePlayground((s) => s.engineState);
+  const policyVersion = usePlayground((s) => s.policyVersion);
+  const pending = usePlayground((s) => s.pending);
+  const error = usePlayground((s) => s.error);
+  const backendState = backend ? 'ready' : engineState === 'failed' ? 'failed' : 'pending';
+  const adapter = backend?.adapter;
+  return (
+    <header className="status" aria-label="Status">
+      <h1>SELFCEST Playground</h1>
+      <dl className="status-facts">
+        <dt>backend</dt>
+        <dd data-testid="backend" data-state={backendState} className="strong">
+          {backend ? backend.backend : backendState === 'pending' ? 'starting…' : 'none'}
+        </dd>
+        {adapter && (
+          <dd data-testid="adapter" title={adapter.description}>
+            {[adapter.vendor, adapter.architecture].filter(Boolean).join(' / ') || 'unnamed adapter'}
+          </dd>
+        )}
+        {workers !== null && <dd data-testid="workers">{workers} rollout worker{workers === 1 ? '' : 's'}</dd>}
+        <dt>model</dt>
+        <dd data-testid="model-preset">{model ? `${model.preset} · ${formatParams(model.parameters)} params` : '—'}</dd>
+        <dd data-testid="model-source" className={modelNote ? 'warn' : ''} title={model?.source}>
+          {model ? model.source : 'loading…'}
+        </dd>
+        <dt>policy</dt>
+        <dd data-testid="policy-version">v{policyVersion}</dd>
+        <dt>state</dt>
+        <dd data-testid="engine-state" data-state={engineState} className="strong">
+          {engineState}
+          {pending ? ` · ${pending}…` : ''}
+        </dd>
+      </dl>
+      {modelNote && (
+        <p className="warn" data-testid="model-note">
+          {modelNote}
+        </p>
+      )}
+      {backend && backend.notes.length > 0 && (
+        <p className="muted" data-testid="backend-notes">
+          {backend.notes.join('; ')}
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert" data-testid="status-error">
+          {error}
+        </p>
+      )}
+    </header>
+  );
+}

@@ -1,0 +1,56 @@
+/** The delegation tree of the chosen rollout (a table row or the stepper's), and one context. */
+import { useMemo } from 'react';
+import type { EpisodeTrace } from '../../core/rollout/trace';
+import { DelegationTree } from '../tree/DelegationTree';
+import { openContext } from '../state/actions';
+import { usePlayground } from '../state/store';
+import { ContextView } from './ContextView';
+
+function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>; label: string } {
+  const tree = usePlayground((s) => s.tree);
+  const episodes = usePlayground((s) => s.episodes);
+  const stepper = usePlayground((s) => s.stepper);
+  return useMemo(() => {
+    if (tree?.kind === 'stepper' && stepper) {
+      return { trace: stepper.trace, live: new Set(stepper.live.map((l) => l.context)), label: 'stepper rollout' };
+    }
+    if (tree?.kind === 'episode') {
+      const row = episodes.find((e) => e.key === tree.key);
+      if (row) return { trace: row.trace, live: new Set<number>(), label: `training step ${row.step}` };
+    }
+    return { trace: null, live: new Set<number>(), label: '' };
+  }, [tree, episodes, stepper]);
+}
+
+function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
+  const r = trace.reward;
+  return (
+    <div className="small" data-testid="tree-summary">
+      {label} · policy v{trace.policyVersion} · <span className="mono">{trace.prompt}</span> = <span className="mono">{trace.truth}</span> · answer{' '}
+      <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total, {trace.tokens.criticalPath} critical path
+      {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}`}
+    </div>
+  );
+}
+
+export function TreePanel() {
+  const { trace, live, label } = useTreeTrace();
+  const selected = usePlayground((s) => s.context);
+  const ctx = trace?.contexts.find((c) => c.id === selected) ?? null;
+  return (
+    <section className="panel tree-panel" aria-label="Delegation tree">
+      <h2>Delegation tree</h2>
+      {trace ? (
+        <>
+          <Summary trace={trace} label={label} />
+          <div className="scroll-x">
+            <DelegationTree trace={trace} live={live} selected={selected} onSelect={openContext} />
+          </div>
+          {ctx && <ContextView ctx={ctx} />}
+        </>
+      ) : (
+        <p className="muted">Pick a rollout in the table, or open the stepper's rollout.</p>
+      )}
+    </section>
+  );
+}

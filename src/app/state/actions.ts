@@ -1,0 +1,155 @@
+/**
+ * Controls → engine requests. Every action goes through `send`, which marks the request as
+ * pending, drops replies from a superseded run, and turns failures into a message.
+ */
+import { configToHash, type PlaygroundConfig } from '../../core/playgroundConfig';
+import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
+import type { Engine, RequestOf } from '../engine/engine';
+import { download } from '../files/download';
+import { tarArchive } from '../files/tar';
+import { addMetrics } from './events';
+import { clearedHistory, getState, setState, type TreeSource } from './store';
+
+let engine: Engine | null = null;
+
+export function attachEngine(e: Engine): void {
+  engine = e;
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+interface SendOptions {
+  /**
+   * The request replaces the model or its history: on success a new run starts, and replies to
+   * requests sent before it are dropped (the engine answers in order, so none can be newer).
+   */
+  replaces?: boolean;
+  /** Show the failure here instead of the status bar. */
+  onError?: (message: string) => void;
+  /** Long-lived requests (train) do not block the other controls. */
+  blocking?: boolean;
+}
+
+/** Sends one request; resolves to the reply, or null when it failed or was superseded. */
+export async function send<K extends EngineRequestKind>(req: RequestOf<K>, opts: SendOptions = {}): Promise<EngineReplies[K] | null> {
+  if (!engine) return null;
+  const run = getState().run;
+  const blocking = opts.blocking ?? true;
+  setState({ error: null, ...(blocking ? { pending: req.kind } : {}) });
+  try {
+    const reply = await engine.request(req);
+    if (getState().run !== run) return null;
+    if (opts.replaces) setState({ run: run + 1 });
+    return reply;
+  } catch (err) {
+    if (getState().run === run) (opts.onError ?? ((message) => setState({ error: `${req.kind}: ${message}` })))(errorText(err));
+    return null;
+  } finally {
+    if (blocking && getState().pending === req.kind) setState({ pending: null });
+  }
+}
+
+/** A new model (loaded, reset, re-initialised): its own history starts empty. */
+export function showModel(model: ModelReport, note: string | null = null): void {
+  setState({ model, modelNote: note, policyVersion: model.policyVersion, ...clearedHistory() });
+}
+
+/** Writes the applied config into the URL without firing hashchange. */
+export function writeHash(config: PlaygroundConfig): void {
+  const hash = configToHash(config);
+  history.replaceState(null, '', `${location.pathname}${location.search}${hash ? `#${hash}` : ''}`);
+}
+
+export async function applyConfig(config: PlaygroundConfig): Promise<void> {
+  const before = getState().config;
+  const model = await send({ kind: 'setConfig', config }, { replaces: config.preset !== before.preset });
+  if (!model) return;
+  setState({ config, hashErrors: [] });
+  writeHash(config);
+  if (config.preset !== before.preset) showModel(model, null);
+  else setState({ model });
+}
+
+export async function train(): Promise<void> {
+  setState({ engineState: 'training' });
+  await send({ kind: 'train' }, { blocking: false });
+}
+
+export async function pause(): Promise<void> {
+  const reply = await send({ kind: 'pause' }, { blocking: false });
+  if (reply) setState({ policyVersion: reply.policyVersion });
+}
+
+export async function step(): Promise<void> {
+  const reply = await send({ kind: 'step' });
+  if (reply) addMetrics([reply.metrics]);
+}
+
+export async function reset(): Promise<void> {
+  if (getState().engineState === 'training' || getState().engineState === 'sft') await pause();
+  const model = await send({ kind: 'reset' }, { replaces: true });
+  if (model) showModel(model, getState().modelNote);
+}
+
+export async function warmStart(steps: number): Promise<void> {
+  setState({ engineState: 'sft', sft: null });
+  const reply = await send({ kind: 'sft', steps }, { blocking: false });
+  if (reply) setState({ log: [...getState().log, { level: 'info', message: `warm start: ${reply.steps} steps, loss ${reply.loss.toFixed(4)}` }] });
+}
+
+/** Reads the chosen files and hands them to the engine, which validates them. */
+export async function importFiles(files: readonly File[]): Promise<void> {
+  setState({ importError: null });
+  if (files.length === 0) return;
+  const buffers: Record<string, ArrayBuffer> = {};
+  for (const f of files) buffers[f.name] = await f.arrayBuffer();
+  const model = await send({ kind: 'loadFiles', files: buffers }, { replaces: true, onError: (message) => setState({ importError: message }) });
+  if (model) showModel(model, null);
+}
+
+export async function exportWeights(): Promise<void> {
+  const reply = await send({ kind: 'exportWeights' });
+  if (!reply) return;
+  const files = Object.entries(reply.files).map(([name, bytes]) => ({ name, bytes }));
+  const folder = `selfcest-${getState().model?.preset ?? 'model'}-v${getState().policyVersion}`;
+  download(`${folder}.tar`, tarArchive(folder, files), 'application/x-tar');
+}
+
+export async function exportTraces(): Promise<void> {
+  const reply = await send({ kind: 'exportTraces' });
+  if (reply) download('traces.jsonl', reply.jsonl, 'application/jsonl');
+}
+
+export async function exportMetrics(format: 'jsonl' | 'csv'): Promise<void> {
+  const reply = await send({ kind: 'exportMetrics', format });
+  if (reply) download(`metrics.${format}`, reply.text, format === 'csv' ? 'text/csv' : 'application/jsonl');
+}
+
+export async function stepperStart(seed: number, prompt: string, allowSpawn: boolean): Promise<void> {
+  const stepperRun = getState().stepperRun + 1;
+  setState({ stepperRun });
+  const state = await send({ kind: 'stepperStart', seed, allowSpawn, ...(prompt.trim() ? { prompt: prompt.trim() } : {}) });
+  if (state && getState().stepperRun === stepperRun) setState({ stepper: state });
+}
+
+export async function stepperAdvance(until: 'token' | 'spawn' | 'end'): Promise<void> {
+  const { stepperRun } = getState();
+  const state = await send({ kind: 'stepperAdvance', until });
+  if (state && getState().stepperRun === stepperRun) setState({ stepper: state });
+}
+
+export function openTree(source: TreeSource): void {
+  setState({ tree: source, context: 0 });
+}
+
+export function openContext(id: number): void {
+  setState({ context: id });
+}
+
+/** Logits of a text under the current weights (read-only; the console API and tests use it). */
+export async function logits(text: string): Promise<EngineReplies['logits']> {
+  if (!engine) throw new Error('the engine is not running yet');
+  return engine.request({ kind: 'logits', text });
+}

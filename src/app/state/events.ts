@@ -1,0 +1,49 @@
+/**
+ * Engine events → store. Metrics and episodes arrive in batches. The engine sends every event of
+ * a replaced model before the reply that replaces it, so the action that handles that reply
+ * clears them (showModel) and nothing here needs to know about runs.
+ */
+import type { StepMetrics } from '../../core/rl/train';
+import type { EpisodeTrace } from '../../core/rollout/trace';
+import type { EngineEvent } from '../../runtime/protocol';
+import { MAX_EPISODES, appendLog, setState, type EpisodeRow, type MetricPoint } from './store';
+
+let nextEpisodeKey = 1;
+
+/** Adds rows with a step after the last one shown (a step's reply and its event both carry it). */
+export function addMetrics(rows: readonly StepMetrics[]): void {
+  setState((s) => {
+    const episodes = s.config.batch * s.config.group;
+    const last = s.metrics.length ? s.metrics[s.metrics.length - 1].metrics.step : 0;
+    const fresh: MetricPoint[] = rows.filter((m) => m.step > last).map((metrics) => ({ metrics, episodes }));
+    return fresh.length ? { metrics: [...s.metrics, ...fresh] } : {};
+  });
+}
+
+export function addEpisodes(step: number, traces: readonly EpisodeTrace[]): void {
+  const rows: EpisodeRow[] = traces.map((trace) => ({ key: nextEpisodeKey++, step, trace }));
+  setState((s) => ({ episodes: [...rows.reverse(), ...s.episodes].slice(0, MAX_EPISODES) }));
+}
+
+export function handleEvent(event: EngineEvent): void {
+  switch (event.kind) {
+    case 'backend':
+      setState({ backend: event.report });
+      return;
+    case 'status':
+      setState({ engineState: event.state, policyVersion: event.policyVersion });
+      return;
+    case 'metrics':
+      addMetrics(event.rows);
+      return;
+    case 'episodes':
+      addEpisodes(event.step, event.traces);
+      return;
+    case 'sftProgress':
+      setState({ sft: { step: event.step, steps: event.steps, loss: event.loss, tokensPerSec: event.tokensPerSec, etaSec: event.etaSec } });
+      return;
+    case 'log':
+      appendLog({ level: event.level, message: event.message });
+      return;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The page's one state table (zustand). Controls call actions (actions.ts), actions send engine
+ * requests, replies and engine events land here, and panels render from here: one direction.
+ */
+import { create } from 'zustand';
+import { CONFIG_DEFAULTS, type PlaygroundConfig } from '../../core/playgroundConfig';
+import type { StepMetrics } from '../../core/rl/train';
+import type { EpisodeTrace } from '../../core/rollout/trace';
+import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
+
+export type EngineState = 'starting' | 'idle' | 'sft' | 'training' | 'paused' | 'failed';
+
+/** One step's metrics and how many episodes it averaged over (for violation rates). */
+export interface MetricPoint {
+  metrics: StepMetrics;
+  episodes: number;
+}
+
+export interface EpisodeRow {
+  /** Unique over the page's life; stable across new arrivals. */
+  key: number;
+  step: number;
+  trace: EpisodeTrace;
+}
+
+/** Which rollout the tree shows. */
+export type TreeSource = { kind: 'episode'; key: number } | { kind: 'stepper' };
+
+export interface SftProgress {
+  step: number;
+  steps: number;
+  loss: number;
+  tokensPerSec: number;
+  etaSec: number;
+}
+
+export interface LogLine {
+  level: 'info' | 'warn' | 'error';
+  message: string;
+}
+
+export interface PlaygroundState {
+  /** Bumped whenever the model or its history is replaced; replies from older runs are dropped. */
+  run: number;
+  /** Bumped by every stepperStart; advances of an older rollout are dropped. */
+  stepperRun: number;
+  /** The config the engine runs with (and the URL hash shows). */
+  config: PlaygroundConfig;
+  /** Problems with the URL hash: reported, the bad values not applied. */
+  hashErrors: string[];
+  backend: BackendReport | null;
+  workers: number | null;
+  model: ModelReport | null;
+  /** Why the model is what it is, when that needs saying (e.g. no shipped warm start). */
+  modelNote: string | null;
+  engineState: EngineState;
+  policyVersion: number;
+  /** The control request in flight, if any (buttons wait for it). */
+  pending: EngineRequestKind | null;
+  /** The last failed request, shown in the status bar. */
+  error: string | null;
+  importError: string | null;
+  metrics: MetricPoint[];
+  /** Newest first. */
+  episodes: EpisodeRow[];
+  tree: TreeSource | null;
+  /** Context id opened in the context view. */
+  context: number | null;
+  stepper: StepperState | null;
+  sft: SftProgress | null;
+  log: LogLine[];
+}
+
+export const MAX_EPISODES = 200;
+export const MAX_LOG = 60;
+
+export const INITIAL_STATE: PlaygroundState = {
+  run: 0,
+  stepperRun: 0,
+  config: { ...CONFIG_DEFAULTS, budgets: [...CONFIG_DEFAULTS.budgets] },
+  hashErrors: [],
+  backend: null,
+  workers: null,
+  model: null,
+  modelNote: null,
+  engineState: 'starting',
+  policyVersion: 0,
+  pending: null,
+  error: null,
+  importError: null,
+  metrics: [],
+  episodes: [],
+  tree: null,
+  context: null,
+  stepper: null,
+  sft: null,
+  log: [],
+};
+
+export const usePlayground = create<PlaygroundState>()(() => ({ ...INITIAL_STATE }));
+
+/** Shorthands for actions and event handlers (never called from render). */
+export const getState = usePlayground.getState;
+export const setState = usePlayground.setState;
+
+/** The history that belongs to one model: cleared when the model is replaced or reset. */
+export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft'> {
+  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null };
+}
+
+export function appendLog(line: LogLine): void {
+  setState((s) => ({ log: [...s.log, line].slice(-MAX_LOG) }));
+}

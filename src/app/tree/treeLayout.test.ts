@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { countTokens, TRACE_SCHEMA, type ContextTrace, type EpisodeTrace } from '../../core/rollout/trace';
+import { NODE_H, NODE_W, layoutTree } from './treeLayout';
+
+function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = {}): ContextTrace {
+  return {
+    id,
+    role,
+    parent: role === 'root' ? null : 0,
+    round: role === 'root' ? null : 0,
+    subtask: role === 'root' ? null : '1+1',
+    budget: role === 'root' ? null : 8,
+    tokens: [],
+    text: '',
+    writers: '',
+    logprobs: [],
+    generatedTokens: 4,
+    answer: '2',
+    violation: null,
+    violationDetail: null,
+    ...extra,
+  };
+}
+
+function episode(contexts: ContextTrace[], correct = true): EpisodeTrace {
+  return { schema: TRACE_SCHEMA, policyVersion: 3, task: 'arithmetic', problemId: 'p', prompt: '1+1+2', truth: '4', method: 'delegate', answer: '4', correct, rounds: 2, contexts, events: [], violations: [], tokens: countTokens(contexts) };
+}
+
+describe('layoutTree', () => {
+  it('puts the root left and its clones in a column to the right, by round', () => {
+    const trace = episode([
+      ctx(0, 'root'),
+      ctx(3, 'clone', { round: 1 }),
+      ctx(1, 'clone', { violation: 'clone_over_budget', answer: null }),
+      ctx(2, 'clone', { credit: { advantage: 0, weight: 0, gated: true, reward: 0 } }),
+    ]);
+    const { nodes, links, width, height } = layoutTree(trace);
+    const root = nodes.find((n) => n.ctx.role === 'root')!;
+    const clones = nodes.filter((n) => n.ctx.role === 'clone');
+    expect(root.x).toBe(0);
+    expect(new Set(clones.map((n) => n.x)).size).toBe(1);
+    expect(clones[0].x).toBeGreaterThanOrEqual(NODE_W);
+    // Top to bottom: round 0 (ids 1, 2), then round 1 (id 3); the root sits at their middle.
+    expect([...clones].sort((a, b) => a.y - b.y).map((n) => n.ctx.id)).toEqual([1, 2, 3]);
+    const ys = clones.map((n) => n.y);
+    expect(root.y).toBeCloseTo((Math.min(...ys) + Math.max(...ys)) / 2);
+    expect(Math.min(...nodes.map((n) => n.y))).toBe(0);
+    expect(links).toHaveLength(3);
+    expect(width).toBe(clones[0].x + NODE_W);
+    expect(height).toBe(Math.max(...ys) + NODE_H);
+    expect(Object.fromEntries(nodes.map((n) => [n.ctx.id, n.outcome]))).toEqual({ 0: 'correct', 1: 'violation', 2: 'gated', 3: 'answered' });
+  });
+
+  it('marks a wrong root, a root violation and live contexts', () => {
+    expect(layoutTree(episode([ctx(0, 'root')], false)).nodes[0].outcome).toBe('wrong');
+    expect(layoutTree(episode([ctx(0, 'root', { violation: 'root_no_answer' })])).nodes[0].outcome).toBe('violation');
+    expect(layoutTree(episode([ctx(0, 'root')]), new Set([0])).nodes[0].outcome).toBe('running');
+  });
+});
