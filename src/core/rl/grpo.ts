@@ -11,6 +11,7 @@
  * A gated or skipped context has weight 0 and contributes exactly nothing.
  */
 import * as tf from '@tensorflow/tfjs';
+import { accumulateGrads } from './grads';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -178,7 +179,6 @@ export async function policyGradients(
   c: PolicyLossConfig,
 ): Promise<PolicyGradResult> {
   const vars = [...params.values()];
-  const names = [...params.keys()];
   const sums = new Map<string, tf.Tensor>();
   const parts: tf.Scalar[] = [];
   let trainedTokens = 0;
@@ -198,16 +198,7 @@ export async function policyGradients(
     });
     parts.push(value, ...tf.unstack(extra).map((t) => t as tf.Scalar));
     extra.dispose();
-    names.forEach((name, i) => {
-      const g = grads[vars[i].name];
-      if (!g) return;
-      const prev = sums.get(name);
-      if (prev) {
-        sums.set(name, tf.add(prev, g));
-        prev.dispose();
-        g.dispose();
-      } else sums.set(name, g);
-    });
+    accumulateGrads(sums, params, grads);
   }
   const stacked = parts.length ? tf.stack(parts) : tf.zeros([0]);
   const vals = await stacked.data();

@@ -7,6 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
+import { accumulateGrads, addInto } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -99,7 +100,6 @@ export async function sftGradients(
   totalWeight: number,
 ): Promise<{ grads: Map<string, tf.Tensor>; loss: number }> {
   const vars = [...params.values()];
-  const names = [...params.keys()];
   const sums = new Map<string, tf.Tensor>();
   const lossParts: tf.Scalar[] = [];
   for (const b of batches) {
@@ -113,16 +113,7 @@ export async function sftGradients(
       return tf.variableGrads(() => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }), w / totalWeight) as tf.Scalar, vars);
     });
     lossParts.push(value);
-    names.forEach((name, i) => {
-      const g = grads[vars[i].name];
-      if (!g) return;
-      const prev = sums.get(name);
-      if (prev) {
-        sums.set(name, tf.add(prev, g));
-        prev.dispose();
-        g.dispose();
-      } else sums.set(name, g);
-    });
+    accumulateGrads(sums, params, grads);
   }
   let loss = 0;
   if (lossParts.length > 0) {
@@ -173,15 +164,7 @@ export async function sftStep(
   let loss = local.loss;
   for (const r of await Promise.all(remoteResults)) {
     loss += r.loss;
-    for (const [name, data] of r.grads) {
-      const prev = local.grads.get(name);
-      const g = tf.tensor(data, params.get(name)!.shape);
-      if (prev) {
-        local.grads.set(name, tf.add(prev, g));
-        prev.dispose();
-        g.dispose();
-      } else local.grads.set(name, g);
-    }
+    for (const [name, data] of r.grads) addInto(local.grads, name, tf.tensor(data, params.get(name)!.shape));
   }
   const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
   local.grads.forEach((t) => t.dispose());

@@ -6,7 +6,8 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { GPTParams } from '../model/params';
 import type { Policy } from '../policy';
-import { emptyViolationCounts, type Violation } from '../protocol/violations';
+import type { Violation } from '../protocol/violations';
+import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
 import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
 import { PolicyDecoder } from '../rollout/policyDecoder';
@@ -196,23 +197,20 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
   }
 
   const n = traces.length;
-  const mean = (f: (t: EpisodeTrace) => number) => traces.reduce((a, t) => a + f(t), 0) / n;
-  const violations = emptyViolationCounts();
-  for (const t of traces) for (const v of t.violations) violations[v.violation]++;
-  const generated = traces.reduce((a, t) => a + t.tokens.total, 0);
+  const summary = summarize(traces);
   return {
     traces,
     metrics: {
       step: step + 1,
       meanReward: rewards.reduce((a, b) => a + b, 0) / n,
-      accuracy: mean((t) => (t.correct ? 1 : 0)),
-      meanRootTokens: mean((t) => t.tokens.root),
-      meanCloneTokens: mean((t) => t.tokens.clonesTotal),
-      meanCriticalPathTokens: mean((t) => t.tokens.criticalPath),
-      meanTotalTokens: mean((t) => t.tokens.total),
-      clonesPerEpisode: mean((t) => t.contexts.length - 1),
-      delegationRate: mean((t) => (t.contexts.length > 1 ? 1 : 0)),
-      violations,
+      accuracy: summary.accuracy,
+      meanRootTokens: summary.meanRootTokens,
+      meanCloneTokens: summary.meanTokens - summary.meanRootTokens,
+      meanCriticalPathTokens: summary.meanCriticalPathTokens,
+      meanTotalTokens: summary.meanTokens,
+      clonesPerEpisode: summary.meanClones,
+      delegationRate: summary.delegationRate,
+      violations: summary.violations,
       gateRate: stats.contexts === 0 ? 0 : stats.gatedContexts / stats.contexts,
       zeroVarianceFraction: stats.groups === 0 ? 0 : stats.zeroVarianceGroups / stats.groups,
       loss,
@@ -221,7 +219,7 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
       gradNorm,
       nonFiniteSkips,
       trainedTokens,
-      rolloutTokensPerSec: generated / Math.max(1e-3, rolloutSec),
+      rolloutTokensPerSec: (summary.meanTokens * n) / Math.max(1e-3, rolloutSec),
       wallSec: (Date.now() - t0) / 1000,
     },
   };
