@@ -40,6 +40,8 @@ export const sft = defineCommand(
     const cfg: SftConfig = validateSftConfig({
       ...SFT_DEFAULTS,
       task: f.task!,
+      // Resolved options, so the run records the exact data distribution it trained on.
+      taskOptions: task.validateOptions({} as never) as Record<string, unknown>,
       steps: f.steps!,
       seed: f.seed!,
       lr: f.lr!,

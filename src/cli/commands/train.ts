@@ -49,6 +49,7 @@ export const train = defineCommand(
     const cfg: GrpoConfig = validateGrpoConfig({
       ...GRPO_DEFAULTS,
       task: f.task!,
+      taskOptions: task.validateOptions({} as never) as Record<string, unknown>,
       steps: f.steps!,
       seed: f.seed!,
       group: f.group!,

@@ -23,7 +23,7 @@ export interface ArithmeticOptions {
 export const ARITHMETIC_DEFAULTS: ArithmeticOptions = {
   minOperands: 3,
   maxOperands: 8,
-  maxValue: 999,
+  maxValue: 99,
   productRate: 0.3,
   groupRate: 0.15,
 };
