@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { PRESETS, type PresetName } from '../src/core/model/config';
+import { readdirSync } from 'node:fs';
+import type { Page } from '@playwright/test';
 import { expect, test } from './chromium';
 
 // What the preview server serves: `npm run test:e2e` builds first, copying public/ into dist/.
@@ -26,6 +28,12 @@ test('the shipped warm start delegates: a stepper rollout shows clone nodes in i
   await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart');
   await expect(page.getByTestId('model-note')).toHaveCount(0);
 
+  await expectDelegatingRollout(page);
+  expect(consoleErrors).toEqual([]);
+});
+
+/** Try stepper seeds until a rollout spawns clones; then its tree must show them and their answers. */
+async function expectDelegatingRollout(page: Page): Promise<void> {
   // The warm start delegates on some problems, not all: try seeds until one spawns clones.
   let clones = 0;
   for (let seed = 0; seed < 24 && clones === 0; seed++) {
@@ -46,5 +54,20 @@ test('the shipped warm start delegates: a stepper rollout shows clone nodes in i
   await expect(page.getByTestId('context-view').locator('[data-writer="i"]').first()).toBeVisible();
   await cloneNodes.first().click();
   await expect(page.getByTestId('context-view')).toContainText('<clone>');
+}
+
+// The tiny warm start (runs/warmstart-tiny, shipped beside the small one) is fast enough for
+// software WebGPU; it is loaded the way a user loads weights: by importing its files.
+const TINY = 'public/checkpoints/warmstart-tiny';
+
+test('on WebGPU, an imported tiny warm start delegates and its tree shows the clones', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'webgpu', 'the wasm project runs the shipped small warm start above');
+  test.setTimeout(600_000);
+  await openApp('preset=tiny&group=2&batch=2&workers=1');
+  await waitForModel();
+  const files = readdirSync(TINY).map((name) => `${TINY}/${name}`);
+  await page.getByTestId('import-files').setInputFiles(files);
+  await expect(page.getByTestId('model-source')).toContainText('model.safetensors', { timeout: 60_000 });
+  await expectDelegatingRollout(page);
   expect(consoleErrors).toEqual([]);
 });
