@@ -3,6 +3,7 @@
  * labelled random init when there is none, or when the link asks for another preset).
  */
 import { configFromHash } from '../../core/playgroundConfig';
+import { defaultWorkerCount } from '../../runtime/engineConfig';
 import type { Engine } from '../engine/engine';
 import { applyConfig, attachEngine, errorText, send, showModel } from './actions';
 import { handleEvent } from './events';
@@ -13,6 +14,8 @@ export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
 export async function startPlayground(createEngine: () => Engine): Promise<void> {
   const { config, errors } = configFromHash(location.hash);
+  // The pool defaults to min(4, cores − 1) unless the link names a size.
+  if (!/(^|[#&])workers=/.test(location.hash)) config.workers = defaultWorkerCount(navigator.hardwareConcurrency || 2);
   setState({ config, hashErrors: errors });
   let engine: Engine;
   try {
