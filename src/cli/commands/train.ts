@@ -15,7 +15,7 @@ export const train = defineCommand(
   'train',
   'GRPO with clone credit and rollout gating from a checkpoint. Resumes from --out when it holds a run.',
   {
-    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     init: { type: 'string', required: true, help: 'starting checkpoint (also the frozen KL reference)' },
     steps: { type: 'int', required: true, min: 1, help: 'total GRPO steps' },
     group: { type: 'int', default: GRPO_DEFAULTS.group, min: 2, help: 'episodes per prompt (G)' },
@@ -59,7 +59,7 @@ export const train = defineCommand(
       loss: { ...GRPO_DEFAULTS.loss, beta: f.beta!, clipLow: f.clip!, clipHigh: f['clip-high'] ?? f.clip!, aggregation: f.aggregation as 'token-mean', temperature: f.temperature! },
       advantage: { ...GRPO_DEFAULTS.advantage, gating: f.gating!, gateRoots: f['gate-roots']!, credit: f.credit as 'ratio', stdNormalize: f.std! },
       reward: { ...GRPO_DEFAULTS.reward, partialCredit: f['partial-credit']! },
-      rollout: validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, temperature: f.temperature! }),
+      rollout: validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, ...task.rolloutDefaults, temperature: f.temperature! }),
     });
     const runConfig = { ...cfg, init: f.init } as unknown as Record<string, unknown>;
     const out = f.out!;
