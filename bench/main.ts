@@ -3,9 +3,11 @@
  * in one run (so machine speed cancels out) and its numbers are copied to docs/BENCHMARKS.md.
  */
 import { runDecodeBench } from './decode';
+import { runPoolBench } from './pool';
 
 const BENCHES: Record<string, (args: string[]) => Promise<void>> = {
   decode: runDecodeBench,
+  pool: runPoolBench,
 };
 
 async function main(): Promise<void> {
@@ -16,6 +18,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   await run(args);
+  // Worker threads of a pool keep the event loop alive.
+  process.exit(0);
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,5 @@
 /**
- * Rollout decoding in this thread vs in a pool of worker threads (`npx tsx bench/pool.ts`).
+ * Rollout decoding in this thread vs in a pool of worker threads (`npm run bench -- pool [maxWorkers]`).
  *
  * The `small` preset (random init, wasm), 32 contexts with short prompts, 64 sampled tokens
  * each, all stepping together: the shape of a GRPO step's rollouts. Prints tokens/s of the
@@ -36,8 +36,8 @@ async function decodeRun(decoder: Pick<ContextDecoder, 'open' | 'close' | 'feed'
   return (CONTEXTS * NEW_TOKENS) / ((performance.now() - start) / 1000);
 }
 
-async function main(): Promise<void> {
-  const maxWorkers = Number(process.argv[2] ?? 2);
+export async function runPoolBench(args: string[]): Promise<void> {
+  const maxWorkers = Number(args[0] ?? 2);
   await initBackend('wasm');
   const params = initParams(config, 0);
   const local = new BatchedDecoder(params, config, { capacity: CONTEXTS });
@@ -57,11 +57,3 @@ async function main(): Promise<void> {
   }
   disposeParams(params);
 }
-
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
