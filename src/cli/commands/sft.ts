@@ -3,7 +3,8 @@ import { defineCommand } from '../command';
 import { appendJsonl, checkResumeConfig, formatDuration, loadRun, saveRun, truncateJsonl } from '../runDir';
 import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
-import { SFT_DEFAULTS, type SftConfig, sftSequences, sftStep, validateSftConfig } from '../../core/rl/sft';
+import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry, sftMixSequences, sftStep, validateSftConfig } from '../../core/rl/sft';
+import { UsageError } from '../args';
 import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
@@ -14,7 +15,7 @@ export const sft = defineCommand(
   'sft',
   'Warm start: supervised training on teacher demonstrations. Resumes from --out when it holds a run.',
   {
-    task: { type: 'string', choices: ['arithmetic'], default: 'arithmetic', help: 'task' },
+    task: { type: 'string', default: 'arithmetic', help: 'task, or a comma list mixed uniformly (arithmetic,multihop)' },
     preset: { type: 'string', choices: ['tiny', 'small'], default: 'small', help: 'model size (fresh runs)' },
     init: { type: 'string', help: 'start from this checkpoint instead of a random model' },
     steps: { type: 'int', required: true, min: 1, help: 'total optimisation steps' },
@@ -36,12 +37,21 @@ export const sft = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const task = getTask(f.task!);
+    const names = f.task!.split(',').map((t) => t.trim());
+    let tasks;
+    try {
+      tasks = names.map(getTask);
+    } catch (e) {
+      throw new UsageError(`--task: ${(e as Error).message}`);
+    }
+    const task = tasks[0];
+    const mix: TaskMixEntry[] = tasks.map((t) => ({ task: t, opts: t.validateOptions({} as never) }));
     const cfg: SftConfig = validateSftConfig({
       ...SFT_DEFAULTS,
-      task: f.task!,
-      // Resolved options, so the run records the exact data distribution it trained on.
-      taskOptions: task.validateOptions({} as never) as Record<string, unknown>,
+      task: names.join(','),
+      // Resolved options, so the run records the exact data distribution it trained on (one
+      // task: its options; a mix: options by task name).
+      taskOptions: (mix.length === 1 ? mix[0].opts : Object.fromEntries(names.map((n, i) => [n, mix[i].opts]))) as Record<string, unknown>,
       steps: f.steps!,
       seed: f.seed!,
       lr: f.lr!,
@@ -74,7 +84,7 @@ export const sft = defineCommand(
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
     }
     const preset = String(f.preset);
-    const taskOpts = task.validateOptions(cfg.taskOptions as never);
+    const taskOpts = mix[0].opts;
     const save = () =>
       saveRun(out, policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
 
@@ -88,7 +98,7 @@ export const sft = defineCommand(
     while (step < cfg.steps) {
       const t0 = Date.now();
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
-      const seqs = sftSequences(task, taskOpts, cfg, step, encode);
+      const seqs = sftMixSequences(mix, cfg, step, encode);
       if (grad) await grad.sync(policy.params);
       const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.remotes() ?? []);
       step++;
@@ -138,7 +148,7 @@ async function quickEval<O>(policy: Policy, task: ReturnType<typeof getTask>, op
   try {
     const row: Record<string, number> = {};
     for (const mono of [false, true]) {
-      const cfg = validateRolloutConfig({ greedy: true, allowSpawn: !mono });
+      const cfg = validateRolloutConfig({ ...task.rolloutDefaults, greedy: true, allowSpawn: !mono });
       const s = summarize(await runProblems(decoder, task, problems, cfg, 1, encode));
       row[mono ? 'monoAcc' : 'delegateAcc'] = s.accuracy;
       row[mono ? 'monoTokens' : 'delegateTokens'] = s.meanTokens;

@@ -65,11 +65,27 @@ export function validateSftConfig(c: SftConfig): SftConfig {
 
 /** The demonstrations of one step, as training sequences. */
 export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
+  return sftMixSequences([{ task: task as unknown as Task<never>, opts: opts as never }], cfg, step, encode);
+}
+
+/** A task and its options in a warm-start mix. */
+export interface TaskMixEntry {
+  task: Task<never>;
+  opts: never;
+}
+
+/**
+ * The demonstrations of one step drawn from several tasks, each problem's task uniformly at
+ * random. A one-task mix draws nothing for the choice, so its data equal the plain task's.
+ */
+export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
+  if (mix.length === 0) throw new Error('sft: the task mix is empty');
   const rng = new Rng(cfg.seed * 1_000_003 + step);
   const seqs: TrainSequence[] = [];
   let tokens = 0;
   let n = 0;
   while (tokens < cfg.batchTokens) {
+    const { task, opts } = mix.length === 1 ? mix[0] : mix[rng.int(0, mix.length - 1)];
     const problem = task.generate(rng, opts, `sft-${step}-${n++}`);
     const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng)) || task.teacherMono(problem, rng);
     for (const ctx of demo.contexts) {

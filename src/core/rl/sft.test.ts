@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { arithmetic } from '../tasks/arithmetic';
+import { multihop } from '../tasks/multihop';
+import type { Task } from '../tasks/types';
+import { Tokenizer } from '../tokenizer/tokenizer';
+import { T } from '../tokenizer/vocab';
+import { SFT_DEFAULTS, sftMixSequences } from './sft';
+
+const tok = Tokenizer.builtin();
+const encode = (t: string) => tok.encode(t);
+const cfg = { ...SFT_DEFAULTS, task: 'arithmetic,multihop', steps: 10, seed: 3, batchTokens: 4096 };
+const mix = [
+  { task: arithmetic as unknown as Task<never>, opts: arithmetic.defaultOptions as never },
+  { task: multihop as unknown as Task<never>, opts: multihop.defaultOptions as never },
+];
+
+describe('SFT data', () => {
+  it('mixes tasks, deterministically per step, with loss only on generated tokens', () => {
+    const a = sftMixSequences(mix, cfg, 4, encode);
+    expect(sftMixSequences(mix, cfg, 4, encode)).toEqual(a);
+    expect(sftMixSequences(mix, cfg, 5, encode)).not.toEqual(a);
+    const multihopSeqs = a.filter((s) => s.tokens.includes(T.ctx) || tok.decode(s.tokens).includes(' k1:') || /keys k1/.test(tok.decode(s.tokens)));
+    expect(multihopSeqs.length).toBeGreaterThan(0);
+    expect(multihopSeqs.length).toBeLessThan(a.length);
+    for (const s of a) {
+      expect(s.weights).toHaveLength(s.tokens.length - 1);
+      // The token after <sep> is the first the model writes; the prompt before it is never trained.
+      const sep = s.tokens.indexOf(T.sep);
+      expect(s.weights.slice(0, sep).every((w) => w === 0)).toBe(true);
+      expect(s.weights[sep]).toBe(1);
+    }
+  });
+});
