@@ -6,5 +6,6 @@ import { sft } from './sft';
 import { train } from './train';
 import { evaluate } from './eval';
 import { frontierCommand } from './frontier';
+import { report } from './report';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report };

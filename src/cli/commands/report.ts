@@ -1,0 +1,78 @@
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { defineCommand } from '../command';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTask } from '../../core/tasks';
+import { PolicyDecoder } from '../../core/rollout';
+import { heldOutProblems } from '../../core/eval/evaluate';
+import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv } from '../../core/eval/frontier';
+import { type FrontierPanel, frontierSvg } from '../../core/eval/frontierSvg';
+import { disposeParams } from '../../core/model/params';
+
+/** The settings of the full comparison: task, options, label. */
+const SETTINGS = [
+  { label: 'arithmetic 3–8 operands (in distribution)', task: 'arithmetic', options: {} },
+  { label: 'arithmetic 9–16 operands (out of distribution)', task: 'arithmetic', options: { minOperands: 9, maxOperands: 16 } },
+  { label: 'multihop 6 chunks, 2 hops', task: 'multihop', options: {} },
+] as const;
+
+export const report = defineCommand(
+  'report',
+  'The full comparison: each checkpoint × delegation, monolithic and self-consistency (k = 1, 2, 4, 8) × both tasks, in and out of distribution. Writes frontier.json, frontier.csv, frontier.svg and report.md.',
+  {
+    out: { type: 'string', required: true, help: 'output directory' },
+    n: { type: 'int', default: 100, min: 1, help: 'problems per setting' },
+    seed: { type: 'int', default: 12345, help: 'seed of the problem sets' },
+    checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },
+    limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'root token limits' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const tok = getTokenizer();
+    const encode = (t: string) => tok.encode(t);
+    const limits = f.limits!.split(',').map(Number);
+    const entries = f.checkpoints!.split(',').map((e) => e.split('=') as [string, string]);
+    const skipped = entries.filter(([, dir]) => !existsSync(join(dir, 'model.safetensors')));
+    const comparisons: { checkpoint: string; setting: string; points: FrontierPoint[]; pareto: number[] }[] = [];
+    for (const [label, dir] of entries) {
+      if (skipped.some(([l]) => l === label)) continue;
+      const { policy } = await loadPolicy(dir, false);
+      const decoder = new PolicyDecoder(policy);
+      for (const s of SETTINGS) {
+        const task = getTask(s.task);
+        const problems = heldOutProblems(task, task.validateOptions(s.options as never), f.n!, f.seed!);
+        const r = await frontier(decoder, task, problems, { ...FRONTIER_DEFAULTS, limits, seed: f.seed! }, encode, (p) =>
+          console.log(`${label} | ${s.label} | ${p.method} @${p.limit}: ${(p.accuracy * 100).toFixed(1)}% at ${p.meanTokens.toFixed(0)} tokens`),
+        );
+        r.points.forEach((p) => (p.checkpoint = label));
+        comparisons.push({ checkpoint: label, setting: s.label, ...r });
+      }
+      decoder.dispose();
+      disposeParams(policy.params);
+    }
+    const out = f.out!;
+    await mkdir(out, { recursive: true });
+    const meta = { n: f.n, seed: f.seed, limits, checkpoints: Object.fromEntries(entries), skipped: skipped.map(([l, d]) => `${l} (${d}: no checkpoint)`) };
+    await writeFile(join(out, 'frontier.json'), JSON.stringify({ ...meta, comparisons }, null, 1) + '\n');
+    await writeFile(join(out, 'frontier.csv'), frontierCsv(comparisons.flatMap((c) => c.points.map((p) => ({ ...p, checkpoint: `${c.checkpoint} | ${c.setting}` })))));
+    const panels: FrontierPanel[] = comparisons.map((c) => ({ title: `${c.checkpoint}: ${c.setting}`, points: c.points }));
+    await writeFile(join(out, 'frontier.svg'), frontierSvg(panels));
+    await writeFile(join(out, 'report.md'), markdown(comparisons, meta.skipped, f.n!, f.seed!));
+    console.log(`wrote ${out}/frontier.json, frontier.csv, frontier.svg, report.md${skipped.length ? ` (skipped: ${meta.skipped.join('; ')})` : ''}`);
+  },
+);
+
+function markdown(comparisons: { checkpoint: string; setting: string; points: FrontierPoint[]; pareto: number[] }[], skipped: string[], n: number, seed: number): string {
+  const lines = [`# Frontier report`, '', `n = ${n} problems per setting, problem seed ${seed}. Pareto points marked ★ (by total generated tokens).`, ''];
+  if (skipped.length) lines.push(`Skipped: ${skipped.join('; ')}.`, '');
+  for (const c of comparisons) {
+    lines.push(`## ${c.checkpoint}: ${c.setting}`, '', '| method | limit | accuracy | 95% interval | tokens | critical path | |', '|---|---|---|---|---|---|---|');
+    c.points.forEach((p, i) =>
+      lines.push(`| ${p.method} | ${p.limit} | ${(p.accuracy * 100).toFixed(1)}% | ${(p.interval[0] * 100).toFixed(1)}–${(p.interval[1] * 100).toFixed(1)}% | ${p.meanTokens.toFixed(1)} | ${p.meanCriticalPathTokens.toFixed(1)} | ${c.pareto.includes(i) ? '★' : ''} |`),
+    );
+    lines.push('');
+  }
+  return lines.join('\n');
+}
