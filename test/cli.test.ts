@@ -1,6 +1,6 @@
 /** The CLI as a user runs it: real processes, real files. */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -89,6 +89,19 @@ describe('cli', () => {
     expect(() => parseFlags(['--out', 'd', '--n', '2.5'], specs)).toThrow(/--n must be an integer/);
     expect(() => parseFlags(['--out'], specs)).toThrow(/--out needs a value/);
     expect(() => parseFlags(['--bogus'], specs)).toThrow(UsageError);
+  });
+
+  it('compare tabulates runs from their metrics and draws the reward curves', async () => {
+    const row = (step: number, meanReward: number, gateRate: number) => JSON.stringify({ step, meanReward, accuracy: meanReward, gateRate, meanTotalTokens: 50, clonesPerEpisode: 2 });
+    for (const [name, gate] of [['on', 0.1], ['off', 0]] as const) {
+      await mkdir(join(dir, name), { recursive: true });
+      await writeFile(join(dir, name, 'metrics.jsonl'), [row(1, 0.1, gate), row(2, 0.3, gate), row(3, 0.5, gate)].join('\n') + '\n');
+    }
+    const r = await cli('compare', '--runs', `gating=${join(dir, 'on')},no-gating=${join(dir, 'off')}`, '--last', '2', '--out', dir);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('| gating | 3 | 0.400 | 0.400 | 0.100 | 50.0 | 2.00 |');
+    expect(r.stdout).toContain('| no-gating | 3 | 0.400 | 0.400 | 0.000 | 50.0 | 2.00 |');
+    expect((await readFile(join(dir, 'reward.svg'), 'utf8')).match(/<path /g)).toHaveLength(2);
   });
 
   it('a corrupt checkpoint is refused with a message naming the problem', async () => {

@@ -7,5 +7,6 @@ import { train } from './train';
 import { evaluate } from './eval';
 import { frontierCommand } from './frontier';
 import { report } from './report';
+import { compare } from './compare';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare };
