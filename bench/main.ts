@@ -4,10 +4,12 @@
  */
 import { runDecodeBench } from './decode';
 import { runPoolBench } from './pool';
+import { runSftBench } from './sft';
 
 const BENCHES: Record<string, (args: string[]) => Promise<void>> = {
   decode: runDecodeBench,
   pool: runPoolBench,
+  sft: runSftBench,
 };
 
 async function main(): Promise<void> {
