@@ -84,7 +84,8 @@ test('training keeps the main thread free: no long task over 200 ms', async ({ p
       for (const e of list.getEntries()) w.longTasks.push(e.duration);
     }).observe({ type: 'longtask', buffered: true });
   });
-  await openApp(TINY_RUN);
+  // A live frontier evaluation after every step runs in the workers too, and its points are drawn.
+  await openApp(`${TINY_RUN}&evalEvery=1&evalN=2`);
   await waitForModel();
   // The observer sees a deliberate 250 ms block (otherwise an empty list would prove nothing).
   // It runs in a page task of its own: a script evaluated by Playwright is not reported.
@@ -108,6 +109,8 @@ test('training keeps the main thread free: no long task over 200 ms', async ({ p
   await expect.poll(async () => Number(await page.getByTestId('metrics-steps').getAttribute('data-steps')), { timeout: 180_000 }).toBeGreaterThanOrEqual(2);
   await page.getByTestId('pause').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'paused');
+  // The run's starting point and its steps' points were evaluated and drawn.
+  expect(Number(await page.getByTestId('frontier-svg').getAttribute('data-points'))).toBeGreaterThanOrEqual(4);
   const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
   expect(longTasks.filter((d) => d > 200)).toEqual([]);
   expect(consoleErrors).toEqual([]);

@@ -2,6 +2,7 @@
 import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
+import { FrontierPanel } from './panels/FrontierPanel';
 import { LogPanel } from './panels/LogPanel';
 import { ModelPanel } from './panels/ModelPanel';
 import { RolloutTable } from './panels/RolloutTable';
@@ -26,6 +27,7 @@ export function App() {
             <RolloutTable />
             <TreePanel />
           </div>
+          <FrontierPanel />
           <StepperPanel />
         </div>
       </main>

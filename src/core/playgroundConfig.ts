@@ -26,6 +26,10 @@ export interface PlaygroundConfig {
   std: boolean;
   temperature: number;
   seed: number;
+  /** GRPO steps between live frontier evaluations (0: none). */
+  evalEvery: number;
+  /** Held-out problems per live frontier evaluation (a fixed set). */
+  evalN: number;
   workers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
 }
@@ -57,6 +61,8 @@ export const CONFIG_DEFAULTS: PlaygroundConfig = {
   std: true,
   temperature: 1,
   seed: 0,
+  evalEvery: 10,
+  evalN: 32,
   workers: 2,
   backend: 'auto',
 };
@@ -83,6 +89,8 @@ export const CONFIG_PROPS: readonly Prop[] = [
   { key: 'std', type: 'bool', label: 'Std normalisation' },
   { key: 'temperature', type: 'number', min: 0.05, max: 5, label: 'Temperature' },
   { key: 'seed', type: 'number', min: 0, max: 2 ** 31 - 1, int: true, label: 'Seed' },
+  { key: 'evalEvery', type: 'number', min: 0, max: 100000, int: true, label: 'Frontier eval every (steps)' },
+  { key: 'evalN', type: 'number', min: 1, max: 2000, int: true, label: 'Frontier eval problems' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers' },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend' },
 ];

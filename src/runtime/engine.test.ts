@@ -20,7 +20,7 @@ import { nodeHost } from './node/nodeHost';
 import type { EngineEvent } from './protocol';
 import { serveEngine } from './serveEngine';
 
-const config: PlaygroundConfig = { ...CONFIG_DEFAULTS, preset: 'tiny', group: 2, batch: 2, workers: 2, backend: 'wasm', seed: 3 };
+const config: PlaygroundConfig = { ...CONFIG_DEFAULTS, preset: 'tiny', group: 2, batch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
 const TEXT = '<root>12+3*4<sep>=12+12';
 
 let client: EngineClient;
@@ -158,6 +158,40 @@ describe('engine', () => {
     expect(ofKind('episodes').map((e) => e.traces[0].policyVersion)).toEqual(Array.from({ length: steps }, (_, i) => 1 + i));
     expect(ofKind('metrics').flatMap((e) => e.rows.map((r) => r.step))).toEqual(Array.from({ length: steps }, (_, i) => 2 + i));
     expect(ofKind('status').map((e) => e.state)).toEqual(['training', 'paused']);
+  });
+
+  it('evaluates the frontier in the rollout workers, and every evalEvery steps of a run', async () => {
+    await expect(client.request({ kind: 'frontier', methods: ['delegate', 'sc0' as never], limits: [32] })).rejects.toThrow(/sc1 … sc64/);
+    await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [0] })).rejects.toThrow(/limits: each must be an integer in \[1, 8192\] \(got 0\)/);
+    await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [8], n: 0 })).rejects.toThrow(/n must be an integer in \[1, 2000\] \(got 0\)/);
+    const { policyVersion } = await client.request({ kind: 'pause' });
+    events = [];
+    const { points } = await client.request({ kind: 'frontier', methods: ['delegate', 'mono', 'sc2'], limits: [12, 40], n: 3 });
+    expect(points.map((p) => `${p.method}@${p.limit}`)).toEqual(['delegate@12', 'delegate@40', 'mono@12', 'mono@40', 'sc2@12', 'sc2@40']);
+    for (const p of points) {
+      expect(p).toMatchObject({ n: 3, checkpoint: `v${policyVersion}` });
+      expect(p.interval[0]).toBeLessThanOrEqual(p.accuracy);
+      expect(p.interval[1]).toBeGreaterThanOrEqual(p.accuracy);
+      expect(p.meanCriticalPathTokens).toBeLessThanOrEqual(p.meanTokens);
+    }
+    // Monolithic: the root is all there is, bounded by its limit; two samples cost up to twice that.
+    for (const p of points.filter((q) => q.method === 'mono')) expect(p.meanTokens).toBeLessThanOrEqual(p.limit);
+    for (const p of points.filter((q) => q.method === 'sc2')) expect(p.meanTokens).toBeLessThanOrEqual(2 * p.limit);
+    expect(ofKind('frontier').flatMap((e) => e.points)).toEqual(points);
+    // An evaluation leaves the run's state alone, and greedy points repeat exactly.
+    expect(ofKind('status').map((e) => e.state)).toEqual(['paused']);
+    const again = await client.request({ kind: 'frontier', methods: ['delegate'], limits: [40], n: 3 });
+    expect(again.points[0]).toEqual(points[1]);
+
+    await client.request({ kind: 'setConfig', config: { ...config, evalEvery: 1, evalN: 2 } });
+    events = [];
+    const { metrics } = await client.request({ kind: 'step' });
+    const live = ofKind('frontier').flatMap((e) => e.points);
+    expect(live.map((p) => [p.method, p.limit, p.n, p.step, p.checkpoint])).toEqual([
+      ['delegate', 224, 2, metrics.step, `step ${metrics.step}`],
+      ['mono', 224, 2, metrics.step, `step ${metrics.step}`],
+    ]);
+    await client.request({ kind: 'setConfig', config });
   });
 
   it('redoes a step after a lost device in a rollout worker or in the trainer', async () => {

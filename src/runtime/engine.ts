@@ -9,6 +9,7 @@
  * config leaves a running session untouched.
  */
 import * as tf from '@tensorflow/tfjs';
+import { type FrontierPoint, validateLimits, validateMethods } from '../core/eval/frontier';
 import { decodeCheckpoint } from '../core/io/checkpoint';
 import { forwardLogits } from '../core/model/gpt';
 import { type PlaygroundConfig, CONFIG_DEFAULTS, validatePlaygroundConfig } from '../core/playgroundConfig';
@@ -34,6 +35,9 @@ const METRICS_EVERY_MS = 1000;
 
 type Handlers = { [K in EngineRequestKind]: (req: Extract<EngineRequest, { kind: K }>) => Promise<Reply<EngineReplies[K]>> };
 type Status = Extract<EngineEvent, { kind: 'status' }>['state'];
+type BusyKind = 'sft' | 'train' | 'step' | 'frontier';
+/** Methods of the live frontier evaluation during training (at the training root limit). */
+const LIVE_METHODS = ['delegate', 'mono'] as const;
 
 export class Engine {
   private config: PlaygroundConfig = { ...CONFIG_DEFAULTS };
@@ -41,7 +45,7 @@ export class Engine {
   private wasmPaths: string | undefined;
   /** Bumped to stop the running loop (pause, or a request that supersedes it). */
   private runId = 0;
-  private busy: 'sft' | 'train' | 'step' | null = null;
+  private busy: BusyKind | null = null;
   private busyDone: Promise<unknown> = Promise.resolve();
   private readonly serial = new Serial();
   private readonly stepperSerial = new Serial();
@@ -135,9 +139,13 @@ export class Engine {
       const steps = await this.runBusy('train', async (run) => {
         this.setStatus('training');
         let n = 0;
+        // The starting point of the run's frontier trajectory.
+        if (this.requireTraining().model.grpoSteps === 0) await this.liveFrontier(0);
         while (this.runId === run) {
-          this.recordStep(await this.requireTraining().grpoStep(this.encode));
+          const r = await this.requireTraining().grpoStep(this.encode);
+          this.recordStep(r);
           n++;
+          if (this.runId === run) await this.liveFrontier(r.metrics.step);
           await yieldToEvents();
         }
         return n;
@@ -153,6 +161,7 @@ export class Engine {
         this.setStatus('training');
         const r = await this.requireTraining().grpoStep(this.encode);
         this.recordStep(r);
+        await this.liveFrontier(r.metrics.step);
         return r.metrics;
       });
       return reply({ metrics });
@@ -195,6 +204,18 @@ export class Engine {
         return reply(state);
       });
     },
+    frontier: async (req) => {
+      const methods = validateMethods(Array.isArray(req.methods) ? req.methods : []);
+      const limits = validateLimits(Array.isArray(req.limits) ? req.limits : []);
+      const n = req.n ?? this.config.evalN;
+      if (!Number.isInteger(n) || n < 1 || n > 2000) throw new Error(`frontier: n must be an integer in [1, 2000] (got ${JSON.stringify(req.n)})`);
+      const points = await this.runBusy('frontier', async () => {
+        const training = this.requireTraining();
+        const label = { checkpoint: `v${training.model.version}` };
+        return training.frontier(methods, limits, n, this.encode, label, (p) => this.emit({ kind: 'frontier', points: [p] }));
+      });
+      return reply({ points });
+    },
     logits: async (req) => {
       const { model } = this.requireTraining();
       const tokens = this.encode(req.text);
@@ -230,10 +251,11 @@ export class Engine {
   }
 
   /** Runs a loop or step exclusively; `run` is the run id it must keep checking. */
-  private async runBusy<T>(kind: 'sft' | 'train' | 'step', job: (run: number) => Promise<T>): Promise<T> {
+  private async runBusy<T>(kind: BusyKind, job: (run: number) => Promise<T>): Promise<T> {
     this.requireTraining();
     if (this.busy !== null) throw new Error(`engine: busy with ${this.busy} (pause first)`);
     this.busy = kind;
+    const before = this.status;
     const run = this.runId;
     const done = this.serial.run(() => job(run));
     this.busyDone = done;
@@ -245,8 +267,19 @@ export class Engine {
     } finally {
       this.busy = null;
       this.flushMetrics();
-      this.setStatus('paused');
+      // An evaluation leaves the run's state as it was.
+      this.setStatus(kind === 'frontier' ? before : 'paused');
     }
+  }
+
+  /** The periodic evaluation of a training run: delegate and mono at the training limit, every evalEvery steps. */
+  private async liveFrontier(step: number): Promise<FrontierPoint[]> {
+    const every = this.config.evalEvery;
+    if (every === 0 || step % every !== 0) return [];
+    const training = this.requireTraining();
+    const points = await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, () => {});
+    this.emit({ kind: 'frontier', points });
+    return points;
   }
 
   private async stopActive(): Promise<void> {

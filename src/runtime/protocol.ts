@@ -5,6 +5,7 @@
  *
  * This file is the contract the runtime and the app are built against.
  */
+import type { FrontierPoint, Method } from '../core/eval/frontier';
 import type { PlaygroundConfig } from '../core/playgroundConfig';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import type { StepMetrics } from '../core/rl/train';
@@ -33,6 +34,12 @@ export type EngineRequest =
   /** Token-by-token stepper over one new rollout. */
   | { kind: 'stepperStart'; seed: number; prompt?: string; allowSpawn: boolean }
   | { kind: 'stepperAdvance'; until: 'token' | 'spawn' | 'end' }
+  /**
+   * Accuracy–cost points of the current weights on the fixed held-out set (config.evalN
+   * problems unless `n`): every method at every root limit, run in the rollout workers. Each
+   * point is also sent as a 'frontier' event as soon as it is done.
+   */
+  | { kind: 'frontier'; methods: Method[]; limits: number[]; n?: number }
   /** Logits of a text under the current weights (for checks against the CLI). */
   | { kind: 'logits'; text: string }
   /** Files to download. */
@@ -65,6 +72,7 @@ export interface EngineReplies {
   reset: ModelReport;
   stepperStart: StepperState;
   stepperAdvance: StepperState;
+  frontier: { points: FrontierPoint[] };
   logits: { tokens: number[]; logits: number[][] };
   exportWeights: { files: Record<string, Uint8Array> };
   exportTraces: { jsonl: string };
@@ -93,6 +101,8 @@ export type EngineEvent =
   | { kind: 'metrics'; rows: StepMetrics[] }
   /** The most recent episodes of a step (for the rollout table and the tree view). */
   | { kind: 'episodes'; step: number; traces: EpisodeTrace[] }
+  /** Finished frontier points: of a 'frontier' request, or of the periodic evaluation while training (with `step`). */
+  | { kind: 'frontier'; points: FrontierPoint[] }
   | { kind: 'sftProgress'; step: number; steps: number; loss: number; tokensPerSec: number; etaSec: number }
   | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };
 

@@ -8,13 +8,15 @@
  * the step is redone with the same seed. A lost trainer device falls back the same way and
  * rebuilds the weights from the host copy made at the last broadcast (optimizer moments restart).
  */
+import { heldOutProblems } from '../core/eval/evaluate';
+import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/frontier';
 import type { PlaygroundConfig } from '../core/playgroundConfig';
 import { cosineLr, sftSequences, sftStep } from '../core/rl/sft';
 import { type StepMetrics, grpoStep } from '../core/rl/train';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import { getTask } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
-import { grpoConfigFor, sftConfigFor } from './engineConfig';
+import { grpoConfigFor, rolloutConfigFor, sftConfigFor } from './engineConfig';
 import type { EngineHost } from './engineHost';
 import { PooledDecoder } from './pooledDecoder';
 import type { BackendReport, EngineEvent } from './protocol';
@@ -29,6 +31,8 @@ type Encode = (text: string) => number[];
 /** Attempts of one step when devices keep failing. */
 const MAX_ATTEMPTS = 3;
 const PROGRESS_EVERY_MS = 250;
+/** Seed of the fixed held-out set of the frontier (the CLI's `frontier` default too). */
+export const FRONTIER_SEED = 12345;
 
 export class Training {
   private decoder: PooledDecoder;
@@ -175,6 +179,31 @@ export class Training {
     }
     await this.syncPool();
     return { steps: done, loss };
+  }
+
+  /**
+   * Frontier points of the current weights on the fixed held-out set: each method at each
+   * root limit, episodes run by the rollout pool. `onPoint` sees each point when it is done.
+   */
+  async frontier(methods: readonly Method[], limits: readonly number[], n: number, encode: Encode, label: { checkpoint: string; step?: number }, onPoint: (p: FrontierPoint) => void): Promise<FrontierPoint[]> {
+    await this.syncPool();
+    const task = getTask(this.config.task);
+    const problems = heldOutProblems(task, task.validateOptions({} as never), n, FRONTIER_SEED);
+    const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigFor(this.config) };
+    const points: FrontierPoint[] = [];
+    for (const method of methods) {
+      for (const limit of limits) {
+        const p: FrontierPoint = { ...(await this.guard(frontierPoint(this.decoder, task, problems, method, limit, spec, encode))), ...label };
+        points.push(p);
+        onPoint(p);
+      }
+    }
+    return points;
+  }
+
+  /** The root limit that training rollouts use (the live frontier evaluates there). */
+  get rootLimit(): number {
+    return rolloutConfigFor(this.config).rootMaxTokens;
   }
 
   /** Test hook: the recovery path of a lost device, in the trainer or in one rollout worker. */

@@ -2,6 +2,7 @@
  * Controls → engine requests. Every action goes through `send`, which marks the request as
  * pending, drops replies from a superseded run, and turns failures into a message.
  */
+import { type Method, frontierCsv } from '../../core/eval/frontier';
 import { configToHash, type PlaygroundConfig } from '../../core/playgroundConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
@@ -125,6 +126,15 @@ export async function exportTraces(): Promise<void> {
 export async function exportMetrics(format: 'jsonl' | 'csv'): Promise<void> {
   const reply = await send({ kind: 'exportMetrics', format });
   if (reply) download(`metrics.${format}`, reply.text, format === 'csv' ? 'text/csv' : 'application/jsonl');
+}
+
+/** Evaluates the current weights (points arrive as 'frontier' events while it runs). */
+export async function evaluateFrontier(methods: Method[], limits: number[], n: number): Promise<void> {
+  await send({ kind: 'frontier', methods, limits, n });
+}
+
+export function exportFrontierCsv(): void {
+  download('frontier.csv', frontierCsv(getState().frontier), 'text/csv');
 }
 
 export async function stepperStart(seed: number, prompt: string, allowSpawn: boolean): Promise<void> {

@@ -39,6 +39,9 @@ export function handleEvent(event: EngineEvent): void {
     case 'episodes':
       addEpisodes(event.step, event.traces);
       return;
+    case 'frontier':
+      setState((s) => ({ frontier: [...s.frontier, ...event.points] }));
+      return;
     case 'sftProgress':
       setState({ sft: { step: event.step, steps: event.steps, loss: event.loss, tokensPerSec: event.tokensPerSec, etaSec: event.etaSec } });
       return;

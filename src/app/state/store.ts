@@ -3,6 +3,7 @@
  * requests, replies and engine events land here, and panels render from here: one direction.
  */
 import { create } from 'zustand';
+import type { FrontierPoint } from '../../core/eval/frontier';
 import { CONFIG_DEFAULTS, type PlaygroundConfig } from '../../core/playgroundConfig';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
@@ -68,6 +69,8 @@ export interface PlaygroundState {
   context: number | null;
   stepper: StepperState | null;
   sft: SftProgress | null;
+  /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
+  frontier: FrontierPoint[];
   log: LogLine[];
 }
 
@@ -94,6 +97,7 @@ export const INITIAL_STATE: PlaygroundState = {
   context: null,
   stepper: null,
   sft: null,
+  frontier: [],
   log: [],
 };
 
@@ -104,8 +108,8 @@ export const getState = usePlayground.getState;
 export const setState = usePlayground.setState;
 
 /** The history that belongs to one model: cleared when the model is replaced or reset. */
-export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft'> {
-  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null };
+export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'frontier'> {
+  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, frontier: [] };
 }
 
 export function appendLog(line: LogLine): void {

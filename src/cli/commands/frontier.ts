@@ -3,7 +3,7 @@ import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { getTask } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems } from '../../core/eval/evaluate';
-import { FRONTIER_DEFAULTS, type Method, frontier, samplesOf } from '../../core/eval/frontier';
+import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
 
@@ -21,13 +21,14 @@ export const frontierCommand = defineCommand(
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },
   async (f) => {
-    const methods = f.methods!.split(',').map((m) => m.trim()) as Method[];
-    for (const m of methods) {
-      if (m !== 'delegate' && m !== 'mono' && !/^sc\d+$/.test(m)) throw new UsageError(`--methods: unknown method ${JSON.stringify(m)}`);
-      if (m.startsWith('sc')) samplesOf(m);
+    let methods: Method[];
+    let limits: number[];
+    try {
+      methods = validateMethods(f.methods!.split(',').map((m) => m.trim()));
+      limits = validateLimits(f.limits!.split(',').map(Number));
+    } catch (e) {
+      throw new UsageError(`--${(e as Error).message}`);
     }
-    const limits = f.limits!.split(',').map(Number);
-    if (limits.some((l) => !Number.isInteger(l) || l < 1)) throw new UsageError(`--limits must be positive integers (got ${f.limits})`);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const task = getTask(f.task!);

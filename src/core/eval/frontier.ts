@@ -24,8 +24,10 @@ export interface FrontierPoint {
   /** Root + longest clone per round; for self-consistency the longest sample (they run side by side). */
   meanCriticalPathTokens: number;
   interval: [number, number];
-  /** Optional label of the weights (e.g. "warmstart", "grpo"). */
+  /** Optional label of the weights (e.g. "warmstart", "grpo", "step 20"). */
   checkpoint?: string;
+  /** The GRPO step of the weights, for points evaluated during a training run. */
+  step?: number;
 }
 
 export interface FrontierSpec {
@@ -36,6 +38,8 @@ export interface FrontierSpec {
   seed: number;
   /** Episodes run side by side per scheduler batch. */
   batch: number;
+  /** Rollout settings under the method's own (budgets, clones per round, …); the task's defaults otherwise. */
+  rollout?: Partial<RolloutConfig>;
 }
 
 export const FRONTIER_DEFAULTS: FrontierSpec = {
@@ -51,6 +55,24 @@ export function samplesOf(m: Method): number {
   const k = Number(m.slice(2));
   if (!Number.isInteger(k) || k < 1 || k > 64) throw new Error(`method ${m}: self-consistency needs sc1 … sc64`);
   return k;
+}
+
+/** Checks a list of method names (delegate, mono, scK); throws naming the first bad one. */
+export function validateMethods(methods: readonly string[]): Method[] {
+  if (methods.length === 0) throw new Error('methods: give at least one of delegate, mono, scK');
+  for (const m of methods) {
+    if (m !== 'delegate' && m !== 'mono' && !/^sc\d+$/.test(m)) throw new Error(`methods: unknown method ${JSON.stringify(m)} (delegate, mono or scK)`);
+    if (m.startsWith('sc')) samplesOf(m as Method);
+  }
+  return [...methods] as Method[];
+}
+
+/** Checks generation limits: positive integers up to 8192 tokens. */
+export function validateLimits(limits: readonly number[]): number[] {
+  if (limits.length === 0) throw new Error('limits: give at least one root token limit');
+  const bad = limits.find((l) => !Number.isInteger(l) || l < 1 || l > 8192);
+  if (bad !== undefined) throw new Error(`limits: each must be an integer in [1, 8192] (got ${JSON.stringify(bad)})`);
+  return [...limits];
 }
 
 function configFor(m: Method, limit: number, temperature: number, base: Partial<RolloutConfig>): RolloutConfig {
@@ -89,11 +111,12 @@ export async function frontierPoint<O>(
   problems: readonly Problem[],
   method: Method,
   limit: number,
-  spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch'>,
+  spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch' | 'rollout'>,
   encode: (t: string) => number[],
 ): Promise<FrontierPoint> {
   const k = samplesOf(method);
-  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, task.rolloutDefaults ?? {}), spec.seed, spec.batch, encode);
+  const base = { ...(task.rolloutDefaults ?? {}), ...(spec.rollout ?? {}) };
+  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, base), spec.seed, spec.batch, encode);
   let correct = 0;
   let tokens = 0;
   let critical = 0;

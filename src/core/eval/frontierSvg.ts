@@ -13,7 +13,7 @@ const W = 360;
 const H = 260;
 const M = { left: 44, right: 12, top: 26, bottom: 36 };
 const COLOURS: Record<string, string> = { delegate: '#1f77b4', mono: '#d62728' };
-const colourOf = (method: string) => COLOURS[method] ?? `hsl(${30 + 25 * Number(method.slice(2))}, 70%, 42%)`;
+export const colourOf = (method: string): string => COLOURS[method] ?? `hsl(${30 + 25 * Number(method.slice(2))}, 70%, 42%)`;
 const esc = (s: string) => s.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c] as string);
 
 function panel(p: FrontierPanel, x0: number, cost: 'total' | 'critical'): string {
