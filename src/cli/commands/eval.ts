@@ -2,7 +2,7 @@ import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
-import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
 import { PolicyRollouts } from '../../runtime/node/pool';
 
@@ -37,8 +37,9 @@ export const evaluate = defineCommand(
     const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
     const decoder = pool?.decoder ?? new PolicyDecoder(policy);
     let traces;
+    const problems = heldOutProblems(task, opts, f.n!, f.seed!);
     try {
-      traces = await runProblems(decoder, task, heldOutProblems(task, opts, f.n!, f.seed!), cfg, f.seed!, (t) => tok.encode(t));
+      traces = await runProblems(decoder, task, problems, cfg, f.seed!, (t) => tok.encode(t));
     } finally {
       if (pool) pool.close();
       else (decoder as PolicyDecoder).dispose();
@@ -54,10 +55,12 @@ export const evaluate = defineCommand(
       n: s.n,
       meanRootTokens: s.meanRootTokens,
       delegationRate: s.delegationRate,
+      /** The training reward (default reward settings) on these episodes. */
+      meanReward: meanReward(task, problems, traces),
     };
     if (f.json) console.log(JSON.stringify(result));
     else {
-      console.log(`${f.method} on ${s.n} problems: accuracy ${(s.accuracy * 100).toFixed(1)}%, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
+      console.log(`${f.method} on ${s.n} problems: accuracy ${(s.accuracy * 100).toFixed(1)}%, mean reward ${result.meanReward.toFixed(3)}, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
       const v = Object.entries(s.violations).filter(([, n]) => n > 0);
       if (v.length) console.log(`violations: ${v.map(([k, n]) => `${k} ${n}`).join(', ')}`);
     }

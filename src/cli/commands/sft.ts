@@ -117,12 +117,23 @@ export const sft = defineCommand(
       };
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
         Object.assign(row, await quickEval(policy, task, taskOpts, f['eval-n']!, encode));
+        // The other tasks of a mix: the same numbers, keyed `<task>.delegateAcc` and so on.
+        for (const { task: other, opts } of mix.slice(1)) {
+          const r = await quickEval(policy, other, opts, f['eval-n']!, encode);
+          for (const [k, v] of Object.entries(r)) row[`${other.name}.${k}`] = v;
+        }
       }
       pending.push(row);
       if (step % f['log-every']! === 0 || step === cfg.steps) {
         const rate = windowTokens / ((Date.now() - windowStart) / 1000);
         const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - sessionFirstStep);
-        const evalText = 'delegateAcc' in row ? ` | eval delegate ${fmt(row.delegateAcc)} mono ${fmt(row.monoAcc)}` : '';
+        const evalText =
+          'delegateAcc' in row
+            ? ` | eval delegate ${fmt(row.delegateAcc)} mono ${fmt(row.monoAcc)}${mix
+                .slice(1)
+                .map(({ task: t }) => ` | ${t.name} delegate ${fmt(row[`${t.name}.delegateAcc`])} mono ${fmt(row[`${t.name}.monoAcc`])}`)
+                .join('')}`
+            : '';
         console.log(
           `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}`,
         );
