@@ -5,6 +5,7 @@ import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
+import { PolicyRollouts } from '../../runtime/node/pool';
 import { UsageError } from '../args';
 
 export const frontierCommand = defineCommand(
@@ -19,6 +20,7 @@ export const frontierCommand = defineCommand(
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
     let methods: Method[];
@@ -33,7 +35,8 @@ export const frontierCommand = defineCommand(
     const tok = getTokenizer();
     const task = getTask(f.task!);
     const { policy } = await loadPolicy(f.checkpoint!, false);
-    const decoder = new PolicyDecoder(policy);
+    const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
+    const decoder = pool?.decoder ?? new PolicyDecoder(policy);
     const problems = heldOutProblems(task, task.validateOptions({} as never), f.n!, f.seed!);
     const result = await frontier(
       decoder,
@@ -43,7 +46,8 @@ export const frontierCommand = defineCommand(
       (t) => tok.encode(t),
       f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
     );
-    decoder.dispose();
+    if (pool) pool.close();
+    else (decoder as PolicyDecoder).dispose();
     disposeParams(policy.params);
     if (f.json) console.log(JSON.stringify(result));
     else console.log(`pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);

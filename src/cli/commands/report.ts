@@ -9,6 +9,7 @@ import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv } from '../../core/eval/frontier';
 import { type FrontierPanel, frontierSvg } from '../../core/eval/frontierSvg';
 import { disposeParams } from '../../core/model/params';
+import { PolicyRollouts } from '../../runtime/node/pool';
 
 /** The settings of the full comparison: task, options, label. */
 const SETTINGS = [
@@ -27,6 +28,7 @@ export const report = defineCommand(
     checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'root token limits' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
     await setupBackend(f.backend);
@@ -39,7 +41,8 @@ export const report = defineCommand(
     for (const [label, dir] of entries) {
       if (skipped.some(([l]) => l === label)) continue;
       const { policy } = await loadPolicy(dir, false);
-      const decoder = new PolicyDecoder(policy);
+      const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
+      const decoder = pool?.decoder ?? new PolicyDecoder(policy);
       for (const s of SETTINGS) {
         const task = getTask(s.task);
         const problems = heldOutProblems(task, task.validateOptions(s.options as never), f.n!, f.seed!);
@@ -49,7 +52,8 @@ export const report = defineCommand(
         r.points.forEach((p) => (p.checkpoint = label));
         comparisons.push({ checkpoint: label, setting: s.label, ...r });
       }
-      decoder.dispose();
+      if (pool) pool.close();
+      else (decoder as PolicyDecoder).dispose();
       disposeParams(policy.params);
     }
     const out = f.out!;
