@@ -7,7 +7,7 @@ import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
 import { GRPO_DEFAULTS, type GrpoConfig, grpoStep, validateGrpoConfig } from '../../core/rl/train';
 import { getTask } from '../../core/tasks';
 import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
-import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import type { Policy } from '../../core/policy';
 import { PolicyRollouts } from '../../runtime/node/pool';
 
@@ -108,17 +108,19 @@ export const train = defineCommand(
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
         const problems = heldOutProblems(task, task.validateOptions(cfg.taskOptions as never), f['eval-n']!, 12345);
         const local = rollouts ? null : new PolicyDecoder(policy);
-        const s = summarize(await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, validateRolloutConfig({ greedy: true }), 1, encode, 64, step));
+        const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, validateRolloutConfig({ ...task.rolloutDefaults, greedy: true }), 1, encode, 64, step);
         local?.dispose();
+        const s = summarize(evalTraces);
         row.evalAccuracy = s.accuracy;
         row.evalTokens = s.meanTokens;
+        row.evalReward = meanReward(task, problems, evalTraces, cfg.reward);
       }
       pendingMetrics.push(row);
       if (step % f['trace-every']! === 0) pendingTraces.push(...traces.map((t) => ({ step, ...t })));
       const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - firstStep);
       console.log(
         `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)} kl ${metrics.kl.toExponential(2)} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
-          ('evalAccuracy' in row ? ` | eval ${Number(row.evalAccuracy).toFixed(3)}` : ''),
+          ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : ''),
       );
       if (step % f['save-every']! === 0 || step === cfg.steps) {
         await appendJsonl(metricsPath, pendingMetrics.splice(0));
