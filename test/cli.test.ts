@@ -97,11 +97,12 @@ describe('cli', () => {
       await mkdir(join(dir, name), { recursive: true });
       await writeFile(join(dir, name, 'metrics.jsonl'), [row(1, 0.1, gate), row(2, 0.3, gate), row(3, 0.5, gate)].join('\n') + '\n');
     }
-    const r = await cli('compare', '--runs', `gating=${join(dir, 'on')},no-gating=${join(dir, 'off')}`, '--last', '2', '--out', dir);
+    const r = await cli('compare', '--runs', `gating=${join(dir, 'on')},no-gating=${join(dir, 'off')}`, '--last', '2', '--out', join(dir, 'compare', 'new'));
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('| gating | 3 | 0.400 | 0.400 | 0.100 | 50.0 | 2.00 |');
     expect(r.stdout).toContain('| no-gating | 3 | 0.400 | 0.400 | 0.000 | 50.0 | 2.00 |');
-    expect((await readFile(join(dir, 'reward.svg'), 'utf8')).match(/<path /g)).toHaveLength(2);
+    // The output folder is made when missing.
+    expect((await readFile(join(dir, 'compare', 'new', 'reward.svg'), 'utf8')).match(/<path /g)).toHaveLength(2);
   });
 
   it('a corrupt checkpoint is refused with a message naming the problem', async () => {

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
@@ -56,6 +56,7 @@ export const compare = defineCommand(
     ].join('\n');
     console.log(table);
     if (f.out) {
+      await mkdir(f.out, { recursive: true });
       await writeFile(join(f.out, 'compare.md'), table + '\n');
       await writeFile(join(f.out, 'reward.svg'), curvesSvg(runs));
       console.log(`wrote ${f.out}/compare.md and reward.svg`);
