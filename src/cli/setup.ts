@@ -6,6 +6,8 @@ import { Tokenizer } from '../core/tokenizer/tokenizer';
 import { type BackendName, initBackend } from '../runtime/backend';
 import { readCheckpointDir, writeCheckpointDir } from './checkpointDir';
 import type { SelfcestMeta } from '../core/io/checkpoint';
+import { type ContextDecoder, PolicyDecoder } from '../core/rollout';
+import { PolicyRollouts } from '../runtime/node/pool';
 
 export async function setupBackend(name: string | undefined): Promise<void> {
   await initBackend((name ?? 'wasm') as BackendName);
@@ -29,4 +31,17 @@ export function freshPolicy(preset: string, seed: number): Policy {
 
 export async function savePolicy(dir: string, policy: Policy, meta: Partial<Omit<SelfcestMeta, 'format' | 'vocab'>>): Promise<void> {
   await writeCheckpointDir(dir, await policyToCheckpoint(policy, meta));
+}
+
+/**
+ * A decoder for evaluation: `workers` rollout worker threads, or this process when 0.
+ * `close` frees either kind.
+ */
+export async function openDecoder(policy: Policy, workers: number, backend: string | undefined): Promise<{ decoder: ContextDecoder; close: () => void }> {
+  if (workers > 0) {
+    const pool = await PolicyRollouts.start(policy, workers, (backend ?? 'wasm') as 'wasm');
+    return { decoder: pool.decoder, close: () => pool.close() };
+  }
+  const local = new PolicyDecoder(policy);
+  return { decoder: local, close: () => local.dispose() };
 }

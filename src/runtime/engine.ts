@@ -9,7 +9,7 @@
  * config leaves a running session untouched.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type FrontierPoint, validateLimits, validateMethods } from '../core/eval/frontier';
+import { type FrontierPoint, validateLimits, validateMethods, validateProblemCount } from '../core/eval/frontier';
 import { decodeCheckpoint } from '../core/io/checkpoint';
 import { forwardLogits } from '../core/model/gpt';
 import { type PlaygroundConfig, CONFIG_DEFAULTS, validatePlaygroundConfig } from '../core/playgroundConfig';
@@ -207,12 +207,11 @@ export class Engine {
     frontier: async (req) => {
       const methods = validateMethods(Array.isArray(req.methods) ? req.methods : []);
       const limits = validateLimits(Array.isArray(req.limits) ? req.limits : []);
-      const n = req.n ?? this.config.evalN;
-      if (!Number.isInteger(n) || n < 1 || n > 2000) throw new Error(`frontier: n must be an integer in [1, 2000] (got ${JSON.stringify(req.n)})`);
+      const n = validateProblemCount(req.n ?? this.config.evalN);
       const points = await this.runBusy('frontier', async () => {
         const training = this.requireTraining();
         const label = { checkpoint: `v${training.model.version}` };
-        return training.frontier(methods, limits, n, this.encode, label, (p) => this.emit({ kind: 'frontier', points: [p] }));
+        return training.frontier(methods, limits, n, this.encode, label, this.emitPoint);
       });
       return reply({ points });
     },
@@ -273,14 +272,14 @@ export class Engine {
   }
 
   /** The periodic evaluation of a training run: delegate and mono at the training limit, every evalEvery steps. */
-  private async liveFrontier(step: number): Promise<FrontierPoint[]> {
+  private async liveFrontier(step: number): Promise<void> {
     const every = this.config.evalEvery;
-    if (every === 0 || step % every !== 0) return [];
+    if (every === 0 || step % every !== 0) return;
     const training = this.requireTraining();
-    const points = await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, () => {});
-    this.emit({ kind: 'frontier', points });
-    return points;
+    await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint);
   }
+
+  private readonly emitPoint = (p: FrontierPoint): void => this.emit({ kind: 'frontier', points: [p] });
 
   private async stopActive(): Promise<void> {
     this.runId++;

@@ -4,7 +4,7 @@
  * periodic evaluations of a training run arrive, switch the cost axis, export SVG and CSV.
  */
 import { useRef, useState } from 'react';
-import { validateLimits, validateMethods } from '../../core/eval/frontier';
+import { validateLimits, validateMethods, validateProblemCount } from '../../core/eval/frontier';
 import { type CostAxis, FrontierChart } from '../charts/FrontierChart';
 import { exportSvg } from '../charts/svgExport';
 import { errorText, evaluateFrontier, exportFrontierCsv } from '../state/actions';
@@ -14,9 +14,7 @@ function parseForm(methods: string, limits: string, n: string): { ok: true; meth
   try {
     const m = validateMethods(methods.split(',').map((s) => s.trim()).filter(Boolean));
     const l = validateLimits(limits.split(',').map((s) => s.trim()).filter(Boolean).map(Number));
-    const k = Number(n);
-    if (!Number.isInteger(k) || k < 1 || k > 2000) throw new Error(`n must be an integer in [1, 2000] (got ${JSON.stringify(n)})`);
-    return { ok: true, methods: m, limits: l, n: k };
+    return { ok: true, methods: m, limits: l, n: validateProblemCount(n.trim() === '' ? NaN : Number(n)) };
   } catch (e) {
     return { ok: false, error: errorText(e) };
   }

@@ -1,10 +1,9 @@
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { getTask } from '../../core/tasks';
-import { PolicyDecoder, validateRolloutConfig } from '../../core/rollout';
+import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
-import { PolicyRollouts } from '../../runtime/node/pool';
 
 export const evaluate = defineCommand(
   'eval',
@@ -34,15 +33,13 @@ export const evaluate = defineCommand(
     const cfg = validateRolloutConfig(
       f.temperature === undefined ? { ...task.rolloutDefaults, greedy: true, allowSpawn: f.method === 'delegate' } : { ...task.rolloutDefaults, temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
-    const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
-    const decoder = pool?.decoder ?? new PolicyDecoder(policy);
+    const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
     let traces;
     const problems = heldOutProblems(task, opts, f.n!, f.seed!);
     try {
       traces = await runProblems(decoder, task, problems, cfg, f.seed!, (t) => tok.encode(t));
     } finally {
-      if (pool) pool.close();
-      else (decoder as PolicyDecoder).dispose();
+      close();
     }
     disposeParams(policy.params);
     const s = summarize(traces);

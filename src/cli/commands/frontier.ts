@@ -1,11 +1,9 @@
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { getTask } from '../../core/tasks';
-import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
-import { PolicyRollouts } from '../../runtime/node/pool';
 import { UsageError } from '../args';
 
 export const frontierCommand = defineCommand(
@@ -35,8 +33,7 @@ export const frontierCommand = defineCommand(
     const tok = getTokenizer();
     const task = getTask(f.task!);
     const { policy } = await loadPolicy(f.checkpoint!, false);
-    const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
-    const decoder = pool?.decoder ?? new PolicyDecoder(policy);
+    const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
     const problems = heldOutProblems(task, task.validateOptions({} as never), f.n!, f.seed!);
     const result = await frontier(
       decoder,
@@ -46,8 +43,7 @@ export const frontierCommand = defineCommand(
       (t) => tok.encode(t),
       f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
     );
-    if (pool) pool.close();
-    else (decoder as PolicyDecoder).dispose();
+    close();
     disposeParams(policy.params);
     if (f.json) console.log(JSON.stringify(result));
     else console.log(`pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);

@@ -2,14 +2,12 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { getTask } from '../../core/tasks';
-import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv } from '../../core/eval/frontier';
 import { type FrontierPanel, frontierSvg } from '../../core/eval/frontierSvg';
 import { disposeParams } from '../../core/model/params';
-import { PolicyRollouts } from '../../runtime/node/pool';
 
 /** The settings of the full comparison: task, options, label. */
 const SETTINGS = [
@@ -41,8 +39,7 @@ export const report = defineCommand(
     for (const [label, dir] of entries) {
       if (skipped.some(([l]) => l === label)) continue;
       const { policy } = await loadPolicy(dir, false);
-      const pool = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm') : null;
-      const decoder = pool?.decoder ?? new PolicyDecoder(policy);
+      const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
       for (const s of SETTINGS) {
         const task = getTask(s.task);
         const problems = heldOutProblems(task, task.validateOptions(s.options as never), f.n!, f.seed!);
@@ -52,8 +49,7 @@ export const report = defineCommand(
         r.points.forEach((p) => (p.checkpoint = label));
         comparisons.push({ checkpoint: label, setting: s.label, ...r });
       }
-      if (pool) pool.close();
-      else (decoder as PolicyDecoder).dispose();
+      close();
       disposeParams(policy.params);
     }
     const out = f.out!;

@@ -44,7 +44,6 @@ export const sft = defineCommand(
     } catch (e) {
       throw new UsageError(`--task: ${(e as Error).message}`);
     }
-    const task = tasks[0];
     const mix: TaskMixEntry[] = tasks.map((t) => ({ task: t, opts: t.validateOptions({} as never) }));
     const cfg: SftConfig = validateSftConfig({
       ...SFT_DEFAULTS,
@@ -84,7 +83,6 @@ export const sft = defineCommand(
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
     }
     const preset = String(f.preset);
-    const taskOpts = mix[0].opts;
     const save = () =>
       saveRun(out, policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
 
@@ -115,25 +113,19 @@ export const sft = defineCommand(
         trainedTokens: r.trainedTokens,
         elapsedSec: Math.round(elapsed * 10) / 10,
       };
+      let evalText = '';
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
-        Object.assign(row, await quickEval(policy, task, taskOpts, f['eval-n']!, encode));
-        // The other tasks of a mix: the same numbers, keyed `<task>.delegateAcc` and so on.
-        for (const { task: other, opts } of mix.slice(1)) {
-          const r = await quickEval(policy, other, opts, f['eval-n']!, encode);
-          for (const [k, v] of Object.entries(r)) row[`${other.name}.${k}`] = v;
+        // Every task of the mix; the first keeps the plain keys, the others are `<task>.delegateAcc` and so on.
+        for (const [i, { task: t, opts }] of mix.entries()) {
+          const scores = await quickEval(policy, t, opts, f['eval-n']!, encode);
+          for (const [k, v] of Object.entries(scores)) row[i === 0 ? k : `${t.name}.${k}`] = v;
+          evalText += ` | ${i === 0 ? 'eval' : t.name} delegate ${fmt(scores.delegateAcc)} mono ${fmt(scores.monoAcc)}`;
         }
       }
       pending.push(row);
       if (step % f['log-every']! === 0 || step === cfg.steps) {
         const rate = windowTokens / ((Date.now() - windowStart) / 1000);
         const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - sessionFirstStep);
-        const evalText =
-          'delegateAcc' in row
-            ? ` | eval delegate ${fmt(row.delegateAcc)} mono ${fmt(row.monoAcc)}${mix
-                .slice(1)
-                .map(({ task: t }) => ` | ${t.name} delegate ${fmt(row[`${t.name}.delegateAcc`])} mono ${fmt(row[`${t.name}.monoAcc`])}`)
-                .join('')}`
-            : '';
         console.log(
           `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}`,
         );

@@ -75,6 +75,12 @@ export function validateLimits(limits: readonly number[]): number[] {
   return [...limits];
 }
 
+/** Checks a problem count for an evaluation: an integer in [1, 2000]. */
+export function validateProblemCount(n: unknown): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2000) throw new Error(`n must be an integer in [1, 2000] (got ${JSON.stringify(n)})`);
+  return n;
+}
+
 function configFor(m: Method, limit: number, temperature: number, base: Partial<RolloutConfig>): RolloutConfig {
   if (m === 'delegate') return validateRolloutConfig({ ...base, greedy: true, rootMaxTokens: limit });
   if (m === 'mono') return validateRolloutConfig({ ...base, greedy: true, allowSpawn: false, rootMaxTokens: limit });
