@@ -38,6 +38,7 @@ test('frontier: evaluated points appear, the cost toggle redraws, training adds 
   await expect(tip).toContainText('limit');
   await expect(tip).toContainText('n 2');
   await expect(tip).toHaveText(/accuracy [\d.]+% \[[\d.]+%, [\d.]+%\]/);
+  await expect(tip).toHaveText(/root [\d.]+ tokens written · context [\d.]+/);
 
   // Total → critical path: two self-consistency samples cost their sum in total, their max on the critical path.
   const sc2 = '[data-testid="frontier-point"][data-method="sc2"][data-limit="24"]';
@@ -64,7 +65,7 @@ test('frontier: evaluated points appear, the cost toggle redraws, training adds 
   const csv = await downloadText(page, 'frontier-export-csv');
   expect(csv.name).toBe('frontier.csv');
   const rows = csv.text.trim().split('\n');
-  expect(rows[0]).toBe('checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens');
+  expect(rows[0]).toBe('checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens,mean_root_tokens,mean_root_context_tokens');
   expect(rows).toHaveLength(11);
   expect(rows.filter((r) => r.startsWith('step 2,'))).toHaveLength(2);
 

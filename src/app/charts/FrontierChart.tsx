@@ -23,7 +23,9 @@ const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 /** The hover text of a point: setting, n, accuracy with its interval, both costs. */
 export function describePoint(p: FrontierPoint): string {
   const where = p.step !== undefined ? `step ${p.step}` : (p.checkpoint ?? '');
-  return `${p.method} · limit ${p.limit}${where ? ` · ${where}` : ''}\naccuracy ${pct(p.accuracy)} [${pct(p.interval[0])}, ${pct(p.interval[1])}] · n ${p.n}\n${p.meanTokens.toFixed(1)} tokens · ${p.meanCriticalPathTokens.toFixed(1)} critical path`;
+  return `${p.method} · limit ${p.limit}${where ? ` · ${where}` : ''}\naccuracy ${pct(p.accuracy)} [${pct(p.interval[0])}, ${pct(p.interval[1])}] · n ${p.n}\n${p.meanTokens.toFixed(1)} tokens · ${p.meanCriticalPathTokens.toFixed(1)} critical path${
+    p.meanRootContextTokens === undefined ? '' : `\nroot ${(p.meanRootTokens ?? 0).toFixed(1)} tokens written · context ${p.meanRootContextTokens.toFixed(1)}`
+  }`;
 }
 
 function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: CostAxis, onHover: (p: FrontierPoint | null, ev: MouseEvent | null) => void): void {

@@ -15,7 +15,7 @@ export const sft = defineCommand(
   'sft',
   'Warm start: supervised training on teacher demonstrations. Resumes from --out when it holds a run.',
   {
-    task: { type: 'string', default: 'arithmetic', help: 'task, or a comma list mixed uniformly (arithmetic,multihop)' },
+    task: { type: 'string', default: 'arithmetic', help: 'task, or a comma list of tasks mixed by weight (arithmetic,multihop or arithmetic:1,multihop:2; default weight 1)' },
     preset: { type: 'string', choices: ['tiny', 'small'], default: 'small', help: 'model size (fresh runs)' },
     init: { type: 'string', help: 'start from this checkpoint instead of a random model' },
     steps: { type: 'int', required: true, min: 1, help: 'total optimisation steps' },
@@ -37,17 +37,11 @@ export const sft = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const names = f.task!.split(',').map((t) => t.trim());
-    let tasks;
-    try {
-      tasks = names.map(getTask);
-    } catch (e) {
-      throw new UsageError(`--task: ${(e as Error).message}`);
-    }
-    const mix: TaskMixEntry[] = tasks.map((t) => ({ task: t, opts: t.validateOptions({} as never) }));
+    const mix = parseTaskMix(f.task!);
+    const names = mix.map((m) => m.task.name);
     const cfg: SftConfig = validateSftConfig({
       ...SFT_DEFAULTS,
-      task: names.join(','),
+      task: f.task!.split(',').map((t) => t.trim()).join(','),
       // Resolved options, so the run records the exact data distribution it trained on (one
       // task: its options; a mix: options by task name).
       taskOptions: (mix.length === 1 ? mix[0].opts : Object.fromEntries(names.map((n, i) => [n, mix[i].opts]))) as Record<string, unknown>,
@@ -141,6 +135,24 @@ export const sft = defineCommand(
     console.log(`done: ${out} at step ${step}`);
   },
 );
+
+/** `--task`: one task, or a comma list of `name[:weight]`. */
+export function parseTaskMix(text: string): TaskMixEntry[] {
+  return text.split(',').map((part) => {
+    const [name, w, ...rest] = part.trim().split(':');
+    let task;
+    try {
+      task = getTask(name);
+    } catch (e) {
+      throw new UsageError(`--task: ${(e as Error).message}`);
+    }
+    const weight = w === undefined ? 1 : Number(w);
+    if (rest.length > 0 || !(w === undefined || (/^\d*\.?\d+$/.test(w) && weight > 0))) {
+      throw new UsageError(`--task: the weight of ${name} must be a positive number (got ${JSON.stringify(part.trim())})`);
+    }
+    return { task, opts: task.validateOptions({} as never) as never, weight };
+  });
+}
 
 const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
 

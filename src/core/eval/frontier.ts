@@ -24,6 +24,15 @@ export interface FrontierPoint {
   /** Root + longest clone per round; for self-consistency the longest sample (they run side by side). */
   meanCriticalPathTokens: number;
   interval: [number, number];
+  /** Tokens the root generates per problem (every sample's root for self-consistency). */
+  meanRootTokens?: number;
+  /**
+   * The longest context one model call holds per problem: the root's prompt, its own tokens
+   * and every injected clone answer (for self-consistency the longest sample). The measure of
+   * a long-context task: the whole document in one monolithic prompt, or only chunk keys at
+   * a delegating root.
+   */
+  meanRootContextTokens?: number;
   /** Optional label of the weights (e.g. "warmstart", "grpo", "step 20"). */
   checkpoint?: string;
   /** The GRPO step of the weights, for points evaluated during a training run. */
@@ -126,21 +135,28 @@ export async function frontierPoint<O>(
   let correct = 0;
   let tokens = 0;
   let critical = 0;
+  let root = 0;
+  let rootContext = 0;
   groups.forEach((traces, i) => {
     const answer = k === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
     if (task.verify(problems[i], answer).correct) correct++;
     tokens += traces.reduce((a, t) => a + t.tokens.total, 0);
     critical += Math.max(...traces.map((t) => t.tokens.criticalPath));
+    root += traces.reduce((a, t) => a + t.tokens.root, 0);
+    rootContext += Math.max(...traces.map((t) => t.contexts[0].tokens.length));
   });
   const n = problems.length;
+  const mean = (x: number) => (n === 0 ? 0 : x / n);
   return {
     method,
     limit,
     n,
-    accuracy: n === 0 ? 0 : correct / n,
-    meanTokens: n === 0 ? 0 : tokens / n,
-    meanCriticalPathTokens: n === 0 ? 0 : critical / n,
+    accuracy: mean(correct),
+    meanTokens: mean(tokens),
+    meanCriticalPathTokens: mean(critical),
     interval: wilsonInterval(correct, n),
+    meanRootTokens: mean(root),
+    meanRootContextTokens: mean(rootContext),
   };
 }
 
@@ -169,9 +185,9 @@ export function paretoOf(points: readonly FrontierPoint[], cost: 'total' | 'crit
 }
 
 export function frontierCsv(points: readonly FrontierPoint[]): string {
-  const head = 'checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens';
+  const head = 'checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens,mean_root_tokens,mean_root_context_tokens';
   const rows = points.map((p) =>
-    [p.checkpoint ?? '', p.method, p.limit, p.n, p.accuracy, p.interval[0], p.interval[1], p.meanTokens, p.meanCriticalPathTokens].join(','),
+    [p.checkpoint ?? '', p.method, p.limit, p.n, p.accuracy, p.interval[0], p.interval[1], p.meanTokens, p.meanCriticalPathTokens, p.meanRootTokens ?? '', p.meanRootContextTokens ?? ''].join(','),
   );
   return [head, ...rows].join('\n') + '\n';
 }

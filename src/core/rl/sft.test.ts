@@ -30,4 +30,19 @@ describe('SFT data', () => {
       expect(s.weights[sep]).toBe(1);
     }
   });
+
+  it('draws tasks by the mix weights and rejects a bad weight', () => {
+    // Count problems by their root sequence: arithmetic roots hold no chunk keys.
+    const roots = (w: number[]) => {
+      const seqs = Array.from({ length: 20 }, (_, step) => sftMixSequences(mix.map((m, i) => ({ ...m, weight: w[i] })), cfg, step, encode)).flat();
+      const texts = seqs.map((s) => tok.decode(s.tokens)).filter((t) => t.startsWith('<root>'));
+      const multi = texts.filter((t) => /keys k1|k1:/.test(t)).length;
+      return multi / texts.length;
+    };
+    expect(roots([1, 9])).toBeGreaterThan(0.8);
+    expect(roots([9, 1])).toBeLessThan(0.2);
+    // Equal weights draw the same data as no weights.
+    expect(sftMixSequences(mix.map((m) => ({ ...m, weight: 2 })), cfg, 4, encode)).toEqual(sftMixSequences(mix, cfg, 4, encode));
+    expect(() => sftMixSequences([{ ...mix[0], weight: 0 }, mix[1]], cfg, 0, encode)).toThrow(/weight of arithmetic in the mix must be a positive number \(got 0\)/);
+  });
 });

@@ -72,20 +72,37 @@ export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: nu
 export interface TaskMixEntry {
   task: Task<never>;
   opts: never;
+  /** Relative share of the mix's problems (default 1). */
+  weight?: number;
+}
+
+/** Index of the mix entry for the next problem: uniform when the weights are equal. */
+function pickEntry(mix: readonly TaskMixEntry[], rng: Rng): number {
+  const w = mix.map((m) => m.weight ?? 1);
+  // Equal weights draw exactly as an unweighted mix did, so older runs resume on the same data.
+  if (w.every((x) => x === w[0])) return rng.int(0, mix.length - 1);
+  let u = rng.next() * w.reduce((a, b) => a + b, 0);
+  for (let i = 0; i < w.length - 1; i++) if ((u -= w[i]) < 0) return i;
+  return w.length - 1;
 }
 
 /**
- * The demonstrations of one step drawn from several tasks, each problem's task uniformly at
- * random. A one-task mix draws nothing for the choice, so its data equal the plain task's.
+ * The demonstrations of one step drawn from several tasks, each problem's task at random by
+ * the mix's weights. A one-task mix draws nothing for the choice, so its data equal the
+ * plain task's.
  */
 export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
+  for (const m of mix) {
+    const w = m.weight ?? 1;
+    if (!(Number.isFinite(w) && w > 0)) throw new Error(`sft: the weight of ${m.task.name} in the mix must be a positive number (got ${w})`);
+  }
   const rng = new Rng(cfg.seed * 1_000_003 + step);
   const seqs: TrainSequence[] = [];
   let tokens = 0;
   let n = 0;
   while (tokens < cfg.batchTokens) {
-    const { task, opts } = mix.length === 1 ? mix[0] : mix[rng.int(0, mix.length - 1)];
+    const { task, opts } = mix.length === 1 ? mix[0] : mix[pickEntry(mix, rng)];
     const problem = task.generate(rng, opts, `sft-${step}-${n++}`);
     const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng)) || task.teacherMono(problem, rng);
     for (const ctx of demo.contexts) {

@@ -64,11 +64,7 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
   const links = vars.map((v, i) => `${v}=${i === 0 ? value : vars[i - 1]}.`);
   // Slots: chunk × position; chain links go to distinct chunks where possible.
   const slots: string[][] = Array.from({ length: o.chunks }, () => []);
-  const order = Array.from({ length: o.chunks }, (_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = rng.int(0, i);
-    [order[i], order[j]] = [order[j], order[i]];
-  }
+  const order = shuffled(rng, Array.from({ length: o.chunks }, (_, i) => i));
   links.forEach((link, i) => slots[order[i % o.chunks]].push(link));
   // Distractors: their own short chains and constants, never touching the question's chain.
   const distractors: string[] = [];
@@ -79,10 +75,7 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
       distractors.push(v);
       chunk.push(`${v}=${rhs}.`);
     }
-    for (let i = chunk.length - 1; i > 0; i--) {
-      const j = rng.int(0, i);
-      [chunk[i], chunk[j]] = [chunk[j], chunk[i]];
-    }
+    chunk.splice(0, chunk.length, ...shuffled(rng, chunk));
   }
   const context: Record<string, string> = {};
   slots.forEach((chunk, i) => (context[keyName(i)] = chunk.join(' ')));
@@ -118,6 +111,15 @@ export function resolveChain(p: Problem): string[] {
     cur = rhs;
   }
   throw new Error('multihop: chain does not end');
+}
+
+function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }
 
 function cloneDemo(chunk: string, variable: string): DemoContext {
@@ -169,7 +171,16 @@ export const multihop: Task<MultihopOptions> = {
     };
   },
 
-  /** One round per hop: ask every chunk, follow the one answer that is not `none`. */
+  /**
+   * One round per hop: ask every chunk, follow the one answer that is not `none`.
+   *
+   * The root's demonstration is the whole episode. Its clones' demonstrations are balanced
+   * rather than complete: of the chunks × hops clone contexts, all but one per round answer
+   * `none`, so a warm start on all of them learns "always none" long before it learns to look
+   * a variable up. Each round keeps the clone that finds the variable, two that do not, and
+   * one extra lookup of a variable that a random chunk does assign (a clone context the
+   * protocol could produce, with the answer it should give).
+   */
   teacherDelegate(problem: Problem, rng: Rng) {
     const keys = Object.keys(problem.context ?? {});
     const chain = resolveChain(problem);
@@ -181,11 +192,12 @@ export const multihop: Task<MultihopOptions> = {
       const budget = rng.bool(0.2) ? 16 : 8;
       const spawns = keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
       root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
-      const answers = keys.map((k) => {
-        const demo = cloneDemo(problem.context![k], cur);
-        clones.push(demo);
-        return parseAssignments(problem.context![k]).get(cur) ?? 'none';
-      });
+      const answers = keys.map((k) => parseAssignments(problem.context![k]).get(cur) ?? 'none');
+      const holder = answers.findIndex((a) => a !== 'none');
+      const misses = shuffled(rng, keys.filter((_, i) => i !== holder)).slice(0, 2);
+      for (const k of [keys[holder], ...misses]) clones.push(cloneDemo(problem.context![k], cur));
+      const drill = problem.context![rng.pick(keys)];
+      clones.push(cloneDemo(drill, rng.pick([...parseAssignments(drill).keys()])));
       root.segments.push({ kind: 'injected', text: answers.map((a) => `<ret>${a}`).join('') + '<resume>' });
       root.segments.push({ kind: 'generated', text: `=${rhs}` });
       cur = rhs;

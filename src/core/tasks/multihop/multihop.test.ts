@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
-import { multihop } from './index';
+import { multihop, parseAssignments, resolveChain } from './index';
 
 const tok = Tokenizer.builtin();
 
@@ -59,17 +59,27 @@ describe('multihop task', () => {
     }
   });
 
-  it('writes delegation demonstrations: one round per hop, one clone per chunk', () => {
+  it('writes delegation demonstrations: one round per hop, balanced clone lookups', () => {
     const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
     const d = multihop.teacherDelegate(p, new Rng(0))!;
     const [root, ...clones] = d.contexts;
-    expect(clones).toHaveLength(8);
     const rootText = root.segments.map((s) => s.text).join('');
     expect(rootText.match(/<join>/g)).toHaveLength(2);
+    expect(rootText.match(/<spawn><ctx>k\d [a-z]{2}\?<b\d+>/g)).toHaveLength(8);
     expect(rootText.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
-    // Exactly one clone per round finds the variable.
-    for (const round of [clones.slice(0, 4), clones.slice(4)]) {
-      expect(round.filter((c) => !c.segments[1].text.includes('none'))).toHaveLength(1);
+    // Per round: the clone that finds the hop's variable, two that do not, one extra lookup
+    // that finds; every clone answer is the one its own chunk gives.
+    expect(clones).toHaveLength(8);
+    const chain = resolveChain(p);
+    const asked = [/([a-z]{2})\?$/.exec(p.prompt)![1], chain[0]];
+    for (const [r, round] of [clones.slice(0, 4), clones.slice(4)].entries()) {
+      const texts = round.map((c) => c.segments[0].text);
+      expect(texts.slice(0, 3).every((t) => t.endsWith(` ${asked[r]}?<sep>`))).toBe(true);
+      expect(round.map((c) => c.segments[1].text === '<ans>none<eos>')).toEqual([false, true, true, false]);
+      for (const c of round) {
+        const m = /^<clone>(.*) ([a-z]{2})\?<sep>$/.exec(c.segments[0].text)!;
+        expect(c.segments[1].text).toBe(`<ans>${parseAssignments(m[1]).get(m[2]) ?? 'none'}<eos>`);
+      }
     }
     expect(tok.encode(rootText).length).toBeLessThan(256);
     const mono = multihop.teacherMono(p, new Rng(0)).contexts[0].segments.map((s) => s.text).join('');
