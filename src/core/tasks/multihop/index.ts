@@ -178,8 +178,8 @@ export const multihop: Task<MultihopOptions> = {
    * rather than complete: of the chunks × hops clone contexts, all but one per round answer
    * `none`, so a warm start on all of them learns "always none" long before it learns to look
    * a variable up. Each round keeps the clone that finds the variable, two that do not, and
-   * one extra lookup of a variable that a random chunk does assign (a clone context the
-   * protocol could produce, with the answer it should give).
+   * one extra lookup of a variable that a random chunk (or two chunks read together) does
+   * assign, with the answer a clone should give.
    */
   teacherDelegate(problem: Problem, rng: Rng) {
     const keys = Object.keys(problem.context ?? {});
@@ -196,7 +196,10 @@ export const multihop: Task<MultihopOptions> = {
       const holder = answers.findIndex((a) => a !== 'none');
       const misses = shuffled(rng, keys.filter((_, i) => i !== holder)).slice(0, 2);
       for (const k of [keys[holder], ...misses]) clones.push(cloneDemo(problem.context![k], cur));
-      const drill = problem.context![rng.pick(keys)];
+      // Half the extra lookups read two chunks at once, so clones also learn chunks of up to
+      // twice the trained size (the long-context setting's).
+      const [a, b] = shuffled(rng, keys);
+      const drill = rng.bool(0.5) && b !== undefined ? `${problem.context![a]} ${problem.context![b]}` : problem.context![a];
       clones.push(cloneDemo(drill, rng.pick([...parseAssignments(drill).keys()])));
       root.segments.push({ kind: 'injected', text: answers.map((a) => `<ret>${a}`).join('') + '<resume>' });
       root.segments.push({ kind: 'generated', text: `=${rhs}` });
