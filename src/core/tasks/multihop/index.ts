@@ -122,6 +122,23 @@ function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
   return out;
 }
 
+/**
+ * Clone lookups over chunks of 1–6 of the problem's assignments (every chunk size the
+ * `perChunk` knob allows), two asking a variable the chunk assigns and two one it does not.
+ * Short chunks make the comparison of a name with the question easy to learn first; long
+ * ones are the long-context setting's.
+ */
+function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
+  const all = Object.values(problem.context ?? {}).flatMap((c) => c.split(' '));
+  return [true, true, false, false].map((found) => {
+    const picked = shuffled(rng, all).slice(0, rng.int(1, Math.min(6, all.length - 1)));
+    const chunk = picked.join(' ');
+    const inside = [...parseAssignments(chunk).keys()];
+    const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.includes(v));
+    return cloneDemo(chunk, rng.pick(found ? inside : outside));
+  });
+}
+
 function cloneDemo(chunk: string, variable: string): DemoContext {
   const rhs = parseAssignments(chunk).get(variable) ?? 'none';
   return {
@@ -174,12 +191,11 @@ export const multihop: Task<MultihopOptions> = {
   /**
    * One round per hop: ask every chunk, follow the one answer that is not `none`.
    *
-   * The root's demonstration is the whole episode. Its clones' demonstrations are balanced
-   * rather than complete: of the chunks × hops clone contexts, all but one per round answer
-   * `none`, so a warm start on all of them learns "always none" long before it learns to look
-   * a variable up. Each round keeps the clone that finds the variable, two that do not, and
-   * one extra lookup of a variable that a random chunk (or two chunks read together) does
-   * assign, with the answer a clone should give.
+   * The root's demonstration is the whole episode. Its clones' are chosen for learning the
+   * lookup rather than copied whole: of the chunks × hops clone contexts all but one per round
+   * answer `none`, and a warm start on all of them learns "always none" long before it learns
+   * to look a variable up. Each round keeps the clone that finds the variable and one that does
+   * not, plus four lookup drills (see lookupDrills).
    */
   teacherDelegate(problem: Problem, rng: Rng) {
     const keys = Object.keys(problem.context ?? {});
@@ -194,13 +210,9 @@ export const multihop: Task<MultihopOptions> = {
       root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
       const answers = keys.map((k) => parseAssignments(problem.context![k]).get(cur) ?? 'none');
       const holder = answers.findIndex((a) => a !== 'none');
-      const misses = shuffled(rng, keys.filter((_, i) => i !== holder)).slice(0, 2);
-      for (const k of [keys[holder], ...misses]) clones.push(cloneDemo(problem.context![k], cur));
-      // Half the extra lookups read two chunks at once, so clones also learn chunks of up to
-      // twice the trained size (the long-context setting's).
-      const [a, b] = shuffled(rng, keys);
-      const drill = rng.bool(0.5) && b !== undefined ? `${problem.context![a]} ${problem.context![b]}` : problem.context![a];
-      clones.push(cloneDemo(drill, rng.pick([...parseAssignments(drill).keys()])));
+      const miss = rng.pick(keys.filter((_, i) => i !== holder));
+      for (const k of [keys[holder], miss]) clones.push(cloneDemo(problem.context![k], cur));
+      clones.push(...lookupDrills(rng, problem));
       root.segments.push({ kind: 'injected', text: answers.map((a) => `<ret>${a}`).join('') + '<resume>' });
       root.segments.push({ kind: 'generated', text: `=${rhs}` });
       cur = rhs;

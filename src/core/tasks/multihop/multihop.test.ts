@@ -67,18 +67,19 @@ describe('multihop task', () => {
     expect(rootText.match(/<join>/g)).toHaveLength(2);
     expect(rootText.match(/<spawn><ctx>k\d [a-z]{2}\?<b\d+>/g)).toHaveLength(8);
     expect(rootText.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
-    // Per round: the clone that finds the hop's variable, two that do not, one extra lookup
-    // that finds; every clone answer is the one its own chunk gives.
-    expect(clones).toHaveLength(8);
+    // Per round: the clone that finds the hop's variable, one that does not, and four lookup
+    // drills (two find, two do not); every clone answer is the one its own chunk gives.
+    expect(clones).toHaveLength(12);
     const chain = resolveChain(p);
     const asked = [/([a-z]{2})\?$/.exec(p.prompt)![1], chain[0]];
-    for (const [r, round] of [clones.slice(0, 4), clones.slice(4)].entries()) {
+    for (const [r, round] of [clones.slice(0, 6), clones.slice(6)].entries()) {
       const texts = round.map((c) => c.segments[0].text);
-      expect(texts.slice(0, 3).every((t) => t.endsWith(` ${asked[r]}?<sep>`))).toBe(true);
-      expect(round.map((c) => c.segments[1].text === '<ans>none<eos>')).toEqual([false, true, true, false]);
+      expect(texts.slice(0, 2).every((t) => t.endsWith(` ${asked[r]}?<sep>`))).toBe(true);
+      expect(round.map((c) => c.segments[1].text === '<ans>none<eos>')).toEqual([false, true, false, false, true, true]);
       for (const c of round) {
         const m = /^<clone>(.*) ([a-z]{2})\?<sep>$/.exec(c.segments[0].text)!;
         expect(c.segments[1].text).toBe(`<ans>${parseAssignments(m[1]).get(m[2]) ?? 'none'}<eos>`);
+        expect(parseAssignments(m[1]).size).toBeLessThanOrEqual(6);
       }
     }
     expect(tok.encode(rootText).length).toBeLessThan(256);
