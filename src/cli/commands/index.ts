@@ -8,5 +8,6 @@ import { evaluate } from './eval';
 import { frontierCommand } from './frontier';
 import { report } from './report';
 import { compare } from './compare';
+import { lookup } from './lookup';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup };

@@ -1,0 +1,32 @@
+import { defineCommand } from '../command';
+import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { lookupProbe } from '../../core/eval/lookup';
+import { disposeParams } from '../../core/model/params';
+
+export const lookup = defineCommand(
+  'lookup',
+  "The multihop clone's lookup on its own: greedy accuracy of a clone asked a variable its chunk assigns (answer the value) or does not (answer none), by chunk size.",
+  {
+    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    n: { type: 'int', default: 100, min: 1, max: 5000, help: 'lookups of each kind per chunk size' },
+    sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
+    seed: { type: 'int', default: 1, help: 'seed of the lookups' },
+    json: { type: 'bool', default: false, help: 'print JSON' },
+    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+  },
+  async (f) => {
+    await setupBackend(f.backend);
+    const sizes = f.sizes!.split(',').map((s) => Number(s.trim()));
+    const { policy } = await loadPolicy(f.checkpoint!, false);
+    const tok = getTokenizer();
+    try {
+      const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n!, f.seed!);
+      if (f.json) console.log(JSON.stringify(rows));
+      else
+        for (const r of rows)
+          console.log(`chunk of ${r.size}: finds ${(r.foundAccuracy * 100).toFixed(1)}% of ${r.foundN}, answers none ${(r.missingAccuracy * 100).toFixed(1)}% of ${r.missingN}`);
+    } finally {
+      disposeParams(policy.params);
+    }
+  },
+);

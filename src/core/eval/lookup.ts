@@ -1,0 +1,88 @@
+/**
+ * The clone's half of the multi-hop task on its own: given a chunk of assignments and a
+ * variable, answer its right-hand side or `none`. Delegation on multihop can only work once
+ * clones do this, so the probe shows where a warm start stands before any episode succeeds.
+ *
+ * One teacher-forced forward pass per lookup: a lookup counts as solved when the greedy token
+ * at every position of `<ans>…<eos>` is the right one, which is exactly when greedy decoding
+ * of the clone would write that answer.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { ModelConfig } from '../model/config';
+import { forwardLogits } from '../model/gpt';
+import type { GPTParams } from '../model/params';
+import { Rng } from '../rng';
+import { MULTIHOP_DEFAULTS, multihop, parseAssignments } from '../tasks/multihop';
+
+export interface LookupResult {
+  /** Assignments in the clone's chunk. */
+  size: number;
+  /** Lookups of a variable the chunk assigns, and the share answered exactly. */
+  foundN: number;
+  foundAccuracy: number;
+  /** Lookups of a variable assigned elsewhere, and the share answered `none`. */
+  missingN: number;
+  missingAccuracy: number;
+}
+
+export interface LookupCase {
+  prompt: string;
+  answer: string;
+}
+
+function checkSize(size: number): void {
+  if (!Number.isInteger(size) || size < 1 || size > 6) throw new Error(`lookup: chunk size must be an integer in [1, 6] (got ${size})`);
+}
+
+/** `n` lookups that find and `n` that do not, over chunks of `size` assignments (seeded). */
+export function lookupCases(size: number, n: number, seed: number): { found: LookupCase[]; missing: LookupCase[] } {
+  checkSize(size);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`lookup: n must be a positive integer (got ${n})`);
+  const rng = new Rng(seed * 1009 + size);
+  const found: LookupCase[] = [];
+  const missing: LookupCase[] = [];
+  for (let i = 0; i < n; i++) {
+    // The assignments of a default problem: chain links and distractors, as clones meet them.
+    const p = multihop.generate(rng, MULTIHOP_DEFAULTS, `lookup-${i}`);
+    const all = Object.values(p.context!).flatMap((c) => c.split(' '));
+    for (let j = all.length - 1; j > 0; j--) {
+      const k = rng.int(0, j);
+      [all[j], all[k]] = [all[k], all[j]];
+    }
+    const chunk = all.slice(0, size).join(' ');
+    const inside = parseAssignments(chunk);
+    const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.has(v));
+    const v = rng.pick([...inside.keys()]);
+    found.push({ prompt: `<clone>${chunk} ${v}?<sep>`, answer: inside.get(v)! });
+    missing.push({ prompt: `<clone>${chunk} ${rng.pick(outside)}?<sep>`, answer: 'none' });
+  }
+  return { found, missing };
+}
+
+/** Share of cases whose greedy clone answer is exactly the case's answer. */
+export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: readonly LookupCase[], encode: (t: string) => number[]): number {
+  let solved = 0;
+  for (const c of cases) {
+    const prompt = encode(c.prompt);
+    const target = encode(`<ans>${c.answer}<eos>`);
+    const ids = [...prompt, ...target];
+    const greedy = tf.tidy(() => (forwardLogits(params, config, tf.tensor2d([ids], [1, ids.length], 'int32')).argMax(-1).arraySync() as number[][])[0]);
+    if (target.every((t, j) => greedy[prompt.length - 1 + j] === t)) solved++;
+  }
+  return cases.length === 0 ? 0 : solved / cases.length;
+}
+
+/** Lookup accuracy by chunk size. */
+export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number): LookupResult[] {
+  sizes.forEach(checkSize);
+  return sizes.map((size) => {
+    const { found, missing } = lookupCases(size, n, seed);
+    return {
+      size,
+      foundN: found.length,
+      foundAccuracy: lookupAccuracy(params, config, found, encode),
+      missingN: missing.length,
+      missingAccuracy: lookupAccuracy(params, config, missing, encode),
+    };
+  });
+}
