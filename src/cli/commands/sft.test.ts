@@ -18,3 +18,20 @@ describe('sft --task', () => {
     expect(() => parseTaskMix('multihop:1:2')).toThrow(/weight of multihop/);
   });
 });
+
+describe('sft --options', () => {
+  it('sets the options of one task, or of each task of a mix', () => {
+    expect(parseTaskMix('multihop', '{"perChunk":1}')[0].opts).toMatchObject({ perChunk: 1, chunks: 6, hops: 2 });
+    const mix = parseTaskMix('arithmetic:1,multihop:3', '{"multihop":{"hops":3}}');
+    expect(mix[1].opts).toMatchObject({ hops: 3, perChunk: 3 });
+    expect(mix[0].opts).toMatchObject({ minOperands: 3, maxOperands: 8 });
+  });
+
+  it('names bad options', () => {
+    expect(() => parseTaskMix('multihop', '{perChunk:1}')).toThrow(/--options: not JSON/);
+    expect(() => parseTaskMix('multihop', '{"perchunk":1}')).toThrow(/multihop has no option perchunk \(it has chunks, perChunk, hops\)/);
+    expect(() => parseTaskMix('multihop', '{"perChunk":9}')).toThrow(/--options: multihop: perChunk must be an integer in \[1, 6\] \(got 9\)/);
+    expect(() => parseTaskMix('arithmetic,multihop', '{"chess":{}}')).toThrow(/chess is not a task of --task/);
+    expect(() => parseTaskMix('multihop', '[1]')).toThrow(/give a JSON object/);
+  });
+});

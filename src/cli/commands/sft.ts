@@ -25,6 +25,7 @@ export const sft = defineCommand(
     'batch-tokens': { type: 'int', default: SFT_DEFAULTS.batchTokens, min: 64, help: 'tokens per step' },
     'micro-tokens': { type: 'int', default: SFT_DEFAULTS.microTokens, min: 64, help: 'largest padded micro-batch' },
     warmup: { type: 'int', default: SFT_DEFAULTS.warmup, min: 0, help: 'warm-up steps' },
+    options: { type: 'string', help: 'task options as JSON, by task name for a mix (e.g. {"multihop":{"perChunk":1}}; a single task may give its options directly)' },
     'delegate-fraction': { type: 'number', default: SFT_DEFAULTS.delegateFraction, min: 0, max: 1, help: 'share of delegation demos' },
     'save-every': { type: 'int', default: 50, min: 1, help: 'steps between saves' },
     'log-every': { type: 'int', default: 10, min: 1, help: 'steps between progress lines' },
@@ -37,7 +38,7 @@ export const sft = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const mix = parseTaskMix(f.task!);
+    const mix = parseTaskMix(f.task!, f.options);
     const names = mix.map((m) => m.task.name);
     const cfg: SftConfig = validateSftConfig({
       ...SFT_DEFAULTS,
@@ -136,9 +137,24 @@ export const sft = defineCommand(
   },
 );
 
-/** `--task`: one task, or a comma list of `name[:weight]`. */
-export function parseTaskMix(text: string): TaskMixEntry[] {
-  return text.split(',').map((part) => {
+/** `--task`: one task, or a comma list of `name[:weight]`; `--options`: JSON options by task name. */
+export function parseTaskMix(text: string, optionsJson?: string): TaskMixEntry[] {
+  let options: Record<string, unknown> = {};
+  if (optionsJson !== undefined) {
+    try {
+      options = JSON.parse(optionsJson);
+    } catch (e) {
+      throw new UsageError(`--options: not JSON (${(e as Error).message})`);
+    }
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('--options: give a JSON object');
+  }
+  const parts = text.split(',');
+  const names = parts.map((part) => part.trim().split(':')[0]);
+  // One task may give its options directly; a mix gives them by task name.
+  const byName = names.length === 1 && !(names[0] in options) ? { [names[0]]: options } : options;
+  const unknown = Object.keys(byName).filter((k) => !names.includes(k));
+  if (unknown.length > 0) throw new UsageError(`--options: ${unknown.join(', ')} is not a task of --task ${text}`);
+  return parts.map((part) => {
     const [name, w, ...rest] = part.trim().split(':');
     let task;
     try {
@@ -150,7 +166,17 @@ export function parseTaskMix(text: string): TaskMixEntry[] {
     if (rest.length > 0 || !(w === undefined || (/^\d*\.?\d+$/.test(w) && weight > 0))) {
       throw new UsageError(`--task: the weight of ${name} must be a positive number (got ${JSON.stringify(part.trim())})`);
     }
-    return { task, opts: task.validateOptions({} as never) as never, weight };
+    const given = byName[name] ?? {};
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`--options: the options of ${name} must be a JSON object`);
+    const stray = Object.keys(given).filter((k) => !(k in (task.defaultOptions as object)));
+    if (stray.length > 0) throw new UsageError(`--options: ${name} has no option ${stray.join(', ')} (it has ${Object.keys(task.defaultOptions as object).join(', ')})`);
+    let opts;
+    try {
+      opts = task.validateOptions(given as never);
+    } catch (e) {
+      throw new UsageError(`--options: ${(e as Error).message}`);
+    }
+    return { task, opts: opts as never, weight };
   });
 }
 

@@ -123,15 +123,16 @@ function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
 }
 
 /**
- * Clone lookups over chunks of 1–6 of the problem's assignments (every chunk size the
- * `perChunk` knob allows), two asking a variable the chunk assigns and two one it does not.
- * Short chunks make the comparison of a name with the question easy to learn first; long
- * ones are the long-context setting's.
+ * Clone lookups over chunks of 1 to twice the problem's `perChunk` assignments (at most 6, the
+ * knob's largest), two asking a variable the chunk assigns and two one it does not. Short
+ * chunks make the comparison of a name with the question easy to learn first; long ones are
+ * the long-context setting's. A warm start on `perChunk` 1 drills only chunks of 1–2.
  */
 function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
   const all = Object.values(problem.context ?? {}).flatMap((c) => c.split(' '));
+  const largest = Math.min(6, 2 * Number(problem.meta.perChunk), all.length - 1);
   return [true, true, false, false].map((found) => {
-    const picked = shuffled(rng, all).slice(0, rng.int(1, Math.min(6, all.length - 1)));
+    const picked = shuffled(rng, all).slice(0, rng.int(1, largest));
     const chunk = picked.join(' ');
     const inside = [...parseAssignments(chunk).keys()];
     const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.includes(v));

@@ -87,6 +87,20 @@ describe('multihop task', () => {
     expect(mono.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
   });
 
+  it('drills clone lookups over chunks of up to twice perChunk assignments', () => {
+    const sizes = (perChunk: number) => {
+      const seen = new Set<number>();
+      for (let i = 0; i < 40; i++) {
+        const p = multihop.generate(new Rng(i), { chunks: 6, perChunk, hops: 2 }, String(i));
+        const clones = multihop.teacherDelegate(p, new Rng(100 + i))!.contexts.slice(1);
+        for (const c of clones) seen.add(parseAssignments(c.segments[0].text).size);
+      }
+      return [...seen].sort();
+    };
+    expect(sizes(1)).toEqual([1, 2]);
+    expect(sizes(3)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('verifies exact answers and rejects bad options', () => {
     const p = multihop.generate(new Rng(5), multihop.defaultOptions, 'v');
     expect(multihop.verify(p, p.truth).correct).toBe(true);
