@@ -66,6 +66,16 @@ export class Rng {
     return items[Math.floor(this.next() * items.length)];
   }
 
+  /** A copy of `items` in uniformly random order (Fisher–Yates from the back). */
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
+
   bool(p = 0.5): boolean {
     return this.next() < p;
   }

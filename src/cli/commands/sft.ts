@@ -139,22 +139,7 @@ export const sft = defineCommand(
 
 /** `--task`: one task, or a comma list of `name[:weight]`; `--options`: JSON options by task name. */
 export function parseTaskMix(text: string, optionsJson?: string): TaskMixEntry[] {
-  let options: Record<string, unknown> = {};
-  if (optionsJson !== undefined) {
-    try {
-      options = JSON.parse(optionsJson);
-    } catch (e) {
-      throw new UsageError(`--options: not JSON (${(e as Error).message})`);
-    }
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('--options: give a JSON object');
-  }
-  const parts = text.split(',');
-  const names = parts.map((part) => part.trim().split(':')[0]);
-  // One task may give its options directly; a mix gives them by task name.
-  const byName = names.length === 1 && !(names[0] in options) ? { [names[0]]: options } : options;
-  const unknown = Object.keys(byName).filter((k) => !names.includes(k));
-  if (unknown.length > 0) throw new UsageError(`--options: ${unknown.join(', ')} is not a task of --task ${text}`);
-  return parts.map((part) => {
+  const entries = text.split(',').map((part) => {
     const [name, w, ...rest] = part.trim().split(':');
     let task;
     try {
@@ -166,17 +151,33 @@ export function parseTaskMix(text: string, optionsJson?: string): TaskMixEntry[]
     if (rest.length > 0 || !(w === undefined || (/^\d*\.?\d+$/.test(w) && weight > 0))) {
       throw new UsageError(`--task: the weight of ${name} must be a positive number (got ${JSON.stringify(part.trim())})`);
     }
+    return { name, task, weight };
+  });
+  let options: Record<string, unknown> = {};
+  if (optionsJson !== undefined) {
+    try {
+      options = JSON.parse(optionsJson);
+    } catch (e) {
+      throw new UsageError(`--options: not JSON (${(e as Error).message})`);
+    }
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('--options: give a JSON object');
+  }
+  const names = entries.map((e) => e.name);
+  // One task may give its options directly; a mix gives them by task name.
+  const byName = names.length === 1 && !(names[0] in options) ? { [names[0]]: options } : options;
+  const unknown = Object.keys(byName).filter((k) => !names.includes(k));
+  if (unknown.length > 0) throw new UsageError(`--options: ${unknown.join(', ')} is not a task of --task ${text}`);
+  return entries.map(({ name, task, weight }) => {
     const given = byName[name] ?? {};
     if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`--options: the options of ${name} must be a JSON object`);
-    const stray = Object.keys(given).filter((k) => !(k in (task.defaultOptions as object)));
-    if (stray.length > 0) throw new UsageError(`--options: ${name} has no option ${stray.join(', ')} (it has ${Object.keys(task.defaultOptions as object).join(', ')})`);
-    let opts;
+    const known = Object.keys(task.defaultOptions as object);
+    const stray = Object.keys(given).filter((k) => !known.includes(k));
+    if (stray.length > 0) throw new UsageError(`--options: ${name} has no option ${stray.join(', ')} (it has ${known.join(', ')})`);
     try {
-      opts = task.validateOptions(given as never);
+      return { task, opts: task.validateOptions(given as never) as never, weight };
     } catch (e) {
       throw new UsageError(`--options: ${(e as Error).message}`);
     }
-    return { task, opts: opts as never, weight };
   });
 }
 

@@ -12,7 +12,8 @@ import type { ModelConfig } from '../model/config';
 import { forwardLogits } from '../model/gpt';
 import type { GPTParams } from '../model/params';
 import { Rng } from '../rng';
-import { MULTIHOP_DEFAULTS, multihop, parseAssignments } from '../tasks/multihop';
+import { MULTIHOP_DEFAULTS, assignmentsOf, multihop, parseAssignments } from '../tasks/multihop';
+import { T } from '../tokenizer/vocab';
 
 export interface LookupResult {
   /** Assignments in the clone's chunk. */
@@ -43,12 +44,7 @@ export function lookupCases(size: number, n: number, seed: number): { found: Loo
   const missing: LookupCase[] = [];
   for (let i = 0; i < n; i++) {
     // The assignments of a default problem: chain links and distractors, as clones meet them.
-    const p = multihop.generate(rng, MULTIHOP_DEFAULTS, `lookup-${i}`);
-    const all = Object.values(p.context!).flatMap((c) => c.split(' '));
-    for (let j = all.length - 1; j > 0; j--) {
-      const k = rng.int(0, j);
-      [all[j], all[k]] = [all[k], all[j]];
-    }
+    const all = rng.shuffle(assignmentsOf(multihop.generate(rng, MULTIHOP_DEFAULTS, `lookup-${i}`)));
     const chunk = all.slice(0, size).join(' ');
     const inside = parseAssignments(chunk);
     const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.has(v));
@@ -59,15 +55,24 @@ export function lookupCases(size: number, n: number, seed: number): { found: Loo
   return { found, missing };
 }
 
-/** Share of cases whose greedy clone answer is exactly the case's answer. */
+/** Cases run through the model at once (rows of one padded forward pass). */
+const BATCH = 128;
+
+/**
+ * Share of cases whose greedy clone answer is exactly the case's answer. Cases go through the
+ * model in right-padded batches: with causal attention the padding after a case cannot change
+ * its logits.
+ */
 export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: readonly LookupCase[], encode: (t: string) => number[]): number {
   let solved = 0;
-  for (const c of cases) {
-    const prompt = encode(c.prompt);
-    const target = encode(`<ans>${c.answer}<eos>`);
-    const ids = [...prompt, ...target];
-    const greedy = tf.tidy(() => (forwardLogits(params, config, tf.tensor2d([ids], [1, ids.length], 'int32')).argMax(-1).arraySync() as number[][])[0]);
-    if (target.every((t, j) => greedy[prompt.length - 1 + j] === t)) solved++;
+  for (let start = 0; start < cases.length; start += BATCH) {
+    const rows = cases.slice(start, start + BATCH).map((c) => ({ prompt: encode(c.prompt), target: encode(`<ans>${c.answer}<eos>`) }));
+    const width = Math.max(...rows.map((r) => r.prompt.length + r.target.length));
+    const ids = rows.flatMap((r) => [...r.prompt, ...r.target, ...new Array<number>(width - r.prompt.length - r.target.length).fill(T.pad)]);
+    const greedy = tf.tidy(() => forwardLogits(params, config, tf.tensor2d(ids, [rows.length, width], 'int32')).argMax(-1).arraySync() as number[][]);
+    rows.forEach((r, i) => {
+      if (r.target.every((t, j) => greedy[i][r.prompt.length - 1 + j] === t)) solved++;
+    });
   }
   return cases.length === 0 ? 0 : solved / cases.length;
 }

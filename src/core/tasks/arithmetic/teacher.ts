@@ -58,11 +58,7 @@ export function sliceSum(s: Sum, cuts: number[]): Sum[] {
 }
 
 function randomCuts(rng: Rng, nTerms: number, parts: number): number[] {
-  const positions = Array.from({ length: nTerms - 1 }, (_, i) => i + 1);
-  for (let i = positions.length - 1; i > 0; i--) {
-    const j = rng.int(0, i);
-    [positions[i], positions[j]] = [positions[j], positions[i]];
-  }
+  const positions = rng.shuffle(Array.from({ length: nTerms - 1 }, (_, i) => i + 1));
   return positions.slice(0, parts - 1).sort((a, b) => a - b);
 }
 

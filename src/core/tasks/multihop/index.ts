@@ -64,7 +64,7 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
   const links = vars.map((v, i) => `${v}=${i === 0 ? value : vars[i - 1]}.`);
   // Slots: chunk × position; chain links go to distinct chunks where possible.
   const slots: string[][] = Array.from({ length: o.chunks }, () => []);
-  const order = shuffled(rng, Array.from({ length: o.chunks }, (_, i) => i));
+  const order = rng.shuffle(Array.from({ length: o.chunks }, (_, i) => i));
   links.forEach((link, i) => slots[order[i % o.chunks]].push(link));
   // Distractors: their own short chains and constants, never touching the question's chain.
   const distractors: string[] = [];
@@ -75,7 +75,7 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
       distractors.push(v);
       chunk.push(`${v}=${rhs}.`);
     }
-    chunk.splice(0, chunk.length, ...shuffled(rng, chunk));
+    chunk.splice(0, chunk.length, ...rng.shuffle(chunk));
   }
   const context: Record<string, string> = {};
   slots.forEach((chunk, i) => (context[keyName(i)] = chunk.join(' ')));
@@ -113,13 +113,9 @@ export function resolveChain(p: Problem): string[] {
   throw new Error('multihop: chain does not end');
 }
 
-function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = rng.int(0, i);
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
+/** Every assignment of the problem's context (`qx=7.`), chunk by chunk. */
+export function assignmentsOf(problem: Problem): string[] {
+  return Object.values(problem.context ?? {}).flatMap((c) => c.split(' '));
 }
 
 /**
@@ -129,10 +125,10 @@ function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
  * the long-context setting's. A warm start on `perChunk` 1 drills only chunks of 1–2.
  */
 function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
-  const all = Object.values(problem.context ?? {}).flatMap((c) => c.split(' '));
+  const all = assignmentsOf(problem);
   const largest = Math.min(6, 2 * Number(problem.meta.perChunk), all.length - 1);
   return [true, true, false, false].map((found) => {
-    const picked = shuffled(rng, all).slice(0, rng.int(1, largest));
+    const picked = rng.shuffle(all).slice(0, rng.int(1, largest));
     const chunk = picked.join(' ');
     const inside = [...parseAssignments(chunk).keys()];
     const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.includes(v));
