@@ -30,14 +30,55 @@ export async function writeCheckpointDir(dir: string, ckpt: Checkpoint): Promise
   }
 }
 
-export async function readCheckpointDir(dir: string): Promise<Checkpoint> {
+/**
+ * The directory whose files are the checkpoint: a run directory (src/cli/runDir.ts) gives its
+ * committed save; a run written before that layout must have weights and state of one step.
+ */
+async function checkpointFilesDir(dir: string): Promise<string> {
+  let latest: string | null = null;
+  try {
+    latest = (await readFile(join(dir, 'LATEST'), 'utf8')).trim();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${join(dir, 'LATEST')}: ${(e as Error).message}`);
+  }
+  if (latest !== null) {
+    if (!/^save-\d+$/.test(latest)) throw new Error(`${join(dir, 'LATEST')} names ${JSON.stringify(latest)}, which is not a save of this run directory`);
+    return join(dir, latest);
+  }
+  let stateText: string | null = null;
+  try {
+    stateText = await readFile(join(dir, 'state.json'), 'utf8');
+  } catch {
+    return dir;
+  }
+  const step = (() => {
+    try {
+      return (JSON.parse(stateText) as { step?: unknown } | null)?.step;
+    } catch {
+      return undefined;
+    }
+  })();
+  try {
+    const meta = JSON.parse(await readFile(join(dir, CHECKPOINT_FILES.selfcest), 'utf8')) as { step?: unknown } | null;
+    if (meta?.step !== step) {
+      throw new Error(`${dir}: ${CHECKPOINT_FILES.selfcest} says step ${JSON.stringify(meta?.step)} but state.json says ${JSON.stringify(step)}: the weights and the run state are from different saves (an interrupted save); resume the run to see which save is complete`);
+    }
+  } catch (e) {
+    if ((e as Error).message.startsWith(dir)) throw e;
+  }
+  return dir;
+}
+
+export async function readCheckpointDir(path: string): Promise<Checkpoint> {
   let isDir: boolean;
+  let dir = path;
   try {
     isDir = (await stat(dir)).isDirectory();
   } catch {
     throw new Error(`checkpoint directory ${dir} does not exist`);
   }
   if (!isDir) throw new Error(`checkpoint path ${dir} is not a directory`);
+  dir = await checkpointFilesDir(dir);
 
   const files = new Map<string, Uint8Array>();
   for (const name of Object.values(CHECKPOINT_FILES)) {

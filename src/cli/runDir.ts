@@ -1,21 +1,34 @@
 /**
- * A resumable run directory (sft, train):
+ * A resumable run directory (sft, train), crash-safe as a whole:
  *
- *   model.safetensors config.json tokenizer.json selfcest.json   the latest weights (export format)
- *   optimizer.safetensors   AdamW moments
- *   state.json              step, run config, counters — written last, so it names a complete save
- *   metrics.jsonl           one line per logged step
+ *   LATEST                the name of the committed save ("save-000040"); replacing it by a
+ *                         rename is the one instant a new save becomes the run's state
+ *   save-000040/          one complete save, never changed after it is committed:
+ *     model.safetensors config.json tokenizer.json tokenizer_config.json selfcest.json
+ *                         the weights (export format: `--checkpoint RUN` reads this save)
+ *     optimizer.safetensors   AdamW moments and step
+ *     state.json              step, run config, counters
+ *     metrics.jsonl traces.jsonl   every row up to the save's step
+ *   metrics.jsonl traces.jsonl    hard links to the committed save's files, for people, git
+ *                         and plots; never read back on resume
  *
- * Every file is written under a temporary name and renamed into place. On load the
- * steps recorded in state.json, selfcest.json and the optimizer file must agree.
+ * A save is written into `save-N.tmp-<pid>/`, flushed, renamed to `save-N/`, and committed by
+ * renaming `LATEST.tmp-<pid>` over LATEST. A kill at any instant leaves LATEST naming one
+ * complete save (or no LATEST: no save yet), whatever was half written next to it. Opening the
+ * directory removes what is not the committed save (temporaries, uncommitted or older saves)
+ * and re-links the views. Directories written before this layout (files at the top level,
+ * state.json written last) are still read, and converted by their first new save.
  */
-import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { closeSync, existsSync, fsyncSync, openSync } from 'node:fs';
+import { access, copyFile, link, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { join } from 'node:path';
+import { encodeCheckpoint } from '../core/io';
 import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
-import type { Policy } from '../core/policy';
+import { type Policy, policyToCheckpoint } from '../core/policy';
 import type { AdamW } from '../core/rl/optim';
-import { loadPolicy, savePolicy } from './setup';
+import { UsageError } from './args';
+import { loadPolicy } from './setup';
 
 export interface RunState {
   kind: 'sft' | 'train';
@@ -29,23 +42,6 @@ export interface RunState {
   extra?: Record<string, unknown>;
 }
 
-async function writeAtomic(path: string, data: Uint8Array | string): Promise<void> {
-  await writeFile(`${path}.tmp`, data);
-  await rename(`${path}.tmp`, path);
-}
-
-export async function saveRun(dir: string, policy: Policy, optimizer: AdamW, state: RunState, preset: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const { step, tensors } = await optimizer.state();
-  const opt = encodeSafetensors(
-    [...tensors].map(([name, data]) => ({ name, shape: [data.length], data })),
-    { step: String(step), runStep: String(state.step) },
-  );
-  await writeAtomic(join(dir, 'optimizer.safetensors'), opt);
-  await savePolicy(dir, policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } });
-  await writeAtomic(join(dir, 'state.json'), JSON.stringify(state, null, 1) + '\n');
-}
-
 export interface LoadedRun {
   policy: Policy;
   state: RunState;
@@ -53,27 +49,286 @@ export interface LoadedRun {
   optimizerTensors: Map<string, Float32Array>;
 }
 
-/** The saved run in `dir`, or null when the directory holds none. */
-export async function loadRun(dir: string): Promise<LoadedRun | null> {
-  const statePath = join(dir, 'state.json');
-  if (!existsSync(statePath)) return null;
-  let state: RunState;
-  try {
-    state = JSON.parse(await readFile(statePath, 'utf8')) as RunState;
-  } catch (e) {
-    throw new Error(`${statePath} is not valid JSON (${(e as Error).message})`);
+export const LATEST = 'LATEST';
+export const ROW_FILES = ['metrics.jsonl', 'traces.jsonl'] as const;
+type RowFile = (typeof ROW_FILES)[number];
+const LEGACY_FILES = ['model.safetensors', 'config.json', 'tokenizer.json', 'tokenizer_config.json', 'selfcest.json', 'optimizer.safetensors', 'state.json'];
+const SAVE_NAME = /^save-(\d+)$/;
+/** The row files a kind of run keeps (sft logs no traces). */
+const rowFilesOf = (kind: RunState['kind']): readonly RowFile[] => (kind === 'train' ? ROW_FILES : ['metrics.jsonl']);
+
+export const saveName = (step: number) => `save-${String(step).padStart(6, '0')}`;
+
+/**
+ * Test hook: `SELFCEST_TEST_KILL_AT=S:P` SIGKILLs this process at point P of its S-th save
+ * (1-based saves, 0-based points: before each file operation and after the last);
+ * `SELFCEST_TEST_SAVE_POINTS=1` prints the points to stderr. Used by test/crash.test.ts.
+ */
+let savesThisProcess = 0;
+let pointInSave = 0;
+function savePoint(label: string): void {
+  const here = `${savesThisProcess}:${pointInSave++}`;
+  if (process.env.SELFCEST_TEST_SAVE_POINTS) process.stderr.write(`save-point ${here} ${label}\n`);
+  if (process.env.SELFCEST_TEST_KILL_AT === here) {
+    process.kill(process.pid, 'SIGKILL');
+    // The signal is delivered before the next instruction in practice; make sure nothing runs on.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
   }
-  if (!Number.isInteger(state.step) || state.step < 0) throw new Error(`${statePath}: step must be a non-negative integer`);
+}
+
+/** Writes and flushes a file (a rename after this cannot expose a half-written one). */
+async function writeDurable(path: string, data: Uint8Array | string): Promise<void> {
+  await writeFile(path, data);
+  syncPath(path);
+}
+
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `--out` checked before any work: a non-empty path that is a directory (or can be made one)
+ * and is writable. Throws a UsageError naming the flag.
+ */
+export async function checkOutDir(path: string, flag = '--out'): Promise<void> {
+  if (path.trim() === '') throw new UsageError(`${flag} must name a directory (got an empty path)`);
+  try {
+    const s = await stat(path);
+    if (!s.isDirectory()) throw new UsageError(`${flag} ${path} exists and is not a directory`);
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`${flag} ${path}: ${(e as Error).message}`);
+    try {
+      await mkdir(path, { recursive: true });
+    } catch (err) {
+      throw new UsageError(`${flag} ${path} cannot be created: ${(err as Error).message}`);
+    }
+  }
+  try {
+    await access(path, constants.W_OK);
+  } catch {
+    throw new UsageError(`${flag} ${path} is not writable`);
+  }
+}
+
+function parseState(text: string, file: string): RunState {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file} is not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: expected a JSON object, got ${JSON.stringify(raw)}`);
+  const s = raw as Record<string, unknown>;
+  const need = (ok: boolean, what: string) => {
+    if (!ok) throw new Error(`${file}: ${what}`);
+  };
+  need(s.kind === 'sft' || s.kind === 'train', `kind must be "sft" or "train" (got ${JSON.stringify(s.kind)})`);
+  need(Number.isSafeInteger(s.step) && (s.step as number) >= 0, `step must be a non-negative integer (got ${JSON.stringify(s.step)})`);
+  need(typeof s.config === 'object' && s.config !== null && !Array.isArray(s.config), 'config must be an object (the run configuration)');
+  for (const k of ['elapsedSec', 'tokensSeen'] as const) {
+    need(typeof s[k] === 'number' && Number.isFinite(s[k]) && (s[k] as number) >= 0, `${k} must be a finite number ≥ 0 (got ${JSON.stringify(s[k])})`);
+  }
+  return raw as RunState;
+}
+
+/** Rows of a jsonl file whose `step` is at most `maxStep` (legacy directories appended before saving). */
+function rowsUpTo(text: string, maxStep: number): string {
+  const kept = text.split('\n').filter((l) => {
+    if (l.trim() === '') return false;
+    try {
+      const step = (JSON.parse(l) as { step?: unknown }).step;
+      return typeof step === 'number' && step <= maxStep;
+    } catch {
+      return false;
+    }
+  });
+  return kept.length ? kept.join('\n') + '\n' : '';
+}
+
+/** The files of one save (a save directory, or the top level of a legacy run). */
+async function loadSave(dir: string, what: string): Promise<LoadedRun> {
+  const statePath = join(dir, 'state.json');
+  let text: string;
+  try {
+    text = await readFile(statePath, 'utf8');
+  } catch (e) {
+    throw new Error(`${what}: ${statePath} cannot be read (${(e as Error).message})`);
+  }
+  const state = parseState(text, statePath);
   const { policy, meta } = await loadPolicy(dir);
   if (meta.step !== state.step) {
-    throw new Error(`${dir}: weights are from step ${meta.step} but state.json says ${state.step} (interrupted save?)`);
+    throw new Error(`${what}: ${join(dir, 'selfcest.json')} says step ${meta.step} but ${statePath} says ${state.step} (the weights and the state are from different saves)`);
   }
-  const opt = decodeSafetensors(new Uint8Array(await readFile(join(dir, 'optimizer.safetensors'))));
+  const optPath = join(dir, 'optimizer.safetensors');
+  let opt;
+  try {
+    opt = decodeSafetensors(new Uint8Array(await readFile(optPath)));
+  } catch (e) {
+    throw new Error(`${optPath}: ${(e as Error).message}`);
+  }
   if (opt.metadata.runStep !== String(state.step)) {
-    throw new Error(`${dir}: optimizer state is from step ${opt.metadata.runStep} but state.json says ${state.step}`);
+    throw new Error(`${what}: ${optPath} is from step ${opt.metadata.runStep} but ${statePath} says ${state.step} (the optimizer and the state are from different saves)`);
+  }
+  const optimizerStep = Number(opt.metadata.step);
+  if (!Number.isSafeInteger(optimizerStep) || optimizerStep < 0) {
+    throw new Error(`${optPath}: the optimizer step must be a non-negative integer (got ${JSON.stringify(opt.metadata.step)})`);
   }
   const optimizerTensors = new Map([...opt.tensors].map(([k, t]) => [k, t.data]));
-  return { policy, state, optimizerStep: Number(opt.metadata.step), optimizerTensors };
+  return { policy, state, optimizerStep, optimizerTensors };
+}
+
+/** The run directory of `sft` or `train`: what it holds, its recovery, and its saves. */
+export class RunDir {
+  private constructor(
+    readonly dir: string,
+    /** The committed save, or null for a new run. */
+    readonly saved: LoadedRun | null,
+    /** Where the committed rows are: a save directory, or legacy text already cut to the step. */
+    private rows: { dir: string } | { legacy: Record<RowFile, string> } | null,
+    private committedName: string | null,
+    private readonly rowFiles: readonly RowFile[],
+  ) {}
+
+  /** Recovers `dir` (see the file comment) and loads its committed save, if any. */
+  static async open(dir: string, kind: RunState['kind']): Promise<RunDir> {
+    await checkOutDir(dir);
+    const entries = await readdir(dir);
+    const latestPath = join(dir, LATEST);
+    const recoverHint = `to start over, remove ${dir} or use a new --out`;
+    if (entries.includes(LATEST)) {
+      const name = (await readFile(latestPath, 'utf8')).trim();
+      if (!SAVE_NAME.test(name) || !entries.includes(name)) {
+        throw new Error(`${latestPath} names ${JSON.stringify(name)}, which is not a save in ${dir}; ${recoverHint}`);
+      }
+      let saved: LoadedRun;
+      try {
+        saved = await loadSave(join(dir, name), `cannot resume ${dir}`);
+      } catch (e) {
+        throw new Error(`${(e as Error).message}; the committed save ${join(dir, name)} is damaged; ${recoverHint}`);
+      }
+      checkKind(saved, kind, dir);
+      if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}; ${recoverHint}`);
+      // Everything but the committed save and its views is left over from an interrupted save.
+      for (const e of entries) {
+        if (e === LATEST || e === name || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
+        if (SAVE_NAME.test(e) || e.includes('.tmp-') || LEGACY_FILES.includes(e)) await rm(join(dir, e), { recursive: true, force: true });
+      }
+      const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
+      await run.linkViews();
+      return run;
+    }
+    // No commit yet: temporaries and saves are leftovers of an interrupted first save.
+    for (const e of entries) if (SAVE_NAME.test(e) || e.includes('.tmp-')) await rm(join(dir, e), { recursive: true, force: true });
+    if (entries.includes('state.json')) {
+      // A run written before this layout: its top level is the save, rows past it are dropped.
+      const saved = await loadSave(dir, `cannot resume ${dir}`);
+      checkKind(saved, kind, dir);
+      const legacy = {} as Record<RowFile, string>;
+      for (const f of rowFilesOf(kind)) legacy[f] = existsSync(join(dir, f)) ? rowsUpTo(await readFile(join(dir, f), 'utf8'), saved.state.step) : '';
+      return new RunDir(dir, saved, { legacy }, null, rowFilesOf(kind));
+    }
+    const stray = entries.filter((e) => (ROW_FILES as readonly string[]).includes(e) || LEGACY_FILES.includes(e));
+    if (stray.length > 0) {
+      throw new Error(`${dir} holds ${stray.join(', ')} but no committed save (${LATEST}); a new run would mix with them: move them away or use a new --out`);
+    }
+    return new RunDir(dir, null, null, null, rowFilesOf(kind));
+  }
+
+  /**
+   * Commits a complete save at `state.step`: weights, optimizer, state, and the rows so far
+   * plus `newRows` (per row file). Validation (e.g. non-finite weights) fails before anything
+   * is committed, leaving the previous save in place.
+   */
+  async save(policy: Policy, optimizer: AdamW, state: RunState, preset: string, newRows: Partial<Record<RowFile, readonly object[]>>): Promise<void> {
+    savesThisProcess++;
+    pointInSave = 0;
+    const name = saveName(state.step);
+    const tmp = join(this.dir, `${name}.tmp-${process.pid}`);
+    const files = encodeCheckpoint(await policyToCheckpoint(policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } }));
+    const { step: optStep, tensors } = await optimizer.state();
+    const optBytes = encodeSafetensors(
+      [...tensors].map(([n, data]) => ({ name: n, shape: [data.length], data })),
+      { step: String(optStep), runStep: String(state.step) },
+    );
+    savePoint('mkdir');
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp);
+    try {
+      for (const [n, bytes] of files) {
+        savePoint(`write ${n}`);
+        await writeDurable(join(tmp, n), bytes);
+      }
+      savePoint('write optimizer.safetensors');
+      await writeDurable(join(tmp, 'optimizer.safetensors'), optBytes);
+      savePoint('write state.json');
+      await writeDurable(join(tmp, 'state.json'), JSON.stringify(state, null, 1) + '\n');
+      for (const f of this.rowFiles) {
+        savePoint(`write ${f}`);
+        const added = (newRows[f] ?? []).map((r) => JSON.stringify(r) + '\n').join('');
+        const target = join(tmp, f);
+        if (this.rows && 'dir' in this.rows) {
+          await copyFile(join(this.rows.dir, f), target);
+          if (added) await writeFile(target, added, { flag: 'a' });
+          syncPath(target);
+        } else {
+          await writeDurable(target, (this.rows ? this.rows.legacy[f] : '') + added);
+        }
+      }
+      syncPath(tmp);
+      savePoint('rename save');
+      await rm(join(this.dir, name), { recursive: true, force: true });
+      await rename(tmp, join(this.dir, name));
+      syncPath(this.dir);
+    } catch (e) {
+      await rm(tmp, { recursive: true, force: true });
+      throw new Error(`cannot save ${this.dir} at step ${state.step}: ${(e as Error).message} (the previous save is kept)`);
+    }
+    const latestTmp = join(this.dir, `${LATEST}.tmp-${process.pid}`);
+    savePoint('write LATEST');
+    await writeDurable(latestTmp, name + '\n');
+    savePoint('commit LATEST');
+    await rename(latestTmp, join(this.dir, LATEST));
+    syncPath(this.dir);
+    const previous = this.committedName;
+    this.committedName = name;
+    this.rows = { dir: join(this.dir, name) };
+    await this.linkViews(savePoint);
+    savePoint('remove previous save');
+    if (previous && previous !== name) await rm(join(this.dir, previous), { recursive: true, force: true });
+    for (const f of LEGACY_FILES) {
+      if (!existsSync(join(this.dir, f))) continue;
+      savePoint(`remove legacy ${f}`);
+      await rm(join(this.dir, f), { force: true });
+    }
+    savePoint('done');
+  }
+
+  /** Top-level metrics.jsonl / traces.jsonl as hard links to the committed save's files. */
+  private async linkViews(point: (label: string) => void = () => undefined): Promise<void> {
+    if (!this.committedName) return;
+    for (const f of this.rowFiles) {
+      const tmp = join(this.dir, `${f}.tmp-${process.pid}`);
+      point(`link ${f}`);
+      await rm(tmp, { force: true });
+      try {
+        await link(join(this.dir, this.committedName, f), tmp);
+      } catch {
+        await copyFile(join(this.dir, this.committedName, f), tmp); // a filesystem without hard links
+      }
+      point(`rename ${f} view`);
+      await rename(tmp, join(this.dir, f));
+    }
+  }
+}
+
+function checkKind(saved: LoadedRun, kind: RunState['kind'], dir: string): void {
+  if (saved.state.kind !== kind) throw new Error(`${dir} holds a ${saved.state.kind} run, not a ${kind} run; use a new --out`);
 }
 
 /** Refuse to resume with a different configuration (the step count may grow). */
@@ -84,28 +339,6 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
     const b = JSON.stringify(current[key]);
     if (a !== b) throw new Error(`cannot resume: ${key} was ${a} in the saved run, now ${b} (use a new --out)`);
   }
-}
-
-export async function appendJsonl(path: string, rows: readonly object[]): Promise<void> {
-  if (rows.length === 0) return;
-  await mkdir(dirname(path), { recursive: true });
-  await appendFile(path, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
-}
-
-/** Drop lines logged after the last save (they will be produced again on resume). */
-export async function truncateJsonl(path: string, maxStep: number): Promise<void> {
-  if (!existsSync(path)) return;
-  const kept = (await readFile(path, 'utf8'))
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .filter((l) => {
-      try {
-        return (JSON.parse(l) as { step?: number }).step! <= maxStep;
-      } catch {
-        return false;
-      }
-    });
-  await writeAtomic(path, kept.length ? kept.join('\n') + '\n' : '');
 }
 
 export function formatDuration(sec: number): string {

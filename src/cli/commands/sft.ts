@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { defineCommand } from '../command';
-import { appendJsonl, checkResumeConfig, formatDuration, loadRun, saveRun, truncateJsonl } from '../runDir';
+import { RunDir, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
 import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry, sftMixSequences, sftStep, validateSftConfig } from '../../core/rl/sft';
@@ -35,6 +34,7 @@ export const sft = defineCommand(
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },
   async (f) => {
+    await checkOutDir(f.out!);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
@@ -56,13 +56,13 @@ export const sft = defineCommand(
     });
     const runConfig = { ...cfg, preset: f.preset, init: f.init ?? null } as Record<string, unknown>;
     const out = f.out!;
-    const metricsPath = join(out, 'metrics.jsonl');
 
     let policy: Policy;
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const saved = await loadRun(out);
+    const runDir = await RunDir.open(out, 'sft');
+    const saved = runDir.saved;
     let optimizer: AdamW;
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens']);
@@ -70,7 +70,6 @@ export const sft = defineCommand(
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       optimizer.load(saved.optimizerStep, saved.optimizerTensors);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
-      await truncateJsonl(metricsPath, step);
       console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
     } else {
       policy = f.init ? (await loadPolicy(f.init)).policy : freshPolicy(f.preset!, cfg.seed);
@@ -78,8 +77,11 @@ export const sft = defineCommand(
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
     }
     const preset = String(f.preset);
-    const save = () =>
-      saveRun(out, policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
+    const save = (rows: object[]) =>
+      runDir.save(policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, { 'metrics.jsonl': rows });
+    let appliedSteps = 0;
+    let skippedSteps = 0;
+    let skippedSinceLog = 0;
 
     const sessionStart = Date.now();
     const sessionFirstStep = step;
@@ -108,6 +110,11 @@ export const sft = defineCommand(
         trainedTokens: r.trainedTokens,
         elapsedSec: Math.round(elapsed * 10) / 10,
       };
+      if (r.applied) appliedSteps++;
+      else {
+        skippedSteps++;
+        skippedSinceLog++;
+      }
       let evalText = '';
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
         // Every task of the mix; the first keeps the plain keys, the others are `<task>.delegateAcc` and so on.
@@ -122,18 +129,22 @@ export const sft = defineCommand(
         const rate = windowTokens / ((Date.now() - windowStart) / 1000);
         const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - sessionFirstStep);
         console.log(
-          `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}`,
+          `step ${step}/${cfg.steps} loss ${r.loss.toFixed(4)} lr ${lr.toExponential(2)} gnorm ${r.gradNorm.toFixed(2)} tok/s ${Math.round(rate)} eta ${formatDuration(eta)}${evalText}` +
+            (skippedSinceLog > 0 ? ` | SKIPPED ${skippedSinceLog} non-finite step(s) since the last line` : ''),
         );
+        skippedSinceLog = 0;
         windowStart = Date.now();
         windowTokens = 0;
       }
       if (step % f['save-every']! === 0 || step === cfg.steps) {
-        await appendJsonl(metricsPath, pending.splice(0));
-        await save();
+        await save(pending.splice(0));
       }
     }
     grad?.close();
-    console.log(`done: ${out} at step ${step}`);
+    if (skippedSteps > 0 && appliedSteps === 0) {
+      throw new Error(`every step of this session (${skippedSteps}) was skipped: the loss or the gradient was not finite; the weights did not change`);
+    }
+    console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );
 

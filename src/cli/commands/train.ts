@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { defineCommand } from '../command';
-import { appendJsonl, checkResumeConfig, formatDuration, loadRun, saveRun, truncateJsonl } from '../runDir';
+import { RunDir, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
@@ -42,6 +41,7 @@ export const train = defineCommand(
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
   },
   async (f) => {
+    await checkOutDir(f.out!);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
@@ -63,15 +63,14 @@ export const train = defineCommand(
     });
     const runConfig = { ...cfg, init: f.init } as unknown as Record<string, unknown>;
     const out = f.out!;
-    const metricsPath = join(out, 'metrics.jsonl');
-    const tracesPath = join(out, 'traces.jsonl');
     const start = await loadPolicy(f.init!);
     const preset = String(start.meta.preset ?? 'custom');
     let policy: Policy = start.policy;
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const saved = await loadRun(out);
+    const runDir = await RunDir.open(out, 'train');
+    const saved = runDir.saved;
     const optimizer = () => new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
     let opt: AdamW;
     if (saved) {
@@ -80,8 +79,6 @@ export const train = defineCommand(
       opt = optimizer();
       opt.load(saved.optimizerStep, saved.optimizerTensors);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
-      await truncateJsonl(metricsPath, step);
-      await truncateJsonl(tracesPath, step);
       console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
     } else {
       opt = optimizer();
@@ -89,7 +86,10 @@ export const train = defineCommand(
     }
     // The frozen reference is the starting checkpoint, also after a resume.
     const reference = cfg.loss.beta > 0 ? (saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false })) : null;
-    const save = () => saveRun(out, policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset);
+    const save = (rows: { 'metrics.jsonl': object[]; 'traces.jsonl': object[] }) =>
+      runDir.save(policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, rows);
+    let appliedSteps = 0;
+    let skippedSteps = 0;
 
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
     const rollouts = f.workers! > 0 ? await PolicyRollouts.start(policy, f.workers!, f.backend as 'wasm', step) : null;
@@ -105,6 +105,8 @@ export const train = defineCommand(
       elapsed += metrics.wallSec;
       tokensSeen += traces.reduce((n, t) => n + t.tokens.total, 0);
       const row: Record<string, unknown> = { ...metrics };
+      if (metrics.nonFiniteSkips > 0 && metrics.nonFiniteSkips >= cfg.innerEpochs) skippedSteps++;
+      else appliedSteps++;
       if (f['eval-every']! > 0 && (step % f['eval-every']! === 0 || step === cfg.steps)) {
         const problems = heldOutProblems(task, task.validateOptions(cfg.taskOptions as never), f['eval-n']!, 12345);
         const local = rollouts ? null : new PolicyDecoder(policy);
@@ -120,15 +122,17 @@ export const train = defineCommand(
       const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - firstStep);
       console.log(
         `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)} kl ${metrics.kl.toExponential(2)} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
+          (metrics.nonFiniteSkips > 0 ? ` | SKIPPED ${metrics.nonFiniteSkips} non-finite update(s)` : '') +
           ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : ''),
       );
       if (step % f['save-every']! === 0 || step === cfg.steps) {
-        await appendJsonl(metricsPath, pendingMetrics.splice(0));
-        await appendJsonl(tracesPath, pendingTraces.splice(0));
-        await save();
+        await save({ 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });
       }
     }
     rollouts?.close();
-    console.log(`done: ${out} at step ${step}`);
+    if (skippedSteps > 0 && appliedSteps === 0) {
+      throw new Error(`every step of this session (${skippedSteps}) was skipped: the loss or the gradient was not finite (see the step lines); the weights did not change`);
+    }
+    console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );

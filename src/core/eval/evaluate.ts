@@ -43,7 +43,7 @@ export async function runProblems<O>(
   const traces: EpisodeTrace[] = [];
   for (let start = 0; start < problems.length; start += batch) {
     const s = new RolloutScheduler(decoder, cfg, { policyVersion, encode });
-    problems.slice(start, start + batch).forEach((p, i) => s.addEpisode(task, p, new Rng(seed * 7919 + start + i)));
+    problems.slice(start, start + batch).forEach((p, i) => s.addEpisode(task, p, Rng.stream(seed, 'eval-episode', start + i)));
     traces.push(...(await s.run()));
   }
   return traces;

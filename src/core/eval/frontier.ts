@@ -112,7 +112,7 @@ async function runSamples<O>(
   for (let start = 0; start < jobs.length; start += batch) {
     const slice = jobs.slice(start, start + batch);
     const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
-    slice.forEach(({ p, i, j }) => s.addEpisode(task, p, new Rng(seed * 1_000_003 + i * 131 + j)));
+    slice.forEach(({ p, i, j }) => s.addEpisode(task, p, Rng.stream(seed, 'frontier-episode', i, j)));
     const traces = await s.run();
     slice.forEach(({ i }, n) => out[i].push(traces[n]));
   }

@@ -39,7 +39,7 @@ function checkSize(size: number): void {
 export function lookupCases(size: number, n: number, seed: number): { found: LookupCase[]; missing: LookupCase[] } {
   checkSize(size);
   if (!Number.isInteger(n) || n < 1) throw new Error(`lookup: n must be a positive integer (got ${n})`);
-  const rng = new Rng(seed * 1009 + size);
+  const rng = Rng.stream(seed, 'lookup-cases', size);
   const found: LookupCase[] = [];
   const missing: LookupCase[] = [];
   for (let i = 0; i < n; i++) {

@@ -97,7 +97,7 @@ export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, st
     const w = m.weight ?? 1;
     if (!(Number.isFinite(w) && w > 0)) throw new Error(`sft: the weight of ${m.task.name} in the mix must be a positive number (got ${w})`);
   }
-  const rng = new Rng(cfg.seed * 1_000_003 + step);
+  const rng = Rng.stream(cfg.seed, 'sft-data', step);
   const seqs: TrainSequence[] = [];
   let tokens = 0;
   let n = 0;

@@ -123,7 +123,7 @@ export interface TrainerDeps {
 export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; traces: EpisodeTrace[] }> {
   const t0 = Date.now();
   const { policy, task, encode } = deps;
-  const rng = new Rng(cfg.seed * 1_000_003 + step);
+  const rng = Rng.stream(cfg.seed, 'grpo-step', step);
   const opts = task.validateOptions(cfg.taskOptions as never);
   const local = deps.decoder === undefined ? new PolicyDecoder(policy, cfg.batch * cfg.group * 2) : null;
   const decoder = deps.decoder ?? (local as PolicyDecoder);
