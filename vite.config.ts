@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -51,22 +52,94 @@ function tfjsWasmBinaries(): Plugin {
   };
 }
 
+/**
+ * onnxruntime-web, bundled with @xenova/transformers (whose tokenizer the engine worker uses),
+ * carries protobufjs's `inquire`, which on load looks for Node's `require` through an eval.
+ * A browser has no `require`, so it finds nothing either way, but under the CSP the eval is also
+ * reported as a violation. This hands it the answer it would get (nothing, caught by its own
+ * try) without the eval. If a new onnxruntime-web words it differently, e2e/csp.spec.ts fails.
+ */
+function noOnnxruntimeEval(): Plugin {
+  const EVAL = 'eval("quire".replace(/^/,"re"))';
+  return {
+    name: 'selfcest:no-onnxruntime-eval',
+    transform(code, id) {
+      if (!/[\\/]onnxruntime-web[\\/]dist[\\/]/.test(id) || !code.includes(EVAL)) return null;
+      return { code: code.split(EVAL).join('undefined'), map: null };
+    },
+  };
+}
+
 // Cross-origin isolation gives the page SharedArrayBuffer and precise timers.
 const crossOriginIsolation = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 
-export default defineConfig({
-  plugins: [react(), tfjsWasmBinaries()],
+/**
+ * The Content-Security-Policy header, sent with every response (the page and its module
+ * workers, which take their policy from their own script's response). Everything is served
+ * from this origin, so 'self' is the whole allow-list; e2e/csp.spec.ts trains under it and
+ * fails on any reported violation.
+ *
+ * - script-src 'wasm-unsafe-eval': compiling the tfjs wasm binary (WebAssembly.instantiate);
+ *   it does not allow eval or new Function, which nothing here needs.
+ * - worker-src 'self': the engine and rollout workers are same-origin ES module bundles (no
+ *   blob: workers: the threaded wasm binary, which would make them, is never loaded).
+ * - connect-src 'self': fetches of checkpoints/, the .wasm binaries and, in dev, the HMR
+ *   websocket (CSP 3 lets 'self' match ws: on the same host and port).
+ * - img-src data:: the empty `data:,` icon in index.html.
+ * - style-src 'self': the built stylesheet; React and d3 set styles through the CSSOM, which
+ *   CSP does not restrict. WebGPU and blob: downloads (an <a download> click) need no directive.
+ * - style-src-attr: the one style attribute set by markup, on the standalone copy of a chart
+ *   that src/app/charts/svgExport.ts serializes, allowed by its hash (SVG_EXPORT_STYLE).
+ *   Setting it through `copy.style.cssText` there instead would make this directive unneeded.
+ * - object-src, base-uri, form-action 'none', frame-ancestors 'none': no plugins, <base>, forms
+ *   or framing.
+ *
+ * The dev server injects an inline script (React Fast Refresh's preamble) and <style> elements
+ * (CSS imports, the error overlay). It allows them by a nonce: Vite writes `html.cspNonce` on
+ * the tags it emits and on the <style>s its client adds. One random value per server start is
+ * enough for a local dev server; the build has no inline code and gets no nonce.
+ */
+function contentSecurityPolicy(nonce?: string): string {
+  const inline = nonce === undefined ? '' : ` 'nonce-${nonce}'`;
+  const svgExportStyle = `'sha256-${createHash('sha256').update(SVG_EXPORT_STYLE).digest('base64')}'`;
+  return [
+    "default-src 'self'",
+    `script-src 'self' 'wasm-unsafe-eval'${inline}`,
+    "worker-src 'self'",
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    `style-src 'self'${inline}`,
+    `style-src-attr 'unsafe-hashes' ${svgExportStyle}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The style attribute svgExport.ts writes, character for character (e2e/csp.spec.ts exports a chart). */
+const SVG_EXPORT_STYLE = 'color:#1d2430;background:#ffffff;font-family:system-ui,sans-serif';
+
+const devNonce = randomBytes(16).toString('base64');
+
+export default defineConfig(({ command }) => ({
+  plugins: [react(), tfjsWasmBinaries(), noOnnxruntimeEval()],
   // public/ (shipped checkpoints) is copied to the build as-is.
   publicDir: 'public',
-  server: { headers: crossOriginIsolation },
-  preview: { headers: crossOriginIsolation },
-  worker: { format: 'es' },
+  server: { headers: { ...crossOriginIsolation, 'Content-Security-Policy': contentSecurityPolicy(devNonce) } },
+  preview: { headers: { ...crossOriginIsolation, 'Content-Security-Policy': contentSecurityPolicy() } },
+  // Dev server only ('serve'; preview serves dist/ as built): a build would bake it into index.html.
+  html: command === 'serve' ? { cspNonce: devNonce } : {},
+  // Worker bundles take their own plugin list (the engine worker is where onnxruntime-web is), and
+  // the dev server pre-bundles dependencies with its own too.
+  worker: { format: 'es', plugins: () => [noOnnxruntimeEval()] },
+  optimizeDeps: { rolldownOptions: { plugins: [noOnnxruntimeEval()] } },
   build: {
     target: 'es2022',
     // tfjs is large; one warning per build about it says nothing new.
     chunkSizeWarningLimit: 4096,
   },
-});
+}));

@@ -56,7 +56,7 @@ async function expectDelegatingRollout(page: Page): Promise<void> {
   await expect(page.getByTestId('context-view')).toContainText('<clone>');
 }
 
-// The tiny warm start (runs/warmstart-tiny, shipped beside the small one) is fast enough for
+// The tiny warm start (public/checkpoints/warmstart-tiny, beside the small one) is fast enough for
 // software WebGPU; it is loaded the way a user loads weights: by importing its files.
 const TINY = 'public/checkpoints/warmstart-tiny';
 

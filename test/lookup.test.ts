@@ -1,10 +1,16 @@
-/** The clone lookup probe on a multihop-trained checkpoint: its cases, and its greedy check against a plain greedy loop. */
+/**
+ * The clone lookup probe: its cases, and its greedy check against a plain greedy loop, on a
+ * model this test trains itself (the shipped tiny warm start, given a few lookup drills).
+ */
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getTokenizer, loadPolicy, setupBackend } from '../src/cli/setup';
 import { lookupAccuracy, lookupCases, lookupProbe } from '../src/core/eval/lookup';
 import { forwardLogits } from '../src/core/model/gpt';
 import { disposeParams } from '../src/core/model/params';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import { demoSequence } from '../src/core/rl/sequences';
+import { sftStep } from '../src/core/rl/sft';
 import { T } from '../src/core/tokenizer/vocab';
 
 const tok = getTokenizer();
@@ -44,9 +50,22 @@ describe('clone lookup probe', () => {
   });
 
   it('counts a lookup solved exactly when greedy decoding writes its answer', async () => {
-    const { policy } = await loadPolicy('runs/mh-lookup', false);
+    // The shipped tiny warm start (arithmetic only) answers a clone lookup with `<ans>` runs;
+    // 50 steps of lookup drills (seconds on wasm) make it write real `<ans>value<eos>` answers,
+    // right for some cases (three of the checked ones are among the drills) and wrong for others.
+    const { policy } = await loadPolicy('public/checkpoints/warmstart-tiny', true);
+    const { found } = lookupCases(3, 6, 2);
+    const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
     try {
-      const { found } = lookupCases(3, 6, 2);
+      const drill = (c: { prompt: string; answer: string }) =>
+        demoSequence({ role: 'clone', segments: [{ kind: 'prompt', text: c.prompt }, { kind: 'generated', text: `<ans>${c.answer}<eos>` }] }, encode);
+      for (let step = 0; step < 50; step++) {
+        const drills = [1, 6].flatMap((size) => {
+          const c = lookupCases(size, 4, 1000 + step);
+          return [...c.found, ...c.missing];
+        });
+        await sftStep(policy.params, policy.config, optimizer, [...found.slice(0, 3), ...found.slice(0, 3), ...drills].map(drill), 3e-3, 2048);
+      }
       // A plain greedy loop: one token at a time until <eos>.
       const greedy = (prompt: string) => {
         const ids = encode(prompt);
@@ -64,7 +83,8 @@ describe('clone lookup probe', () => {
       for (const c of found) {
         const written = greedy(c.prompt);
         const m = /^<ans>(.*)<eos>$/.exec(written);
-        if (m) answered++;
+        // A real answer: a value or `none`, not a run of control tokens.
+        if (m && !m[1].includes('<')) answered++;
         if (!m) {
           expect(lookupAccuracy(policy.params, policy.config, [c], encode)).toBe(0);
           continue;
@@ -73,7 +93,7 @@ describe('clone lookup probe', () => {
         expect(lookupAccuracy(policy.params, policy.config, [{ prompt: c.prompt, answer: `${m[1]}1` }], encode)).toBe(0);
         expect(lookupAccuracy(policy.params, policy.config, [c], encode)).toBe(m[1] === c.answer ? 1 : 0);
       }
-      // The multihop lookup stage writes answer blocks as clones, so the check above met real answers.
+      // The drilled model writes answer blocks as clones, so the check above met real answers.
       expect(answered).toBeGreaterThan(0);
       const rows = lookupProbe(policy.params, policy.config, encode, [1, 6], 3, 1);
       expect(rows.map((r) => [r.size, r.foundN, r.missingN])).toEqual([
@@ -82,7 +102,8 @@ describe('clone lookup probe', () => {
       ]);
       for (const r of rows) for (const a of [r.foundAccuracy, r.missingAccuracy]) expect([0, 1 / 3, 2 / 3, 1]).toContainEqual(a);
     } finally {
+      optimizer.dispose();
       disposeParams(policy.params);
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -1,7 +1,11 @@
 /**
- * A small flag parser: `--name value`, `--flag`, and `--no-flag` for booleans.
- * Anything unexpected is a UsageError, which main.ts turns into exit code 2.
+ * A small flag parser: `--name value`, `--name=value`, and for booleans `--flag`,
+ * `--flag=true|false` and `--no-flag`. A command's own flags (paths, step counts, process
+ * settings) come from its table; the run configuration's flags come from the one run-config
+ * table (src/core/runConfig.ts) for `train` and `sft`. Anything unexpected is a UsageError,
+ * which main.ts turns into exit code 2, naming the flag and its allowed range.
  */
+import { type RunConfig, type RunConfigKey, RunConfigError, checkField, fieldsOf, flagName, parseFieldText, rangeOf, validateRunConfig } from '../core/runConfig';
 
 export class UsageError extends Error {}
 
@@ -13,11 +17,35 @@ export type FlagSpec =
 export type FlagSpecs = Record<string, FlagSpec>;
 
 type ValueOf<S extends FlagSpec> = S extends { type: 'string' } ? string : S extends { type: 'bool' } ? boolean : number;
-export type ParsedFlags<S extends FlagSpecs> = { [K in keyof S]: ValueOf<S[K]> | undefined };
+/** A flag with a default or marked required always has a value; others may be undefined. */
+export type ParsedFlags<S extends FlagSpecs> = {
+  [K in keyof S]: S[K] extends { default: unknown } | { required: true } ? ValueOf<S[K]> : ValueOf<S[K]> | undefined;
+};
+
+/** What a command line gives a run command: its own flags and the run configuration. */
+export interface CommandLine<S extends FlagSpecs> {
+  flags: ParsedFlags<S>;
+  /** The validated run configuration (train, sft), or null for other commands. */
+  config: RunConfig | null;
+}
+
+function boolValue(key: string, inline: string | undefined): boolean {
+  if (inline === undefined || inline === 'true') return true;
+  if (inline === 'false') return false;
+  throw new UsageError(`--${key} is a switch: write --${key}, --${key}=true, --${key}=false or --no-${key} (got --${key}=${inline})`);
+}
 
 export function parseFlags<S extends FlagSpecs>(argv: readonly string[], specs: S): ParsedFlags<S> {
+  return parseCommandLine(argv, specs, null).flags;
+}
+
+export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], specs: S, surface: 'train' | 'sft' | null): CommandLine<S> {
   const out: Record<string, string | number | boolean | undefined> = {};
   for (const [k, s] of Object.entries(specs)) out[k] = s.default;
+  const fields = new Map(surface ? fieldsOf(surface).map((f) => [flagName(f), f]) : []);
+  const partial: Record<string, unknown> = {};
+  const names: Partial<Record<RunConfigKey, string>> = {};
+  const seen = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
@@ -28,14 +56,32 @@ export function parseFlags<S extends FlagSpecs>(argv: readonly string[], specs: 
       inline = key.slice(eq + 1);
       key = key.slice(0, eq);
     }
-    if (key.startsWith('no-') && specs[key.slice(3)]?.type === 'bool') {
-      out[key.slice(3)] = false;
+    const negated = key.startsWith('no-') && (specs[key.slice(3)]?.type === 'bool' || fields.get(key.slice(3))?.type === 'bool');
+    if (negated) {
+      if (inline !== undefined) throw new UsageError(`--${key} takes no value (got --${key}=${inline})`);
+      key = key.slice(3);
+    }
+    if (seen.has(key)) throw new UsageError(`--${key} is given twice`);
+    seen.add(key);
+    const field = fields.get(key);
+    if (field) {
+      names[field.key] = `--${key}`;
+      if (field.type === 'bool') {
+        partial[field.key] = negated ? false : boolValue(key, inline);
+        continue;
+      }
+      const raw = inline ?? argv[++i];
+      if (raw === undefined) throw new UsageError(`--${key} needs a value (${rangeOf(field)})`);
+      const value = parseFieldText(field, raw);
+      const err = checkField(field, value, `--${key}`);
+      if (err) throw new UsageError(err);
+      partial[field.key] = value;
       continue;
     }
     const spec = specs[key];
     if (!spec) throw new UsageError(`unknown flag --${key}`);
     if (spec.type === 'bool') {
-      out[key] = true;
+      out[key] = negated ? false : boolValue(key, inline);
       continue;
     }
     const raw = inline ?? argv[++i];
@@ -59,15 +105,49 @@ export function parseFlags<S extends FlagSpecs>(argv: readonly string[], specs: 
   for (const [k, s] of Object.entries(specs)) {
     if ('required' in s && s.required && out[k] === undefined) throw new UsageError(`--${k} is required`);
   }
-  return out as ParsedFlags<S>;
+  let config: RunConfig | null = null;
+  if (surface) {
+    try {
+      config = validateRunConfig(partial as Partial<RunConfig>, surface, names);
+    } catch (e) {
+      if (e instanceof RunConfigError) throw new UsageError(e.errors.join('\n'));
+      throw e;
+    }
+  }
+  return { flags: out as ParsedFlags<S>, config };
 }
 
-export function describeFlags(specs: FlagSpecs): string {
-  return Object.entries(specs)
-    .map(([k, s]) => {
-      const kind = s.type === 'bool' ? '' : s.type === 'string' && s.choices ? ` ${s.choices.join('|')}` : ` <${s.type}>`;
-      const def = s.default !== undefined ? ` (default ${s.default})` : '';
-      return `  --${k}${kind}${'required' in s && s.required ? ' (required)' : ''}  ${s.help}${def}`;
-    })
-    .join('\n');
+export function describeFlags(specs: FlagSpecs, surface: 'train' | 'sft' | null = null): string {
+  const own = Object.entries(specs).map(([k, s]) => {
+    const kind = s.type === 'bool' ? '' : s.type === 'string' && s.choices ? ` ${s.choices.join('|')}` : ` <${s.type}>`;
+    const def = s.default !== undefined ? ` (default ${s.default})` : '';
+    return `  --${k}${kind}${'required' in s && s.required ? ' (required)' : ''}  ${s.help}${def}`;
+  });
+  if (!surface) return own.join('\n');
+  const defaults = validateRunConfig({}, surface);
+  const cfg = fieldsOf(surface).map((f) => {
+    const name = flagName(f);
+    const kind = f.type === 'bool' ? ` (or --no-${name})` : f.type === 'enum' ? ` ${f.values.join('|')}` : ` <${rangeOf(f)}>`;
+    const d = defaults[f.key];
+    const def = f.type === 'bool' ? ` (default ${d ? 'on' : 'off'})` : d === null ? '' : ` (default ${typeof d === 'object' ? JSON.stringify(d) : String(d)}${f.taskDefault ? `; ${Object.entries(f.taskDefault).map(([t, v]) => `${v} for ${t}`).join(', ')}` : ''})`;
+    return `  --${name}${kind}  ${f.help}${def}`;
+  });
+  return `${own.join('\n')}\n\nrun configuration (the page's config table):\n${cfg.join('\n')}`;
+}
+
+/**
+ * Runs a config builder; its RunConfigErrors (a bad combination, bad task options) become a
+ * UsageError (exit 2), with the fields renamed to the flags the user wrote (`renames`).
+ */
+export function usageErrors<T>(build: () => T, renames: Partial<Record<RunConfigKey, string>> = {}): T {
+  try {
+    return build();
+  } catch (e) {
+    if (!(e instanceof RunConfigError)) throw e;
+    const named = e.errors.map((m) => {
+      const key = Object.keys(renames).find((k) => m.startsWith(`${k}:`) || m.startsWith(`${k} `));
+      return key ? `${renames[key as RunConfigKey]}${m.slice(key.length)}` : m;
+    });
+    throw new UsageError(named.join('\n'));
+  }
 }

@@ -1,4 +1,4 @@
-import { type FlagSpecs, type ParsedFlags, describeFlags, parseFlags } from './args';
+import { type CommandLine, type FlagSpecs, type ParsedFlags, describeFlags, parseCommandLine } from './args';
 
 export interface Command {
   summary: string;
@@ -7,16 +7,30 @@ export interface Command {
 }
 
 /** A command from its flag table and a body that receives parsed flags. */
-export function defineCommand<S extends FlagSpecs>(
-  name: string,
-  summary: string,
-  flags: S,
-  body: (f: ParsedFlags<S>) => Promise<void>,
-): Command {
+export function defineCommand<const S extends FlagSpecs>(name: string, summary: string, flags: S, body: (f: ParsedFlags<S>) => Promise<void>): Command {
   return {
     summary,
     usage: () => `usage: npm run cli -- ${name} [flags]\n${summary}\n\nflags:\n${describeFlags(flags)}`,
-    run: (argv) => body(parseFlags(argv, flags)),
+    run: (argv) => body(parseCommandLine(argv, flags, null).flags),
   };
 }
 
+/**
+ * A run command (`train`, `sft`): its own flags plus every field of the run-config table that
+ * the command sets, validated into one RunConfig before the body starts.
+ */
+export function defineRunCommand<const S extends FlagSpecs>(
+  name: 'train' | 'sft',
+  summary: string,
+  flags: S,
+  body: (line: CommandLine<S> & { config: NonNullable<CommandLine<S>['config']>; argv: readonly string[] }) => Promise<void>,
+): Command {
+  return {
+    summary,
+    usage: () => `usage: npm run cli -- ${name} [flags]\n${summary}\n\nflags:\n${describeFlags(flags, name)}`,
+    run: (argv) => {
+      const line = parseCommandLine(argv, flags, name);
+      return body({ flags: line.flags, config: line.config!, argv: [name, ...argv] });
+    },
+  };
+}

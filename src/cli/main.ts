@@ -37,8 +37,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Exit once stdout is flushed: a piped `logits --json` is longer than the pipe's buffer.
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => process.stdout.write('', () => process.exit(code)),
   (e: unknown) => {
     console.error(e);
     process.exit(1);

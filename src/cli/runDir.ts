@@ -11,6 +11,8 @@
  *     metrics.jsonl traces.jsonl   every row up to the save's step
  *   metrics.jsonl traces.jsonl    hard links to the committed save's files, for people, git
  *                         and plots; never read back on resume
+ *   run.json              the command line and run config of the run's first start (a
+ *                         document for people and git; never read back)
  *
  * A save is written into `save-N.tmp-<pid>/`, flushed, renamed to `save-N/`, and committed by
  * renaming `LATEST.tmp-<pid>` over LATEST. A kill at any instant leaves LATEST naming one
@@ -50,6 +52,7 @@ export interface LoadedRun {
 }
 
 export const LATEST = 'LATEST';
+export const RUN_JSON = 'run.json';
 export const ROW_FILES = ['metrics.jsonl', 'traces.jsonl'] as const;
 type RowFile = (typeof ROW_FILES)[number];
 const LEGACY_FILES = ['model.safetensors', 'config.json', 'tokenizer.json', 'tokenizer_config.json', 'selfcest.json', 'optimizer.safetensors', 'state.json'];
@@ -216,7 +219,7 @@ export class RunDir {
       if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}; ${recoverHint}`);
       // Everything but the committed save and its views is left over from an interrupted save.
       for (const e of entries) {
-        if (e === LATEST || e === name || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
+        if (e === LATEST || e === name || e === RUN_JSON || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
         if (SAVE_NAME.test(e) || e.includes('.tmp-') || LEGACY_FILES.includes(e)) await rm(join(dir, e), { recursive: true, force: true });
       }
       const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
@@ -309,10 +312,32 @@ export class RunDir {
     savePoint('done');
   }
 
+  /** Loads the committed save's optimizer state into `optimizer`; errors name the file. */
+  restoreOptimizer(optimizer: AdamW): void {
+    if (!this.saved) return;
+    const file = this.committedName ? join(this.dir, this.committedName, 'optimizer.safetensors') : join(this.dir, 'optimizer.safetensors');
+    try {
+      optimizer.load(this.saved.optimizerStep, this.saved.optimizerTensors);
+    } catch (e) {
+      throw new Error(`${file}: ${(e as Error).message}; the run cannot resume from this save (remove ${this.dir} or use a new --out to start over)`);
+    }
+  }
+
+  /** Writes run.json (command line, config) for a new run; a resumed run keeps the first one. */
+  async describe(argv: readonly string[], config: Record<string, unknown>): Promise<void> {
+    if (this.saved) return;
+    const tmp = join(this.dir, `${RUN_JSON}.tmp-${process.pid}`);
+    await writeDurable(tmp, JSON.stringify({ command: ['npm', 'run', 'cli', '--', ...argv], config, startedAt: new Date().toISOString() }, null, 1) + '\n');
+    await rename(tmp, join(this.dir, RUN_JSON));
+  }
+
   /** Top-level metrics.jsonl / traces.jsonl as hard links to the committed save's files. */
   private async linkViews(point: (label: string) => void = () => undefined): Promise<void> {
     if (!this.committedName) return;
     for (const f of this.rowFiles) {
+      const source = join(this.dir, this.committedName, f);
+      // Already a link to the committed file (rename between two links of one file does nothing).
+      if (await sameFile(source, join(this.dir, f))) continue;
       const tmp = join(this.dir, `${f}.tmp-${process.pid}`);
       point(`link ${f}`);
       await rm(tmp, { force: true });
@@ -327,15 +352,43 @@ export class RunDir {
   }
 }
 
+async function sameFile(a: string, b: string): Promise<boolean> {
+  try {
+    const [x, y] = await Promise.all([stat(a), stat(b)]);
+    return x.ino === y.ino && x.dev === y.dev;
+  } catch {
+    return false;
+  }
+}
+
 function checkKind(saved: LoadedRun, kind: RunState['kind'], dir: string): void {
   if (saved.state.kind !== kind) throw new Error(`${dir} holds a ${saved.state.kind} run, not a ${kind} run; use a new --out`);
 }
 
-/** Refuse to resume with a different configuration (the step count may grow). */
-export function checkResumeConfig(saved: Record<string, unknown>, current: Record<string, unknown>, ignore: string[]): void {
+/** Fields older runs recorded that no longer exist (they had no effect: RewardConfig.cloneFormatPenalty was never read). */
+const RETIRED: readonly (readonly [string, string])[] = [['reward', 'cloneFormatPenalty']];
+
+function withoutRetired(config: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...config };
+  for (const [parent, field] of RETIRED) {
+    const inner = out[parent];
+    if (typeof inner === 'object' && inner !== null && field in inner) {
+      const { [field]: _, ...rest } = inner as Record<string, unknown>;
+      out[parent] = rest;
+    }
+  }
+  return out;
+}
+
+/**
+ * Refuse to resume with a different configuration (the step count may grow). A key that a
+ * saved run does not record (it predates the field) counts as the value in `implied`.
+ */
+export function checkResumeConfig(saved: Record<string, unknown>, current: Record<string, unknown>, ignore: string[], implied: Record<string, unknown> = {}): void {
+  saved = withoutRetired(saved);
   for (const key of new Set([...Object.keys(saved), ...Object.keys(current)])) {
     if (ignore.includes(key)) continue;
-    const a = JSON.stringify(saved[key]);
+    const a = JSON.stringify(key in saved ? saved[key] : implied[key]);
     const b = JSON.stringify(current[key]);
     if (a !== b) throw new Error(`cannot resume: ${key} was ${a} in the saved run, now ${b} (use a new --out)`);
   }

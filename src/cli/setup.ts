@@ -1,11 +1,12 @@
 /** Shared start-up for commands: backend, tokenizer, policy from a checkpoint directory. */
 import { type Policy, policyFromCheckpoint, policyToCheckpoint } from '../core/policy';
-import { initParams } from '../core/model/params';
+import { disposeParams, initParams } from '../core/model/params';
 import { presetConfig } from '../core/model/config';
 import { Tokenizer } from '../core/tokenizer/tokenizer';
 import { type BackendName, initBackend } from '../runtime/backend';
 import { readCheckpointDir, writeCheckpointDir } from './checkpointDir';
 import type { SelfcestMeta } from '../core/io/checkpoint';
+import { probeLogits } from '../core/io/checkpointProbe';
 import { type ContextDecoder, PolicyDecoder } from '../core/rollout';
 import { PolicyRollouts } from '../runtime/node/pool';
 
@@ -19,9 +20,20 @@ export function getTokenizer(): Tokenizer {
   return tokenizer;
 }
 
+/**
+ * A checkpoint directory as a policy, after the probe forward (checkpointProbe.ts): weights whose
+ * logits are not finite are refused here, naming the directory and the file, not at sampling.
+ */
 export async function loadPolicy(dir: string, trainable = true): Promise<{ policy: Policy; meta: SelfcestMeta }> {
   const ckpt = await readCheckpointDir(dir);
-  return { policy: policyFromCheckpoint(ckpt, trainable), meta: ckpt.selfcest };
+  const policy = policyFromCheckpoint(ckpt, trainable);
+  try {
+    await probeLogits(policy.params, policy.config);
+  } catch (e) {
+    disposeParams(policy.params);
+    throw new Error(`${dir}: ${(e as Error).message}`);
+  }
+  return { policy, meta: ckpt.selfcest };
 }
 
 export function freshPolicy(preset: string, seed: number): Policy {

@@ -10,7 +10,7 @@ import { MessageChannel } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parameterCount, presetConfig } from '../core/model/config';
-import { CONFIG_DEFAULTS, type PlaygroundConfig } from '../core/playgroundConfig';
+import { PAGE_DEFAULTS, type RunConfig } from '../core/runConfig';
 import type { Endpoint } from './endpoint';
 import type { Engine } from './engine';
 import type { EngineHost } from './engineHost';
@@ -20,7 +20,7 @@ import { nodeHost } from './node/nodeHost';
 import type { EngineEvent } from './protocol';
 import { serveEngine } from './serveEngine';
 
-const config: PlaygroundConfig = { ...CONFIG_DEFAULTS, preset: 'tiny', group: 2, batch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
+const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
 const TEXT = '<root>12+3*4<sep>=12+12';
 
 let client: EngineClient;
@@ -77,7 +77,7 @@ const ofKind = <K extends EngineEvent['kind']>(kind: K) => events.filter((e): e 
 describe('engine', () => {
   it('refuses work before init, then starts the backend and the pool', async () => {
     await expect(client.request({ kind: 'step' })).rejects.toThrow(/not initialised/);
-    await expect(client.request({ kind: 'init', config: { ...config, batch: 0 } })).rejects.toThrow(/batch must be an integer in \[1, 256\] \(got 0\)/);
+    await expect(client.request({ kind: 'init', config: { ...config, batch: 0 } })).rejects.toThrow(/batch must be an integer in \[1, 1024\] \(got 0\)/);
     const init = await client.request({ kind: 'init', config });
     expect(init.workers).toBe(2);
     expect(init.backend.backend).toBe('wasm');

@@ -12,14 +12,15 @@ import * as tf from '@tensorflow/tfjs';
 import { type FrontierPoint, validateLimits, validateMethods, validateProblemCount } from '../core/eval/frontier';
 import { decodeCheckpoint } from '../core/io/checkpoint';
 import { forwardLogits } from '../core/model/gpt';
-import { type PlaygroundConfig, CONFIG_DEFAULTS, validatePlaygroundConfig } from '../core/playgroundConfig';
-import type { StepMetrics } from '../core/rl/train';
-import type { EpisodeTrace } from '../core/rollout/trace';
+import { type RunConfig, PAGE_DEFAULTS, validateRunConfig } from '../core/runConfig';
+import type { ScoredEpisode, StepMetrics } from '../core/rl/train';
+import { scoredTrace } from '../core/rollout/trace';
 import { getTask } from '../core/tasks';
 import { Tokenizer } from '../core/tokenizer/tokenizer';
 import { Serial, yieldToEvents } from './async';
 import { fetchCheckpointFiles, filesFromRecord } from './checkpointFiles';
-import { rolloutConfigFor } from './engineConfig';
+import { rolloutConfigOf } from '../core/runConfigTargets';
+import { probeCheckpoint } from '../core/io/checkpointProbe';
 import type { EngineHost } from './engineHost';
 import type { BackendReport, EngineEvent, EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from './protocol';
 import { type Reply, reply } from './rpc';
@@ -40,7 +41,7 @@ type BusyKind = 'sft' | 'train' | 'step' | 'frontier';
 const LIVE_METHODS = ['delegate', 'mono'] as const;
 
 export class Engine {
-  private config: PlaygroundConfig = { ...CONFIG_DEFAULTS };
+  private config: RunConfig = { ...PAGE_DEFAULTS };
   private training: Training | null = null;
   private wasmPaths: string | undefined;
   /** Bumped to stop the running loop (pause, or a request that supersedes it). */
@@ -80,7 +81,7 @@ export class Engine {
 
   private readonly handlers: Handlers = {
     init: async (req) => {
-      const config = validatePlaygroundConfig(req.config);
+      const config = validateRunConfig(req.config, 'page');
       await this.stopActive();
       return this.serial.run(async () => {
         this.teardown();
@@ -96,17 +97,20 @@ export class Engine {
     loadUrl: async (req) => {
       this.requireTraining();
       const files = await fetchCheckpointFiles(req.baseUrl, (url) => this.host.fetchFile(url));
-      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(decodeCheckpoint(files), req.baseUrl)));
+      const ckpt = decodeCheckpoint(files);
+      await probeCheckpoint(ckpt); // before the running model is replaced
+      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, req.baseUrl)));
     },
     loadFiles: async (req) => {
       this.requireTraining();
       const files = filesFromRecord(req.files);
       const ckpt = decodeCheckpoint(files);
+      await probeCheckpoint(ckpt);
       return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, [...files.keys()].join(', '))));
     },
     setConfig: async (req) => {
       const training = this.requireTraining();
-      const config = validatePlaygroundConfig(req.config);
+      const config = validateRunConfig(req.config, 'page');
       await this.stopActive();
       return this.serial.run(async () => {
         const old = this.config;
@@ -186,7 +190,7 @@ export class Engine {
           task: getTask(this.config.task),
           seed: req.seed,
           ...(req.prompt === undefined ? {} : { prompt: req.prompt }),
-          rollout: rolloutConfigFor(this.config, { allowSpawn: req.allowSpawn }),
+          rollout: rolloutConfigOf(this.config, { allowSpawn: req.allowSpawn }),
           policyVersion: model.version,
           encode: this.encode,
         });
@@ -307,9 +311,10 @@ export class Engine {
   }
 
   /** Keeps a step's results and tells the page: its episodes now, its metrics in batches. */
-  private recordStep(r: { metrics: StepMetrics; traces: EpisodeTrace[] }): void {
-    this.log.add(r.metrics, r.traces);
-    this.emit({ kind: 'episodes', step: r.metrics.step, traces: r.traces.slice(0, EPISODES_PER_EVENT) });
+  private recordStep(r: { metrics: StepMetrics; episodes: ScoredEpisode[] }): void {
+    const traces = r.episodes.map(scoredTrace);
+    this.log.add(r.metrics, traces);
+    this.emit({ kind: 'episodes', step: r.metrics.step, traces: traces.slice(0, EPISODES_PER_EVENT) });
     this.pendingMetrics.push(r.metrics);
     if (Date.now() - this.lastMetricsFlush >= METRICS_EVERY_MS) this.flushMetrics();
   }

@@ -6,22 +6,23 @@
  * This file is the contract the runtime and the app are built against.
  */
 import type { FrontierPoint, Method } from '../core/eval/frontier';
-import type { PlaygroundConfig } from '../core/playgroundConfig';
+import type { RunConfig } from '../core/runConfig';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import type { StepMetrics } from '../core/rl/train';
+import type { SftMetricsRow } from '../core/rl/sft';
 
 /** Checkpoint files by name (model.safetensors, config.json, tokenizer.json, selfcest.json, …). */
 export type CheckpointFiles = Record<string, ArrayBuffer>;
 
 export type EngineRequest =
   /** Start the backend and the rollout worker pool. */
-  | { kind: 'init'; config: PlaygroundConfig; wasmPaths?: string }
+  | { kind: 'init'; config: RunConfig; wasmPaths?: string }
   /** Fetch and load a served checkpoint directory (e.g. 'checkpoints/warmstart/'). */
   | { kind: 'loadUrl'; baseUrl: string }
   /** Load checkpoint files chosen by the user. Validated; on failure the current model stays. */
   | { kind: 'loadFiles'; files: CheckpointFiles }
   /** Apply a validated config (a preset change re-initialises the model). */
-  | { kind: 'setConfig'; config: PlaygroundConfig }
+  | { kind: 'setConfig'; config: RunConfig }
   /** Supervised warm start for `steps` steps (progress events; interruptible by pause). */
   | { kind: 'sft'; steps: number }
   /** GRPO until paused. */
@@ -104,6 +105,8 @@ export type EngineEvent =
   /** Finished frontier points: of a 'frontier' request, or of the periodic evaluation while training (with `step`). */
   | { kind: 'frontier'; points: FrontierPoint[] }
   | { kind: 'sftProgress'; step: number; steps: number; loss: number; tokensPerSec: number; etaSec: number }
+  /** Every warm-start step's row, as the CLI's sft writes it to metrics.jsonl. */
+  | { kind: 'sftMetrics'; rows: SftMetricsRow[] }
   | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };
 
 export type EngineMessage =

@@ -15,7 +15,7 @@ import type { RolloutConfig } from '../core/rollout/config';
 import { PolicyDecoder } from '../core/rollout/policyDecoder';
 import { RolloutScheduler } from '../core/rollout/scheduler';
 import { evaluate, parseSum } from '../core/tasks/arithmetic';
-import type { Problem, Task } from '../core/tasks/types';
+import type { AnyTask, Problem } from '../core/tasks';
 import { VOCAB } from '../core/tokenizer/vocab';
 import { yieldToEvents } from './async';
 import type { StepperState } from './protocol';
@@ -23,7 +23,7 @@ import type { StepperState } from './protocol';
 export const STEPPER_TOP_K = 5;
 
 export interface StepperSpec {
-  task: Task<never>;
+  task: AnyTask;
   seed: number;
   /** Own prompt text instead of a generated problem. */
   prompt?: string;
@@ -100,7 +100,7 @@ export class Stepper {
 }
 
 /** A problem from the user's own prompt (arithmetic: the truth is the expression's value). */
-export function problemFromPrompt(task: Task<never>, prompt: string): Problem {
+export function problemFromPrompt(task: AnyTask, prompt: string): Problem {
   if (task.name !== 'arithmetic') throw new Error(`stepper: own prompts are supported for arithmetic only (task ${task.name})`);
   let truth: number;
   try {

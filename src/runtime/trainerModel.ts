@@ -7,7 +7,7 @@ import { type Checkpoint, encodeCheckpoint } from '../core/io/checkpoint';
 import { type ModelConfig, PRESETS, parameterCount, presetConfig } from '../core/model/config';
 import { type GPTParams, cloneParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../core/model/params';
 import { type Policy, policyToCheckpoint } from '../core/policy';
-import { ADAMW_DEFAULTS, AdamW } from '../core/rl/optim';
+import { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from '../core/rl/optim';
 import type { ModelReport } from './protocol';
 
 type Origin = { kind: 'checkpoint'; tensors: ReadonlyMap<string, Float32Array> } | { kind: 'init'; seed: number };
@@ -51,13 +51,19 @@ export class TrainerModel {
     return { preset: this.preset, parameters: parameterCount(this.config), policyVersion: this.version, source: this.source };
   }
 
+  /**
+   * The GRPO optimizer with these settings. Its moments last from step to step (until `rebuild`);
+   * the settings are the caller's current ones, so a changed weight decay or clip applies from
+   * the next update.
+   */
   grpoOptimizer(lr: number, weightDecay: number, gradClip: number): AdamW {
-    this.grpoOpt ??= new AdamW(this.policy.params, { ...ADAMW_DEFAULTS, lr, weightDecay, gradClip });
+    this.grpoOpt = withSettings(this.grpoOpt, this.policy.params, { lr, weightDecay, gradClip });
     return this.grpoOpt;
   }
 
+  /** The SFT optimizer with these settings (see grpoOptimizer). */
   sftOptimizer(lr: number, weightDecay: number, gradClip: number): AdamW {
-    this.sftOpt ??= new AdamW(this.policy.params, { ...ADAMW_DEFAULTS, lr, weightDecay, gradClip });
+    this.sftOpt = withSettings(this.sftOpt, this.policy.params, { lr, weightDecay, gradClip });
     return this.sftOpt;
   }
 
@@ -102,6 +108,13 @@ export class TrainerModel {
     this.grpoOpt = null;
     this.sftOpt = null;
   }
+}
+
+/** `opt` (or a new optimizer over `params`) set to `settings`; its moments and step are kept. */
+function withSettings(opt: AdamW | null, params: GPTParams, settings: Pick<AdamWConfig, 'lr' | 'weightDecay' | 'gradClip'>): AdamW {
+  if (opt === null) return new AdamW(params, { ...ADAMW_DEFAULTS, ...settings });
+  opt.cfg = { ...opt.cfg, ...settings };
+  return opt;
 }
 
 function presetOf(c: ModelConfig): string | null {

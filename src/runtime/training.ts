@@ -10,13 +10,12 @@
  */
 import { heldOutProblems } from '../core/eval/evaluate';
 import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/frontier';
-import type { PlaygroundConfig } from '../core/playgroundConfig';
-import { cosineLr, sftSequences, sftStep } from '../core/rl/sft';
-import { type StepMetrics, grpoStep } from '../core/rl/train';
-import type { EpisodeTrace } from '../core/rollout/trace';
-import { getTask } from '../core/tasks';
+import type { RunConfig } from '../core/runConfig';
+import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
+import { type ScoredEpisode, type StepMetrics, grpoStep } from '../core/rl/train';
+import { getTask, withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
-import { grpoConfigFor, rolloutConfigFor, sftConfigFor } from './engineConfig';
+import { grpoConfigOf, rolloutConfigOf, sftConfigOf } from '../core/runConfigTargets';
 import type { EngineHost } from './engineHost';
 import { PooledDecoder } from './pooledDecoder';
 import type { BackendReport, EngineEvent } from './protocol';
@@ -31,6 +30,8 @@ type Encode = (text: string) => number[];
 /** Attempts of one step when devices keep failing. */
 const MAX_ATTEMPTS = 3;
 const PROGRESS_EVERY_MS = 250;
+/** The page trains open-ended: prompts come from (seed, step), `steps` only bounds the schedule. */
+const OPEN_ENDED_STEPS = 10_000_000;
 /** Seed of the fixed held-out set of the frontier (the CLI's `frontier` default too). */
 export const FRONTIER_SEED = 12345;
 
@@ -45,7 +46,7 @@ export class Training {
 
   private constructor(
     private readonly host: EngineHost,
-    private config: PlaygroundConfig,
+    private config: RunConfig,
     public model: TrainerModel,
     private backend: BackendReport,
     private pool: RolloutPool,
@@ -58,7 +59,7 @@ export class Training {
   }
 
   /** Selects the trainer's backend, then starts the pool and sends it the weights. */
-  static async start(host: EngineHost, config: PlaygroundConfig, makeModel: () => TrainerModel, wasmPaths: string | undefined, emit: (e: EngineEvent) => void): Promise<Training> {
+  static async start(host: EngineHost, config: RunConfig, makeModel: () => TrainerModel, wasmPaths: string | undefined, emit: (e: EngineEvent) => void): Promise<Training> {
     const backend = await host.selectBackend(config.backend, wasmPaths);
     const model = makeModel();
     let pool: RolloutPool;
@@ -88,12 +89,12 @@ export class Training {
     return { ...this.backend, notes: [...this.backend.notes, ...workers, ...this.notes] };
   }
 
-  setConfig(config: PlaygroundConfig): void {
+  setConfig(config: RunConfig): void {
     this.config = config;
   }
 
   /** A different backend preference or pool size: re-select here, restart the pool, move the weights. */
-  async restartBackend(config: PlaygroundConfig): Promise<void> {
+  async restartBackend(config: RunConfig): Promise<void> {
     const weights = await this.model.weights();
     this.pool.terminate();
     this.backend = await this.host.selectBackend(config.backend, this.wasmPaths);
@@ -124,8 +125,8 @@ export class Training {
   }
 
   /** One GRPO step: rollouts in the pool, the update here, then the new weights to the pool. */
-  async grpoStep(encode: Encode): Promise<{ metrics: StepMetrics; traces: EpisodeTrace[] }> {
-    const cfg = grpoConfigFor(this.config);
+  async grpoStep(encode: Encode): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
+    const cfg = grpoConfigOf(this.config, OPEN_ENDED_STEPS);
     const task = getTask(this.config.task);
     for (let attempt = 1; ; attempt++) {
       const model = this.model;
@@ -146,9 +147,9 @@ export class Training {
 
   /** Supervised warm start; stops early when `stopped()` turns true. */
   async sft(steps: number, encode: Encode, stopped: () => boolean): Promise<{ steps: number; loss: number }> {
-    const cfg = sftConfigFor(this.config, steps);
-    const task = getTask(this.config.task);
-    const opts = task.validateOptions(cfg.taskOptions as never);
+    // Each request is its own cosine schedule, so its warm-up is at most a tenth of it.
+    const cfg = sftConfigOf({ ...this.config, sftWarmup: Math.min(this.config.sftWarmup, Math.floor(steps / 10)) }, steps);
+    const { task, opts } = withOptions(this.config.task, cfg.taskOptions);
     const t0 = Date.now();
     let done = 0;
     let tokens = 0;
@@ -165,6 +166,7 @@ export class Training {
         if (r.applied) model.version++;
         loss = r.loss;
         tokens += r.tokens;
+        this.emit({ kind: 'sftMetrics', rows: [sftMetricsRow(model.sftSteps, r, lr, (Date.now() - t0) / 1000)] });
       } catch (e) {
         if (!(await this.recover(e))) throw e;
         continue;
@@ -187,9 +189,9 @@ export class Training {
    */
   async frontier(methods: readonly Method[], limits: readonly number[], n: number, encode: Encode, label: { checkpoint: string; step?: number }, onPoint: (p: FrontierPoint) => void): Promise<FrontierPoint[]> {
     await this.syncPool();
-    const task = getTask(this.config.task);
-    const problems = heldOutProblems(task, task.validateOptions({} as never), n, FRONTIER_SEED);
-    const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigFor(this.config) };
+    const { task, opts } = withOptions(this.config.task);
+    const problems = heldOutProblems(task, opts, n, FRONTIER_SEED);
+    const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigOf(this.config) };
     const points: FrontierPoint[] = [];
     for (const method of methods) {
       for (const limit of limits) {
@@ -203,7 +205,7 @@ export class Training {
 
   /** The root limit that training rollouts use (the live frontier evaluates there). */
   get rootLimit(): number {
-    return rolloutConfigFor(this.config).rootMaxTokens;
+    return rolloutConfigOf(this.config).rootMaxTokens;
   }
 
   /** Test hook: the recovery path of a lost device, in the trainer or in one rollout worker. */
@@ -266,6 +268,6 @@ export class Training {
   }
 }
 
-function startPool(host: EngineHost, config: PlaygroundConfig, wasmPaths: string | undefined): Promise<RolloutPool> {
+function startPool(host: EngineHost, config: RunConfig, wasmPaths: string | undefined): Promise<RolloutPool> {
   return RolloutPool.start((i) => host.startRolloutWorker(i), config.workers, { backend: config.backend, ...(wasmPaths === undefined ? {} : { wasmPaths }) });
 }

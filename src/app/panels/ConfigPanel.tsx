@@ -1,21 +1,22 @@
 /**
- * The run configuration, one field per CONFIG_PROPS entry. Edits are checked field by field;
+ * The run configuration, one field per page field of the run-config table. Edits are checked field by field;
  * Apply sends the whole config to the engine and writes it into the URL hash.
  */
 import { useEffect, useMemo, useState } from 'react';
-import { CONFIG_PROPS } from '../../core/playgroundConfig';
+import { TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { changedKeys, configOfDraft, draftErrors, draftOf, type ConfigProp, type Draft } from '../state/configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, type ConfigProp, type Draft } from '../state/configForm';
 import { usePlayground } from '../state/store';
 
-function Field({ prop, value, error, changed, onChange }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: Draft[keyof Draft]) => void }) {
+function Field({ prop, value, error, changed, onChange }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: NonNullable<Draft[keyof Draft]>) => void }) {
   const id = `config-${prop.key}`;
   let input;
-  if (prop.type === 'enum') {
+  if (prop.type === 'enum' || prop.type === 'task') {
+    const values: readonly string[] = prop.type === 'enum' ? prop.values : TASK_NAMES;
     input = (
-      <select id={id} data-testid={id} value={String(value)} onChange={(e) => onChange(e.target.value)}>
-        {prop.values.map((v) => (
+      <select id={id} data-testid={id} value={String(value)} title={prop.help} onChange={(e) => onChange(e.target.value)}>
+        {values.map((v) => (
           <option key={v}>{v}</option>
         ))}
       </select>
@@ -35,7 +36,7 @@ function Field({ prop, value, error, changed, onChange }: { prop: ConfigProp; va
       </span>
     );
   } else {
-    input = <input id={id} data-testid={id} className={error ? 'num invalid' : 'num'} value={String(value)} title={`${prop.min} … ${prop.max}`} onChange={(e) => onChange(e.target.value)} />;
+    input = <input id={id} data-testid={id} className={error ? 'num invalid' : 'num'} value={String(value ?? '')} title={`${prop.help}: ${rangeOf(prop)}`} onChange={(e) => onChange(e.target.value)} />;
   }
   return (
     <>
@@ -76,7 +77,7 @@ export function ConfigPanel() {
         </ul>
       )}
       <div className="config-grid">
-        {CONFIG_PROPS.map((p) => (
+        {PAGE_FIELDS.map((p) => (
           <Field key={p.key} prop={p} value={draft[p.key]} error={errors[p.key]} changed={changed.has(p.key)} onChange={(v) => setDraft((d) => ({ ...d, [p.key]: v }))} />
         ))}
       </div>

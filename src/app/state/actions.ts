@@ -3,7 +3,7 @@
  * pending, drops replies from a superseded run, and turns failures into a message.
  */
 import { type Method, frontierCsv } from '../../core/eval/frontier';
-import { configToHash, type PlaygroundConfig } from '../../core/playgroundConfig';
+import { configToHash, type RunConfig } from '../../core/runConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
@@ -58,12 +58,12 @@ export function showModel(model: ModelReport, note: string | null = null): void 
 }
 
 /** Writes the applied config into the URL without firing hashchange. */
-export function writeHash(config: PlaygroundConfig): void {
+export function writeHash(config: RunConfig): void {
   const hash = configToHash(config);
   history.replaceState(null, '', `${location.pathname}${location.search}${hash ? `#${hash}` : ''}`);
 }
 
-export async function applyConfig(config: PlaygroundConfig): Promise<void> {
+export async function applyConfig(config: RunConfig): Promise<void> {
   const before = getState().config;
   const model = await send({ kind: 'setConfig', config }, { replaces: config.preset !== before.preset });
   if (!model) return;

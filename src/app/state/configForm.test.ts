@@ -1,30 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { CONFIG_DEFAULTS } from '../../core/playgroundConfig';
+import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { changedKeys, configOfDraft, draftErrors, draftOf } from './configForm';
 
 describe('config form', () => {
   it('holds numbers as text and gives back the same config', () => {
-    const draft = draftOf(CONFIG_DEFAULTS);
+    const draft = draftOf(PAGE_DEFAULTS);
     expect(draft.lr).toBe('0.0001');
     expect(draftErrors(draft)).toEqual({});
-    expect(configOfDraft(draft, CONFIG_DEFAULTS)).toEqual(CONFIG_DEFAULTS);
-    expect(changedKeys(draft, CONFIG_DEFAULTS)).toEqual([]);
+    expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual(PAGE_DEFAULTS);
+    expect(changedKeys(draft, PAGE_DEFAULTS)).toEqual([]);
   });
 
   it('reports each bad field with its range and yields no config', () => {
-    const draft = { ...draftOf(CONFIG_DEFAULTS), group: '1', lr: '', budgets: [] as number[], credit: 'sum' };
+    const draft = { ...draftOf(PAGE_DEFAULTS), group: '1', lr: '', budgets: [] as number[], credit: 'sum' };
     const errors = draftErrors(draft);
     expect(errors.group).toBe('group must be an integer in [2, 64] (got 1)');
     expect(errors.lr).toMatch(/^lr must be a number in \[1e-7, 0.1\]/);
     expect(errors.budgets).toMatch(/^budgets must be a non-empty subset of 8, 16, 32, 64, 128/);
     expect(errors.credit).toBe('credit must be one of ratio, broadcast (got "sum")');
     expect(Object.keys(errors).sort()).toEqual(['budgets', 'credit', 'group', 'lr']);
-    expect(configOfDraft(draft, CONFIG_DEFAULTS)).toBeNull();
+    expect(configOfDraft(draft, PAGE_DEFAULTS)).toBeNull();
   });
 
   it('compares values, not spellings', () => {
-    const draft = { ...draftOf(CONFIG_DEFAULTS), lr: '1e-4', batch: '16', gating: false };
-    expect(changedKeys(draft, CONFIG_DEFAULTS)).toEqual(['batch', 'gating']);
-    expect(configOfDraft(draft, CONFIG_DEFAULTS)).toEqual({ ...CONFIG_DEFAULTS, batch: 16, gating: false });
+    const draft = { ...draftOf(PAGE_DEFAULTS), lr: '1e-4', batch: '16', gating: false };
+    expect(changedKeys(draft, PAGE_DEFAULTS)).toEqual(['batch', 'gating']);
+    expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual({ ...PAGE_DEFAULTS, batch: 16, gating: false });
   });
 });

@@ -1,48 +1,55 @@
 /**
- * The config panel's form: each CONFIG_PROPS entry as an editable draft value, checked with
- * the same checkValue the URL hash and the engine use. Pure; the panel renders it.
+ * The config panel's form: each page field of the run-config table (src/core/runConfig.ts) as
+ * an editable draft value, checked with the same checkField the URL hash, the CLI and the
+ * engine use. Pure; the panel renders it.
  */
-import { CONFIG_PROPS, checkValue, type PlaygroundConfig } from '../../core/playgroundConfig';
+import { type Field, type RunConfig, type RunConfigKey, checkField, fieldsOf, fieldText, parseFieldText } from '../../core/runConfig';
 
-export type ConfigProp = (typeof CONFIG_PROPS)[number];
-export type ConfigKey = keyof PlaygroundConfig;
+export type ConfigProp = Field;
+export type ConfigKey = RunConfigKey;
+
+/** The page's fields, in display order. */
+export const PAGE_FIELDS: readonly Field[] = fieldsOf('page');
 
 /** What the form holds per field: text for numbers (so "1e-4" can be typed), else the value. */
-export type Draft = Record<ConfigKey, string | boolean | number[]>;
+export type Draft = Partial<Record<ConfigKey, string | boolean | number[]>>;
 
-export function draftOf(config: PlaygroundConfig): Draft {
-  const draft = {} as Draft;
-  for (const p of CONFIG_PROPS) {
+const isText = (f: Field) => f.type === 'number' || f.type === 'seed' || f.type === 'optionalNumber' || f.type === 'json';
+
+export function draftOf(config: RunConfig): Draft {
+  const draft: Draft = {};
+  for (const p of PAGE_FIELDS) {
     const v = config[p.key];
-    draft[p.key] = p.type === 'number' ? String(v) : (v as string | boolean | number[]);
+    draft[p.key] = isText(p) ? fieldText(p, v) : (v as string | boolean | number[]);
   }
   return draft;
 }
 
-export function parseDraftValue(prop: ConfigProp, value: string | boolean | number[]): unknown {
-  if (prop.type === 'number') return typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+export function parseDraftValue(prop: ConfigProp, value: string | boolean | number[] | undefined): unknown {
+  if (isText(prop)) return typeof value === 'string' ? parseFieldText(prop, value) : NaN;
   return value;
 }
 
 /** Field → error message (field name and allowed range) for every invalid field. */
 export function draftErrors(draft: Draft): Partial<Record<ConfigKey, string>> {
   const errors: Partial<Record<ConfigKey, string>> = {};
-  for (const p of CONFIG_PROPS) {
-    const err = checkValue(p, parseDraftValue(p, draft[p.key]));
+  for (const p of PAGE_FIELDS) {
+    const value = parseDraftValue(p, draft[p.key]);
+    const err = checkField(p, value) ?? (p.key === 'task' && String(value).includes(',') ? 'task: the page runs one task' : null);
     if (err) errors[p.key] = err;
   }
   return errors;
 }
 
 /** The config a valid draft stands for, or null while any field is invalid. */
-export function configOfDraft(draft: Draft, base: PlaygroundConfig): PlaygroundConfig | null {
+export function configOfDraft(draft: Draft, base: RunConfig): RunConfig | null {
   if (Object.keys(draftErrors(draft)).length > 0) return null;
-  const config = { ...base } as Record<ConfigKey, unknown>;
-  for (const p of CONFIG_PROPS) config[p.key] = parseDraftValue(p, draft[p.key]);
-  return config as unknown as PlaygroundConfig;
+  const config: Record<string, unknown> = { ...base };
+  for (const p of PAGE_FIELDS) config[p.key] = parseDraftValue(p, draft[p.key]);
+  return config as unknown as RunConfig;
 }
 
 /** Keys whose draft differs from the applied config. */
-export function changedKeys(draft: Draft, config: PlaygroundConfig): ConfigKey[] {
-  return CONFIG_PROPS.filter((p) => JSON.stringify(parseDraftValue(p, draft[p.key])) !== JSON.stringify(config[p.key])).map((p) => p.key);
+export function changedKeys(draft: Draft, config: RunConfig): ConfigKey[] {
+  return PAGE_FIELDS.filter((p) => JSON.stringify(parseDraftValue(p, draft[p.key])) !== JSON.stringify(config[p.key])).map((p) => p.key);
 }

@@ -11,6 +11,9 @@ import { MAX_EPISODES, appendLog, setState, type EpisodeRow, type MetricPoint } 
 let nextEpisodeKey = 1;
 
 /** Adds rows with a step after the last one shown (a step's reply and its event both carry it). */
+/** Warm-start rows kept for the page (a long warm start keeps its latest steps). */
+const MAX_SFT_ROWS = 20_000;
+
 export function addMetrics(rows: readonly StepMetrics[]): void {
   setState((s) => {
     const episodes = s.config.batch * s.config.group;
@@ -44,6 +47,9 @@ export function handleEvent(event: EngineEvent): void {
       return;
     case 'sftProgress':
       setState({ sft: { step: event.step, steps: event.steps, loss: event.loss, tokensPerSec: event.tokensPerSec, etaSec: event.etaSec } });
+      return;
+    case 'sftMetrics':
+      setState((s) => ({ sftMetrics: [...s.sftMetrics, ...event.rows].slice(-MAX_SFT_ROWS) }));
       return;
     case 'log':
       appendLog({ level: event.level, message: event.message });

@@ -2,8 +2,7 @@
  * Page start: config from the URL hash, engine up, shipped warm start loaded (or a clearly
  * labelled random init when there is none, or when the link asks for another preset).
  */
-import { configFromHash } from '../../core/playgroundConfig';
-import { defaultWorkerCount } from '../../runtime/engineConfig';
+import { configFromHash, defaultWorkerCount } from '../../core/runConfig';
 import type { Engine } from '../engine/engine';
 import { applyConfig, attachEngine, errorText, send, showModel } from './actions';
 import { handleEvent } from './events';

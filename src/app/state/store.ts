@@ -2,9 +2,10 @@
  * The page's one state table (zustand). Controls call actions (actions.ts), actions send engine
  * requests, replies and engine events land here, and panels render from here: one direction.
  */
+import type { SftMetricsRow } from '../../core/rl/sft';
 import { create } from 'zustand';
 import type { FrontierPoint } from '../../core/eval/frontier';
-import { CONFIG_DEFAULTS, type PlaygroundConfig } from '../../core/playgroundConfig';
+import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
@@ -46,7 +47,7 @@ export interface PlaygroundState {
   /** Bumped by every stepperStart; advances of an older rollout are dropped. */
   stepperRun: number;
   /** The config the engine runs with (and the URL hash shows). */
-  config: PlaygroundConfig;
+  config: RunConfig;
   /** Problems with the URL hash: reported, the bad values not applied. */
   hashErrors: string[];
   backend: BackendReport | null;
@@ -69,6 +70,8 @@ export interface PlaygroundState {
   context: number | null;
   stepper: StepperState | null;
   sft: SftProgress | null;
+  /** Warm-start steps of this model (the CLI's sft rows). */
+  sftMetrics: SftMetricsRow[];
   /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
   frontier: FrontierPoint[];
   log: LogLine[];
@@ -80,7 +83,7 @@ export const MAX_LOG = 60;
 export const INITIAL_STATE: PlaygroundState = {
   run: 0,
   stepperRun: 0,
-  config: { ...CONFIG_DEFAULTS, budgets: [...CONFIG_DEFAULTS.budgets] },
+  config: { ...PAGE_DEFAULTS, budgets: [...PAGE_DEFAULTS.budgets] },
   hashErrors: [],
   backend: null,
   workers: null,
@@ -97,6 +100,7 @@ export const INITIAL_STATE: PlaygroundState = {
   context: null,
   stepper: null,
   sft: null,
+  sftMetrics: [],
   frontier: [],
   log: [],
 };
@@ -108,8 +112,8 @@ export const getState = usePlayground.getState;
 export const setState = usePlayground.setState;
 
 /** The history that belongs to one model: cleared when the model is replaced or reset. */
-export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'frontier'> {
-  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, frontier: [] };
+export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'sftMetrics' | 'frontier'> {
+  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, sftMetrics: [], frontier: [] };
 }
 
 export function appendLog(line: LogLine): void {

@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
+import { checkOutDir } from '../runDir';
 import { UsageError } from '../args';
 
 interface Row {
@@ -22,6 +23,7 @@ export const compare = defineCommand(
     out: { type: 'string', help: 'write compare.md and reward.svg here' },
   },
   async (f) => {
+    if (f.out !== undefined) await checkOutDir(f.out);
     const runs = await Promise.all(
       f.runs!.split(',').map(async (entry) => {
         const [label, dir] = entry.includes('=') ? entry.split('=') : [basename(entry), entry];

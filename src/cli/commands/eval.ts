@@ -1,6 +1,7 @@
+import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
-import { getTask } from '../../core/tasks';
+import { withOptions } from '../../core/tasks';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
@@ -12,7 +13,7 @@ export const evaluate = defineCommand(
     task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
-    seed: { type: 'int', default: 12345, help: 'seed of the held-out problem set' },
+    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', help: 'sample at this temperature instead of greedy' },
     'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
@@ -24,11 +25,10 @@ export const evaluate = defineCommand(
   async (f) => {
     await setupBackend(f.backend);
     const tok = getTokenizer();
-    const task = getTask(f.task!);
-    const opts = task.validateOptions({
+    const { task, opts } = withOptions(f.task!, {
       ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
       ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
-    } as never);
+    });
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const cfg = validateRolloutConfig(
       f.temperature === undefined ? { ...task.rolloutDefaults, greedy: true, allowSpawn: f.method === 'delegate' } : { ...task.rolloutDefaults, temperature: f.temperature, allowSpawn: f.method === 'delegate' },

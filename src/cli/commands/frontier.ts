@@ -1,6 +1,7 @@
+import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
-import { getTask } from '../../core/tasks';
+import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
@@ -13,7 +14,7 @@ export const frontierCommand = defineCommand(
     task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, help: 'problems' },
-    seed: { type: 'int', default: 12345, help: 'seed of the problem set (sampling seeds derive from it)' },
+    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
@@ -31,10 +32,10 @@ export const frontierCommand = defineCommand(
     }
     await setupBackend(f.backend);
     const tok = getTokenizer();
-    const task = getTask(f.task!);
+    const { task, opts } = withOptions(f.task!);
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
-    const problems = heldOutProblems(task, task.validateOptions({} as never), f.n!, f.seed!);
+    const problems = heldOutProblems(task, opts, f.n!, f.seed!);
     const result = await frontier(
       decoder,
       task,

@@ -25,6 +25,13 @@ export const logits = defineCommand(
     const rows = (await out.array())[0];
     out.dispose();
     disposeParams(policy.params);
+    // JSON writes NaN and ±Infinity as null: refuse instead of printing numbers that are not there.
+    rows.forEach((row, i) => {
+      const j = row.findIndex((v) => !Number.isFinite(v));
+      if (j >= 0) {
+        throw new Error(`${f.checkpoint}: the logits are not finite (${row[j]} for token ${j} at position ${i} of --text); the weights are probably too large for float32`);
+      }
+    });
     if (f.json) {
       console.log(JSON.stringify({ tokens, logits: rows }));
     } else {

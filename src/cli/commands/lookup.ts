@@ -1,3 +1,4 @@
+import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { lookupProbe } from '../../core/eval/lookup';
@@ -10,7 +11,7 @@ export const lookup = defineCommand(
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 100, min: 1, max: 5000, help: 'lookups of each kind per chunk size' },
     sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
-    seed: { type: 'int', default: 1, help: 'seed of the lookups' },
+    seed: { type: 'int', default: 1, min: 0, max: SEED_MAX, help: 'seed of the lookups' },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },

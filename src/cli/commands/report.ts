@@ -1,9 +1,11 @@
+import { SEED_MAX } from '../../core/rng';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineCommand } from '../command';
+import { checkOutDir } from '../runDir';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
-import { getTask } from '../../core/tasks';
+import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv } from '../../core/eval/frontier';
 import { type FrontierPanel, frontierSvg } from '../../core/eval/frontierSvg';
@@ -25,13 +27,14 @@ export const report = defineCommand(
   {
     out: { type: 'string', required: true, help: 'output directory' },
     n: { type: 'int', default: 100, min: 1, help: 'problems per setting' },
-    seed: { type: 'int', default: 12345, help: 'seed of the problem sets' },
+    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem sets' },
     checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'root token limits' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
+    await checkOutDir(f.out);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
@@ -44,8 +47,8 @@ export const report = defineCommand(
       const { policy } = await loadPolicy(dir, false);
       const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
       for (const s of SETTINGS) {
-        const task = getTask(s.task);
-        const problems = heldOutProblems(task, task.validateOptions(s.options as never), f.n!, f.seed!);
+        const { task, opts } = withOptions(s.task, s.options);
+        const problems = heldOutProblems(task, opts, f.n!, f.seed!);
         const r = await frontier(decoder, task, problems, { ...FRONTIER_DEFAULTS, limits, seed: f.seed! }, encode, (p) =>
           console.log(`${label} | ${s.label} | ${p.method} @${p.limit}: ${(p.accuracy * 100).toFixed(1)}% at ${p.meanTokens.toFixed(0)} tokens`),
         );

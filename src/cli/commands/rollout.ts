@@ -1,3 +1,4 @@
+import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { Rng } from '../../core/rng';
@@ -11,7 +12,7 @@ export const rollout = defineCommand(
   {
     task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', help: 'checkpoint directory (default: a random tiny model)' },
-    seed: { type: 'int', default: 0, help: 'problem and sampling seed' },
+    seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'problem and sampling seed' },
     temperature: { type: 'number', default: 1, help: 'sampling temperature' },
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
     mono: { type: 'bool', default: false, help: 'forbid spawning (monolithic)' },

@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { EpisodeTrace } from '../rollout/trace';
 import { arithmetic } from '../tasks/arithmetic';
 import type { Problem } from '../tasks/types';
 import { meanReward } from './evaluate';
 
 const problem = (truth: string): Problem => ({ task: 'arithmetic', id: truth, prompt: '1+1', truth, meta: {} });
 /** Only what the reward reads. */
-const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) =>
-  ({ answer, correct, rounds, tokens: { root, longestClonePerRound: clones } }) as unknown as EpisodeTrace;
+const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) => ({ answer, correct, rounds, tokens: { root, longestClonePerRound: clones } });
 
 describe('meanReward on held-out episodes', () => {
   it('is the mean of the SELFCEST rewards, checked by hand', () => {

@@ -8,7 +8,7 @@ import type { RolloutConfig } from '../rollout/config';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
-import { REWARD_DEFAULTS, type RewardConfig, episodeReward } from '../rl/reward';
+import { REWARD_DEFAULTS, type RewardConfig, type RewardedEpisode, episodeReward } from '../rl/reward';
 
 export interface EvalSummary {
   n: number;
@@ -82,7 +82,7 @@ export function summarize(traces: readonly EpisodeTrace[]): EvalSummary {
 }
 
 /** Mean SELFCEST reward (DESIGN §1) of episodes run on `problems` in order (the training reward on held-out problems). */
-export function meanReward<O>(task: Task<O>, problems: readonly Problem[], traces: readonly EpisodeTrace[], cfg: RewardConfig = REWARD_DEFAULTS): number {
+export function meanReward<O>(task: Task<O>, problems: readonly Problem[], traces: readonly (RewardedEpisode & Pick<EpisodeTrace, 'answer'>)[], cfg: RewardConfig = REWARD_DEFAULTS): number {
   if (traces.length !== problems.length) throw new Error(`meanReward: ${traces.length} episodes for ${problems.length} problems`);
   if (traces.length === 0) return 0;
   const total = traces.reduce((a, t, i) => a + episodeReward(t, task.verify(problems[i], t.answer), cfg).reward, 0);

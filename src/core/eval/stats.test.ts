@@ -24,6 +24,9 @@ describe('majority vote', () => {
     expect(majorityVote(['4', '3', '3', '4'])).toBe('3'); // '3' reached two votes first
     expect(majorityVote([null, null])).toBeNull();
     expect(majorityVote(['7', null, '8', '8'])).toBe('8');
+    // Answers are model output: names every plain object has are counted like any other.
+    expect(majorityVote(['constructor', '__proto__', '__proto__', 'tostring', null])).toBe('__proto__');
+    expect(majorityVote(['constructor'])).toBe('constructor');
   });
 });
 

@@ -5,6 +5,7 @@ import { buildTokenizerConfig, buildTokenizerJson } from '../tokenizer/tokenizer
 import { VOCAB, VOCAB_SIZE } from '../tokenizer/vocab';
 import {
   CHECKPOINT_FILES,
+  CheckpointError,
   decodeCheckpoint,
   encodeCheckpoint,
   makeSelfcestMeta,
@@ -311,6 +312,48 @@ describe('decodeCheckpoint rejects bad checkpoints with a message naming the pro
     f.delete('config.json');
     f.delete('tokenizer.json');
     expect(() => decodeCheckpoint(f)).toThrow(/missing files config.json, tokenizer.json/);
+  });
+});
+
+describe('decodeCheckpoint names the file and field of malformed JSON, never a TypeError', () => {
+  const withFile = (file: string, text: string) => {
+    const f = encodeCheckpoint(tinyCheckpoint());
+    f.set(file, new TextEncoder().encode(text));
+    return f;
+  };
+  const without = (file: string, field: string) => {
+    const f = encodeCheckpoint(tinyCheckpoint());
+    const j = dec(f.get(file));
+    delete j[field];
+    f.set(file, enc(j));
+    return f;
+  };
+  const cases: [string, () => Map<string, Uint8Array>, RegExp][] = [
+    ['a null selfcest.json', () => withFile('selfcest.json', 'null'), /^checkpoint: selfcest.json must hold a JSON object$/],
+    ['a null config.json (one prefix only)', () => withFile('config.json', 'null'), /^checkpoint: config.json must hold a JSON object$/],
+    ['a config.json array', () => withFile('config.json', '[2]'), /^checkpoint: config.json must hold a JSON object$/],
+    ['a null tokenizer.json', () => withFile('tokenizer.json', 'null'), /^checkpoint: tokenizer.json must hold a JSON object$/],
+    ['a null tokenizer_config.json', () => withFile('tokenizer_config.json', 'null'), /^checkpoint: tokenizer_config.json must hold a JSON object$/],
+    ['a tokenizer.json whose model is an array', () => withJson('tokenizer.json', { model: [] }), /^checkpoint: tokenizer.json: model must be an object \(got \[\]\)$/],
+    ['selfcest.json without format', () => without('selfcest.json', 'format'), /^checkpoint: selfcest.json: format must be "selfcest-checkpoint" \(got missing\)$/],
+    ['selfcest.json without protocolVersion', () => without('selfcest.json', 'protocolVersion'), /^checkpoint: selfcest.json: protocolVersion must be an integer \(got missing\)$/],
+    ['selfcest.json without vocab', () => without('selfcest.json', 'vocab'), /^checkpoint: selfcest.json: vocab must be an array of strings \(got missing\)$/],
+    ['selfcest.json with a null vocab', () => withJson('selfcest.json', { vocab: null }), /^checkpoint: selfcest.json: vocab must be an array of strings$/],
+    ['selfcest.json with a null step', () => withJson('selfcest.json', { step: null }), /^checkpoint: selfcest.json: step must be a non-negative integer \(got null\)$/],
+    ['config.json without n_embd', () => without('config.json', 'n_embd'), /^checkpoint: config.json: n_embd must be an integer in \[1, 4096\] \(got missing\)$/],
+    ['config.json without model_type', () => without('config.json', 'model_type'), /^checkpoint: config.json: model_type must be "gpt2" \(got missing\)$/],
+    ['config.json with a null layer_norm_epsilon', () => withJson('config.json', { layer_norm_epsilon: null }), /^checkpoint: config.json: layer_norm_epsilon must be a number in \(0, 1\) \(got null\)$/],
+    ['config.json with a null activation_function', () => withJson('config.json', { activation_function: null }), /^checkpoint: config.json: activation_function must be "gelu_new" .*\(got null\)$/],
+  ];
+  it.each(cases)('%s', (_label, make, message) => {
+    let thrown: unknown;
+    try {
+      decodeCheckpoint(make());
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(CheckpointError);
+    expect((thrown as Error).message).toMatch(message);
   });
 });
 

@@ -86,6 +86,8 @@ function fail(message: string): never {
   throw new CheckpointError(message);
 }
 
+/** A parsed JSON value for a message; an absent field reads "missing". */
+const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v));
 const shapeText = (shape: readonly number[]) => `[${shape.join(', ')}]`;
 const sameShape = (a: readonly number[], b: readonly number[]) =>
   a.length === b.length && a.every((d, i) => d === b[i]);
@@ -152,9 +154,10 @@ export function decodeCheckpoint(files: ReadonlyMap<string, Uint8Array>): Checkp
   // selfcest.json first: a wrong vocabulary or protocol explains every later mismatch.
   const selfcest = parseMeta(parseJsonFile(CHECKPOINT_FILES.selfcest, get(CHECKPOINT_FILES.selfcest)));
 
+  const hfConfig = parseJsonFile(CHECKPOINT_FILES.config, get(CHECKPOINT_FILES.config));
   let config: ModelConfig;
   try {
-    config = fromHfConfig(parseJsonFile(CHECKPOINT_FILES.config, get(CHECKPOINT_FILES.config)));
+    config = fromHfConfig(hfConfig);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -196,7 +199,7 @@ function parseMeta(raw: object): SelfcestMeta {
   const j = raw as Record<string, unknown>;
   const where = CHECKPOINT_FILES.selfcest;
   if (j.format !== CHECKPOINT_FORMAT) {
-    fail(`${where}: format must be "${CHECKPOINT_FORMAT}" (got ${JSON.stringify(j.format)})`);
+    fail(`${where}: format must be "${CHECKPOINT_FORMAT}" (got ${show(j.format)})`);
   }
   const meta: SelfcestMeta = {
     format: CHECKPOINT_FORMAT,
@@ -224,13 +227,13 @@ function checkMeta(meta: SelfcestMeta): void {
   const where = CHECKPOINT_FILES.selfcest;
   if (meta.format !== CHECKPOINT_FORMAT) fail(`${where}: format must be "${CHECKPOINT_FORMAT}"`);
   const v = meta.protocolVersion;
-  if (!Number.isInteger(v)) fail(`${where}: protocolVersion must be an integer (got ${JSON.stringify(v)})`);
+  if (!Number.isInteger(v)) fail(`${where}: protocolVersion must be an integer (got ${show(v)})`);
   if (!SUPPORTED_PROTOCOL_VERSIONS.includes(v)) {
     fail(`${where}: unsupported protocolVersion ${v} (this build supports ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`);
   }
   const vocab: unknown = meta.vocab;
   if (!Array.isArray(vocab) || !vocab.every((t) => typeof t === 'string')) {
-    fail(`${where}: vocab must be an array of strings`);
+    fail(`${where}: vocab must be an array of strings${vocab === undefined ? ' (got missing)' : ''}`);
   }
   const theirs = vocab as string[];
   const n = Math.min(theirs.length, VOCAB.length);
@@ -248,7 +251,7 @@ function checkMeta(meta: SelfcestMeta): void {
 function checkTokenizer(tok: object): void {
   const model = (tok as Record<string, unknown>).model;
   if (model === undefined) return;
-  if (model === null || typeof model !== 'object') fail('tokenizer.json: model must be an object');
+  if (model === null || typeof model !== 'object' || Array.isArray(model)) fail(`tokenizer.json: model must be an object (got ${show(model)})`);
   const vocab = (model as Record<string, unknown>).vocab;
   if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab)) return;
   const ids = vocab as Record<string, unknown>;

@@ -118,11 +118,12 @@ export function fromHfConfig(json: unknown): ModelConfig {
   }
 
   // Fields with HF defaults: absent means the default, which is what we compute.
-  const eps = j.layer_norm_epsilon ?? 1e-5;
+  // Only an absent field takes the default: HF reads null as None, which GPT2 cannot run with.
+  const eps = j.layer_norm_epsilon === undefined ? 1e-5 : j.layer_norm_epsilon;
   if (typeof eps !== 'number' || !(eps > 0 && eps < 1)) {
     fail('layer_norm_epsilon', `must be a number in (0, 1) (got ${show(j.layer_norm_epsilon)})`);
   }
-  const act = j.activation_function ?? 'gelu_new';
+  const act = j.activation_function === undefined ? 'gelu_new' : j.activation_function;
   if (act !== 'gelu_new') {
     fail('activation_function', `must be "gelu_new" (the tanh GELU this model uses) (got ${show(act)})`);
   }

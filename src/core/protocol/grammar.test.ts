@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../rng';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { T, VOCAB_SIZE } from '../tokenizer/vocab';
-import { CloneParser, type ParseEvent, RootParser, clonePrompt, extractAnswer, joinInjection } from './grammar';
+import { CloneParser, type ParseEvent, RootParser, clonePrompt, contextChunk, extractAnswer, joinInjection } from './grammar';
 import { VIOLATIONS } from './violations';
 
 const tok = Tokenizer.builtin();
@@ -92,6 +92,20 @@ describe('prompts and injection', () => {
     expect('tokens' in r && tok.decode(r.tokens)).toBe('<clone>who is in ana is in rome.?<sep>');
     expect(clonePrompt(tok.encode('<ctx>k9'), { k2: 'x' }, (t) => tok.encode(t))).toEqual({ error: 'unknown context key "k9"' });
     expect(clonePrompt(tok.encode('<ctx>?'), {}, (t) => tok.encode(t))).toEqual({ error: '<ctx> without a key' });
+  });
+
+  it('finds only the own keys of a context, never what a plain object inherits', () => {
+    const context = { k1: 'qx=7.' };
+    // The keys a model can spell with the vocabulary (lowercase, digits, '_') …
+    for (const key of ['constructor', '__proto__', 'tostring', 'valueof', 'hasownproperty']) {
+      expect(clonePrompt(tok.encode(`<ctx>${key} qx?`), context, (t) => tok.encode(t))).toEqual({ error: `unknown context key ${JSON.stringify(key)}` });
+    }
+    // … and the lookup itself for every name Object.prototype has.
+    for (const key of Object.getOwnPropertyNames(Object.prototype)) expect(contextChunk(context, key)).toBeUndefined();
+    expect(contextChunk(context, 'k1')).toBe('qx=7.');
+    expect(contextChunk(undefined, 'k1')).toBeUndefined();
+    // A context that came through JSON with an own '__proto__' entry is read as data.
+    expect(contextChunk(JSON.parse('{"__proto__":"ab=1."}') as Record<string, string>, '__proto__')).toBe('ab=1.');
   });
 
   it('injects answers cut to the limit and failure markers', () => {

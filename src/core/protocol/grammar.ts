@@ -156,6 +156,17 @@ export class CloneParser {
   }
 }
 
+/**
+ * The chunk a `<ctx>key` names, or undefined. The key is model output and the context a plain
+ * (JSON-serialisable) object, so only its own string entries count: `constructor` or
+ * `__proto__` must not find what every object inherits.
+ */
+export function contextChunk(context: Readonly<Record<string, string>> | undefined, key: string): string | undefined {
+  if (context === undefined || !Object.hasOwn(context, key)) return undefined;
+  const chunk: unknown = context[key];
+  return typeof chunk === 'string' ? chunk : undefined;
+}
+
 /** Key characters after `<ctx>`: lowercase letters, digits and '_'. */
 const KEY_CHAR = /^[a-z0-9_]$/;
 
@@ -177,7 +188,7 @@ export function clonePrompt(
     let key = '';
     while (i + 1 < subtask.length && KEY_CHAR.test(VOCAB[subtask[i + 1]] ?? '')) key += VOCAB[subtask[++i]];
     if (key === '') return { error: '<ctx> without a key' };
-    const chunk = context?.[key];
+    const chunk = contextChunk(context, key);
     if (chunk === undefined) return { error: `unknown context key ${JSON.stringify(key)}` };
     out.push(...encode(chunk));
   }

@@ -17,7 +17,7 @@ const episodes = [
   { contexts: [root()] },
   { contexts: [root(), clone('2')] },
   { contexts: [root('malformed_spawn')] },
-] as never[];
+];
 const rewards = [1, 0.01, 0.5, 0.2, 0.2];
 const groups = [
   [0, 1, 2],
@@ -57,7 +57,7 @@ describe('advantages', () => {
     expect(credits[0][0].advantage).toBeCloseTo(0.4966666667, 9);
     expect(credits[1][0].advantage).toBeCloseTo(-0.4933333333, 9);
     const gatedRoots = computeAdvantages(
-      [{ contexts: [root('malformed_spawn')] }, { contexts: [root()] }] as never[],
+      [{ contexts: [root('malformed_spawn')] }, { contexts: [root()] }],
       [0, 1],
       [[0, 1]],
       { ...ADVANTAGE_DEFAULTS, gateRoots: true },

@@ -12,7 +12,7 @@
  *   its tokens give exactly zero gradient. Optionally roots with protocol violations too.
  */
 import type { Violation } from '../protocol/violations';
-import type { EpisodeTrace } from '../rollout/trace';
+import type { ContextTrace } from '../rollout/trace';
 
 export type CloneCredit = 'broadcast' | 'ratio';
 
@@ -61,7 +61,7 @@ export interface GroupStats {
  * of its episodes in `episodes`; `rewards[i]` is episode i's reward.
  */
 export function computeAdvantages(
-  episodes: readonly Pick<EpisodeTrace, 'contexts'>[],
+  episodes: readonly { contexts: readonly Pick<ContextTrace, 'role' | 'answer' | 'violation'>[] }[],
   rewards: readonly number[],
   groups: readonly number[][],
   c: AdvantageConfig,

@@ -81,13 +81,34 @@ export class AdamW {
     return { step: this.step, tensors };
   }
 
-  /** Restore saved moments; every parameter's pair must be present with the right size. */
-  load(step: number, tensors: Map<string, Float32Array>): void {
+  /**
+   * Restore saved moments and step. Everything is checked before anything is assigned, so a bad
+   * file leaves the optimizer as it was: step a non-negative integer, exactly one `m.` and one
+   * `v.` array per parameter with its size, first moments finite, second moments finite and ≥ 0
+   * (a negative one would put a NaN in the √v of the update). Errors name the tensor; the caller
+   * adds the file.
+   */
+  load(step: number, tensors: ReadonlyMap<string, Float32Array>): void {
+    if (!Number.isSafeInteger(step) || step < 0) {
+      throw new Error(`optimizer step must be a non-negative integer (got ${typeof step === 'number' ? step : JSON.stringify(step)})`);
+    }
+    if (!(tensors instanceof Map)) throw new Error('moment tensors must be a map of name → Float32Array');
+    const expected = new Set<string>();
     for (const [kind, table] of [['m', this.m], ['v', this.v]] as const) {
       for (const [name, t] of table) {
-        const data = tensors.get(`${kind}.${name}`);
-        if (!data) throw new Error(`optimizer state: missing ${kind}.${name}`);
-        if (data.length !== t.size) throw new Error(`optimizer state: ${kind}.${name} has ${data.length} values, expected ${t.size}`);
+        const key = `${kind}.${name}`;
+        expected.add(key);
+        checkMoment(key, kind, tensors.get(key), t.size);
+      }
+    }
+    const extra = [...tensors.keys()].filter((k) => !expected.has(k));
+    if (extra.length > 0) {
+      const shown = extra.slice(0, 5).join(', ') + (extra.length > 5 ? ` and ${extra.length - 5} more` : '');
+      throw new Error(`unexpected moment tensor${extra.length > 1 ? 's' : ''} ${shown} (not a parameter of this model)`);
+    }
+    for (const [kind, table] of [['m', this.m], ['v', this.v]] as const) {
+      for (const [name, t] of table) {
+        const data = tensors.get(`${kind}.${name}`) as Float32Array;
         tf.tidy(() => t.assign(tf.tensor(data, t.shape)));
       }
     }
@@ -96,6 +117,20 @@ export class AdamW {
 
   dispose(): void {
     for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+  }
+}
+
+/** One saved moment: present, float32, `size` values, finite, and for v also ≥ 0. */
+function checkMoment(key: string, kind: 'm' | 'v', data: unknown, size: number): void {
+  if (data === undefined) throw new Error(`moment tensor ${key} is missing`);
+  if (!(data instanceof Float32Array)) throw new Error(`moment tensor ${key} must be float32 values`);
+  if (data.length !== size) throw new Error(`moment tensor ${key} has ${data.length} values, expected ${size}`);
+  for (let i = 0; i < data.length; i++) {
+    const x = data[i];
+    if (!Number.isFinite(x)) {
+      throw new Error(`moment tensor ${key} contains ${x} at index ${i} (${kind === 'm' ? 'first' : 'second'} moments must be finite)`);
+    }
+    if (kind === 'v' && x < 0) throw new Error(`moment tensor ${key} contains ${x} at index ${i} (second moments must be ≥ 0)`);
   }
 }
 

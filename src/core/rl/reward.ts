@@ -8,7 +8,7 @@
  * exact answer, else the partial credit 0.2 / log2(2 + |A − B| / sqrt(|2 + max(A, B)|)).
  * The clone penalty is on the critical path (longest clone per round), not the sum.
  */
-import type { EpisodeTrace } from '../rollout/trace';
+import type { EpisodeTrace, TokenCounts } from '../rollout/trace';
 
 export interface RewardConfig {
   rootTau: number;
@@ -22,8 +22,6 @@ export interface RewardConfig {
   callFree: number;
   /** Partial numeric credit for wrong answers. */
   partialCredit: boolean;
-  /** A clone's own format penalty when it gave no answer (r_clone = R − this). */
-  cloneFormatPenalty: number;
 }
 
 /**
@@ -41,7 +39,6 @@ export const REWARD_DEFAULTS: RewardConfig = {
   callRate: 0.1,
   callFree: 0.2,
   partialCredit: true,
-  cloneFormatPenalty: 0.05,
 };
 
 export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConfig {
@@ -51,7 +48,7 @@ export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConf
       throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);
     }
   };
-  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'cloneFormatPenalty'] as const) nonNeg(f);
+  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree'] as const) nonNeg(f);
   for (const f of ['rootRho', 'cloneRho'] as const) {
     if (!(c[f] > 0 && Number.isFinite(c[f]))) throw new Error(`reward: ${f} must be a finite number > 0 (got ${c[f]})`);
   }
@@ -68,6 +65,9 @@ export function partialCredit(a: number, b: number): number {
   return 0.2 / Math.log2(2 + Math.abs(a - b) / Math.sqrt(Math.abs(2 + Math.max(a, b))));
 }
 
+/** What the reward reads of an episode. */
+export type RewardedEpisode = Pick<EpisodeTrace, 'correct' | 'rounds'> & { tokens: Pick<TokenCounts, 'root' | 'longestClonePerRound'> };
+
 export interface RewardBreakdown {
   reward: number;
   score: number;
@@ -81,7 +81,7 @@ export interface RewardBreakdown {
  * (null when not numeric); `correct` is exact match.
  */
 export function episodeReward(
-  trace: Pick<EpisodeTrace, 'correct' | 'tokens' | 'rounds'>,
+  trace: RewardedEpisode,
   verdict: { value: number | null; truthValue: number | null },
   c: RewardConfig,
 ): RewardBreakdown {

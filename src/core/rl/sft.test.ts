@@ -1,17 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { arithmetic } from '../tasks/arithmetic';
 import { multihop } from '../tasks/multihop';
-import type { Task } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { T } from '../tokenizer/vocab';
-import { SFT_DEFAULTS, sftMixSequences } from './sft';
+import { SFT_DEFAULTS, type TaskMixEntry, sftMixSequences } from './sft';
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 const cfg = { ...SFT_DEFAULTS, task: 'arithmetic,multihop', steps: 10, seed: 3, batchTokens: 4096 };
-const mix = [
-  { task: arithmetic as unknown as Task<never>, opts: arithmetic.defaultOptions as never },
-  { task: multihop as unknown as Task<never>, opts: multihop.defaultOptions as never },
+const mix: TaskMixEntry[] = [
+  { task: arithmetic, opts: arithmetic.defaultOptions },
+  { task: multihop, opts: multihop.defaultOptions },
 ];
 
 describe('SFT data', () => {

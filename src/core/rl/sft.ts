@@ -11,8 +11,10 @@ import { accumulateGrads, addInto } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
+import { type ProtocolLimits } from '../protocol/grammar';
 import { Rng } from '../rng';
-import type { Task } from '../tasks/types';
+import { ROLLOUT_DEFAULTS } from '../rollout/config';
+import type { AnyTaskOptions, Task, TaskEntry } from '../tasks';
 import { AdamW, cosineLr } from './optim';
 import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence } from './sequences';
 
@@ -31,6 +33,8 @@ export interface SftConfig {
   gradClip: number;
   /** Share of problems demonstrated as a delegation (the rest monolithic). */
   delegateFraction: number;
+  /** The spawn limits the teacher's delegations keep to (budgets, clones per round, rounds). */
+  limits: ProtocolLimits;
   seed: number;
 }
 
@@ -44,40 +48,22 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
   weightDecay: 0.01,
   gradClip: 1,
   delegateFraction: 0.5,
+  limits: { budgets: [...ROLLOUT_DEFAULTS.budgets], maxClonesPerRound: ROLLOUT_DEFAULTS.maxClonesPerRound, maxRounds: ROLLOUT_DEFAULTS.maxRounds },
 };
-
-export function validateSftConfig(c: SftConfig): SftConfig {
-  const check = (field: keyof SftConfig, ok: boolean, range: string) => {
-    if (!ok) throw new Error(`sft: ${field} must be ${range} (got ${JSON.stringify(c[field])})`);
-  };
-  check('steps', Number.isInteger(c.steps) && c.steps >= 1, 'an integer ≥ 1');
-  check('batchTokens', Number.isInteger(c.batchTokens) && c.batchTokens >= 64, 'an integer ≥ 64');
-  check('microTokens', Number.isInteger(c.microTokens) && c.microTokens >= 64, 'an integer ≥ 64');
-  check('lr', c.lr > 0 && c.lr < 1, 'in (0, 1)');
-  check('warmup', Number.isInteger(c.warmup) && c.warmup >= 0, 'an integer ≥ 0');
-  check('minLrFrac', c.minLrFrac >= 0 && c.minLrFrac <= 1, 'in [0, 1]');
-  check('weightDecay', c.weightDecay >= 0 && c.weightDecay < 1, 'in [0, 1)');
-  check('gradClip', c.gradClip >= 0, '≥ 0');
-  check('delegateFraction', c.delegateFraction >= 0 && c.delegateFraction <= 1, 'in [0, 1]');
-  check('seed', Number.isInteger(c.seed), 'an integer');
-  return c;
-}
 
 /** The demonstrations of one step, as training sequences. */
 export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
-  return sftMixSequences([{ task: task as unknown as Task<never>, opts: opts as never }], cfg, step, encode);
+  return sftMixSequences([{ task, opts }], cfg, step, encode);
 }
 
 /** A task and its options in a warm-start mix. */
-export interface TaskMixEntry {
-  task: Task<never>;
-  opts: never;
+export interface TaskMixEntry<O = AnyTaskOptions> extends TaskEntry<O> {
   /** Relative share of the mix's problems (default 1). */
   weight?: number;
 }
 
 /** Index of the mix entry for the next problem: uniform when the weights are equal. */
-function pickEntry(mix: readonly TaskMixEntry[], rng: Rng): number {
+function pickEntry<O>(mix: readonly TaskMixEntry<O>[], rng: Rng): number {
   const w = mix.map((m) => m.weight ?? 1);
   // Equal weights draw exactly as an unweighted mix did, so older runs resume on the same data.
   if (w.every((x) => x === w[0])) return rng.int(0, mix.length - 1);
@@ -91,7 +77,7 @@ function pickEntry(mix: readonly TaskMixEntry[], rng: Rng): number {
  * the mix's weights. A one-task mix draws nothing for the choice, so its data equal the
  * plain task's.
  */
-export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
+export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
   for (const m of mix) {
     const w = m.weight ?? 1;
@@ -104,7 +90,7 @@ export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, st
   while (tokens < cfg.batchTokens) {
     const { task, opts } = mix.length === 1 ? mix[0] : mix[pickEntry(mix, rng)];
     const problem = task.generate(rng, opts, `sft-${step}-${n++}`);
-    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng)) || task.teacherMono(problem, rng);
+    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits)) || task.teacherMono(problem, rng);
     for (const ctx of demo.contexts) {
       const s = demoSequence(ctx, encode);
       seqs.push(s);
@@ -112,17 +98,6 @@ export function sftMixSequences(mix: readonly TaskMixEntry[], cfg: SftConfig, st
     }
   }
   return seqs;
-}
-
-export interface SftStepResult {
-  step: number;
-  loss: number;
-  lr: number;
-  gradNorm: number;
-  applied: boolean;
-  /** Tokens that carried loss, and all tokens processed (padding excluded). */
-  trainedTokens: number;
-  tokens: number;
 }
 
 /** Gradients of part of a step: micro-batches weighted by their share of the step's trained tokens. */
@@ -178,7 +153,33 @@ export function shareBatches(batches: readonly PaddedBatch[], parts: number): Pa
  * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
  * gradients add up to the token-mean loss of the whole set. With `remotes`, the micro-batches
  * are shared between this thread and the remote workers, and the gradients summed.
+ * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
  */
+/** One logged warm-start step: the row of metrics.jsonl (CLI) and of the page's warm-start curve. */
+export interface SftMetricsRow {
+  step: number;
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  /** The update was skipped: the loss or the gradient was not finite. */
+  skipped: boolean;
+  tokens: number;
+  trainedTokens: number;
+  elapsedSec: number;
+}
+
+export function sftMetricsRow(step: number, r: SftStepOutcome, lr: number, elapsedSec: number): SftMetricsRow {
+  return { step, loss: r.loss, lr, gradNorm: r.gradNorm, skipped: !r.applied, tokens: r.tokens, trainedTokens: r.trainedTokens, elapsedSec: Math.round(elapsedSec * 10) / 10 };
+}
+
+export interface SftStepOutcome {
+  loss: number;
+  gradNorm: number;
+  applied: boolean;
+  trainedTokens: number;
+  tokens: number;
+}
+
 export async function sftStep(
   params: GPTParams,
   config: ModelConfig,
@@ -187,7 +188,7 @@ export async function sftStep(
   lr: number,
   microTokens: number,
   remotes: readonly RemoteGradients[] = [],
-): Promise<{ loss: number; gradNorm: number; applied: boolean; trainedTokens: number; tokens: number }> {
+): Promise<SftStepOutcome> {
   const batches = bucketByLength(seqs, microTokens);
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');

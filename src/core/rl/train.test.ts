@@ -4,17 +4,18 @@ import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
 import { initParams } from '../model/params';
 import { arithmetic } from '../tasks/arithmetic';
-import type { Task } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
 import { SFT_DEFAULTS, sftSequences, sftStep } from './sft';
+import { episodeReward } from './reward';
 import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, grpoStep } from './train';
+import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 const config = presetConfig('tiny');
-const task = arithmetic as unknown as Task<never>;
+const task = arithmetic;
 
 beforeAll(async () => {
   await initBackend('wasm');
@@ -75,18 +76,29 @@ describe('GRPO training', () => {
     expect(strip(c.metrics)).not.toEqual(strip(a.metrics));
   });
 
-  it('runs a real arithmetic step with rewards, advantages and gates in the traces', async () => {
+  it('runs a real arithmetic step and scores each episode against its own problem', async () => {
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     const before = tf.memory().numTensors;
     const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic', steps: 1, seed: 3, group: 2, batch: 2, rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 } };
-    const { traces, metrics } = await grpoStep({ policy: { config, params }, reference: params, optimizer, task, encode }, cfg, 0);
+    const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference: params, optimizer, task, encode }, cfg, 0);
     expect(tf.memory().numTensors).toBe(before);
-    expect(traces).toHaveLength(4);
-    for (const t of traces) {
-      expect(t.reward).toBeDefined();
-      for (const c of t.contexts) expect(c.credit).toBeDefined();
+    // Two prompts, two episodes each, in the order they were added.
+    expect(episodes.map((e) => e.problem.id)).toEqual(['train-0-0', 'train-0-0', 'train-0-1', 'train-0-1']);
+    for (const e of episodes) {
+      expect(e.trace.problemId).toBe(e.problem.id);
+      expect(e.problem.meta.operands).toBeGreaterThanOrEqual(3);
+      expect(e.verdict).toEqual(arithmetic.verify(e.problem, e.trace.answer));
+      expect(e.reward).toEqual(episodeReward(e.trace, e.verdict, cfg.reward));
+      expect(e.credits).toHaveLength(e.trace.contexts.length);
+      // The rollout's trace is left as it was; the record for traces.jsonl carries the scores.
+      expect(e.trace.reward).toBeUndefined();
+      expect(e.trace.contexts.every((c) => c.credit === undefined)).toBe(true);
+      const record = scoredTrace(e);
+      expect(record.reward).toBe(e.reward);
+      expect(record.contexts.map((c) => c.credit)).toEqual(e.credits);
     }
+    expect(metrics.meanReward).toBeCloseTo(episodes.reduce((a, e) => a + e.reward.reward, 0) / 4, 12);
     expect(metrics.step).toBe(1);
     expect(Object.keys(metrics.violations)).toContain('clone_over_budget');
     optimizer.dispose();

@@ -13,11 +13,11 @@ import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
 import { PolicyDecoder } from '../rollout/policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
-import type { Task, Verdict } from '../tasks/types';
-import { ADVANTAGE_DEFAULTS, type AdvantageConfig, computeAdvantages } from './advantage';
+import type { Problem, Task, Verdict } from '../tasks/types';
+import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import { type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type RlSequence, aggregationWeights, packRl, policyGradients, referenceLogprobs } from './grpo';
 import type { AdamW } from './optim';
-import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward, validateRewardConfig } from './reward';
+import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
 
 export interface GrpoConfig {
   task: string;
@@ -54,30 +54,6 @@ export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
   rollout: { ...validateRolloutConfig({}), temperature: 1 },
 };
 
-export function validateGrpoConfig(c: GrpoConfig): GrpoConfig {
-  const check = (field: string, ok: boolean, range: string, v: unknown) => {
-    if (!ok) throw new Error(`train: ${field} must be ${range} (got ${JSON.stringify(v)})`);
-  };
-  const int = (v: number, lo: number, hi: number) => Number.isInteger(v) && v >= lo && v <= hi;
-  check('steps', int(c.steps, 1, 1e7), 'an integer ≥ 1', c.steps);
-  check('group', int(c.group, 2, 64), 'an integer in [2, 64]', c.group);
-  check('batch', int(c.batch, 1, 1024), 'an integer in [1, 1024]', c.batch);
-  check('lr', c.lr > 0 && c.lr < 1, 'in (0, 1)', c.lr);
-  check('innerEpochs', int(c.innerEpochs, 1, 16), 'an integer in [1, 16]', c.innerEpochs);
-  check('gradClip', c.gradClip >= 0, '≥ 0', c.gradClip);
-  check('beta', c.loss.beta >= 0 && Number.isFinite(c.loss.beta), 'a finite number ≥ 0', c.loss.beta);
-  check('clipLow', c.loss.clipLow > 0 && c.loss.clipLow < 1, 'in (0, 1)', c.loss.clipLow);
-  check('clipHigh', c.loss.clipHigh > 0 && c.loss.clipHigh < 10, 'in (0, 10)', c.loss.clipHigh);
-  check('credit', c.advantage.credit === 'ratio' || c.advantage.credit === 'broadcast', 'ratio or broadcast', c.advantage.credit);
-  check('aggregation', c.loss.aggregation === 'token-mean' || c.loss.aggregation === 'sequence-mean', 'token-mean or sequence-mean', c.loss.aggregation);
-  check('seed', Number.isInteger(c.seed), 'an integer', c.seed);
-  validateRewardConfig(c.reward);
-  validateRolloutConfig(c.rollout);
-  if (c.rollout.greedy) throw new Error('train: rollouts must sample (greedy gives every group zero variance)');
-  check('loss.temperature', c.loss.temperature === c.rollout.temperature, 'equal to the rollout temperature', c.loss.temperature);
-  return c;
-}
-
 /** Scores an episode; the default is the SELFCEST reward. Swappable for toy objectives. */
 export type RewardFn = (trace: EpisodeTrace, verdict: Verdict) => RewardBreakdown;
 
@@ -105,12 +81,13 @@ export interface StepMetrics {
   wallSec: number;
 }
 
-export interface TrainerDeps {
+export interface TrainerDeps<O> {
   policy: Policy;
   /** Frozen reference weights for the KL term (null when β = 0). */
   reference: GPTParams | null;
   optimizer: AdamW;
-  task: Task<never>;
+  /** The task; its options come from `GrpoConfig.taskOptions`. */
+  task: Task<O>;
   encode: (t: string) => number[];
   rewardFn?: RewardFn;
   /**
@@ -120,19 +97,38 @@ export interface TrainerDeps {
   decoder?: ContextDecoder;
 }
 
-export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; traces: EpisodeTrace[] }> {
+/**
+ * One episode of a step as the trainer scored it: the problem it was generated for, its trace
+ * (as the rollout left it), the verdict on its answer, its reward and each context's credit
+ * (`credits[j]` for `trace.contexts[j]`). `scoredTrace` (rollout/trace.ts) makes the JSONL record.
+ */
+export interface ScoredEpisode {
+  problem: Problem;
+  trace: EpisodeTrace;
+  verdict: Verdict;
+  reward: RewardBreakdown;
+  credits: ContextCredit[];
+}
+
+export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
   const t0 = Date.now();
   const { policy, task, encode } = deps;
   const rng = Rng.stream(cfg.seed, 'grpo-step', step);
-  const opts = task.validateOptions(cfg.taskOptions as never);
+  const opts = task.validateOptions(cfg.taskOptions);
   const local = deps.decoder === undefined ? new PolicyDecoder(policy, cfg.batch * cfg.group * 2) : null;
   const decoder = deps.decoder ?? (local as PolicyDecoder);
   const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode });
   const groups: number[][] = [];
+  /** The problem of each episode, by the index addEpisode gave it. */
+  const problems: Problem[] = [];
   for (let b = 0; b < cfg.batch; b++) {
     const problem = task.generate(rng, opts, `train-${step}-${b}`);
     const members: number[] = [];
-    for (let g = 0; g < cfg.group; g++) members.push(scheduler.addEpisode(task, problem, rng.fork()));
+    for (let g = 0; g < cfg.group; g++) {
+      const i = scheduler.addEpisode(task, problem, rng.fork());
+      problems[i] = problem;
+      members.push(i);
+    }
     groups.push(members);
   }
   let traces: EpisodeTrace[];
@@ -144,16 +140,13 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
   const rolloutSec = (Date.now() - t0) / 1000;
 
   const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));
-  const rewards = traces.map((t) => {
-    const r = rewardFn(t, task.verify(problemOf(t), t.answer));
-    t.reward = r;
-    return r.reward;
-  });
+  const verdicts = traces.map((t, i) => task.verify(problems[i], t.answer));
+  const breakdowns = traces.map((t, i) => rewardFn(t, verdicts[i]));
+  const rewards = breakdowns.map((r) => r.reward);
   const { credits, stats } = computeAdvantages(traces, rewards, groups, cfg.advantage);
   const seqs: RlSequence[] = [];
   traces.forEach((t, i) =>
     t.contexts.forEach((ctx, j) => {
-      ctx.credit = credits[i][j];
       const actions: number[] = [];
       const old: number[] = [];
       let k = 0;
@@ -199,7 +192,7 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
   const n = traces.length;
   const summary = summarize(traces);
   return {
-    traces,
+    episodes: traces.map((trace, i) => ({ problem: problems[i], trace, verdict: verdicts[i], reward: breakdowns[i], credits: credits[i] })),
     metrics: {
       step: step + 1,
       meanReward: rewards.reduce((a, b) => a + b, 0) / n,
@@ -223,9 +216,4 @@ export async function grpoStep(deps: TrainerDeps, cfg: GrpoConfig, step: number,
       wallSec: (Date.now() - t0) / 1000,
     },
   };
-}
-
-/** The verifier needs the problem; a trace carries what it needs of it. */
-function problemOf(t: EpisodeTrace) {
-  return { task: t.task, id: t.problemId, prompt: t.prompt, truth: t.truth, meta: {} };
 }

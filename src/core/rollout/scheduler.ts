@@ -12,7 +12,7 @@ import { sampleFromLogits } from '../model/sample';
 import { CloneParser, type ParseEvent, RootParser, SPAWN_GRAMMAR, clonePrompt, joinInjection, rootPrompt } from '../protocol/grammar';
 import type { Violation } from '../protocol/violations';
 import type { Rng } from '../rng';
-import type { Problem, Task } from '../tasks/types';
+import type { Problem, Task, Verdict } from '../tasks/types';
 import { VOCAB } from '../tokenizer/vocab';
 import type { RolloutConfig } from './config';
 import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, TRACE_SCHEMA, type Writer, countTokens } from './trace';
@@ -28,20 +28,25 @@ export interface ContextDecoder {
   feed(slots: number[], tokens: number[][]): Promise<Float32Array>;
 }
 
-interface LiveEpisode {
-  problem: Problem;
-  promptText: string;
-  task: Task<never>;
-  rng: Rng;
-  contexts: ContextTrace[];
-  events: EpisodeEvent[];
-  violations: EpisodeTrace['violations'];
-  answer: string | null;
-  finished: boolean;
+class LiveEpisode {
+  readonly contexts: ContextTrace[] = [];
+  readonly events: EpisodeEvent[] = [];
+  readonly violations: EpisodeTrace['violations'] = [];
+  answer: string | null = null;
+  finished = false;
   /** Clones of the current round still running. */
-  running: Set<LiveContext>;
-  round: LiveContext[];
-  root: LiveContext;
+  running = new Set<LiveContext>();
+  round: LiveContext[] = [];
+  /** Opened by addEpisode right after construction (the root's context points back here). */
+  root!: LiveContext;
+
+  constructor(
+    readonly problem: Problem,
+    readonly promptText: string,
+    /** The task's verifier on this episode's problem. */
+    readonly verify: (answer: string | null) => Verdict,
+    readonly rng: Rng,
+  ) {}
 }
 
 interface LiveContext {
@@ -92,19 +97,7 @@ export class RolloutScheduler {
     // Long-context tasks give the monolithic root the whole context instead of the keys.
     const promptText = this.cfg.allowSpawn ? problem.prompt : (problem.monoPrompt ?? problem.prompt);
     const prompt = rootPrompt(promptText, this.opts.encode);
-    const episode = {
-      problem,
-      promptText,
-      task: task as unknown as Task<never>,
-      rng,
-      contexts: [],
-      events: [],
-      violations: [],
-      answer: null,
-      finished: false,
-      running: new Set(),
-      round: [],
-    } as unknown as LiveEpisode;
+    const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng);
     episode.root = this.openContext(episode, {
       role: 'root',
       parent: null,
@@ -250,6 +243,10 @@ export class RolloutScheduler {
         ep.finished = true;
         return;
       case 'join': {
+        // A join on the root's last allowed token: it could not read the answers, so the round does not start.
+        if (root.trace.generatedTokens >= this.cfg.rootMaxTokens) {
+          return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${this.cfg.rootMaxTokens})`);
+        }
         const round = (root.parser as RootParser).roundsDone;
         const prompts: number[][] = [];
         for (const block of e.blocks) {
@@ -344,7 +341,7 @@ export class RolloutScheduler {
 
   private toTrace(ep: LiveEpisode): EpisodeTrace {
     const contexts = ep.contexts.map((c) => ({ ...c, text: decodeText(c.tokens) }));
-    const verdict = ep.task.verify(ep.problem, ep.answer);
+    const verdict = ep.verify(ep.answer);
     return {
       schema: TRACE_SCHEMA,
       policyVersion: this.opts.policyVersion,

@@ -3,6 +3,8 @@
  * One trace per JSONL line; docs/FORMATS.md documents every field.
  */
 import type { Violation } from '../protocol/violations';
+import type { ContextCredit } from '../rl/advantage';
+import type { RewardBreakdown } from '../rl/reward';
 
 export const TRACE_SCHEMA = 'selfcest-episode/1';
 
@@ -29,8 +31,8 @@ export interface ContextTrace {
   answer: string | null;
   violation: Violation | null;
   violationDetail: string | null;
-  /** Set by the trainer: this context's advantage, loss weight and gate decision. */
-  credit?: { advantage: number; weight: number; gated: boolean; reward: number };
+  /** In the trainer's traces (scoredTrace): this context's advantage, loss weight and gate decision. */
+  credit?: ContextCredit;
 }
 
 export type EpisodeEvent =
@@ -65,8 +67,18 @@ export interface EpisodeTrace {
   events: EpisodeEvent[];
   violations: { violation: Violation; context: number; detail: string }[];
   tokens: TokenCounts;
-  /** Set by the trainer: the episode reward and its parts. */
-  reward?: { reward: number; score: number; rootPenalty: number; clonePenalty: number; callPenalty: number };
+  /** In the trainer's traces (scoredTrace): the episode reward and its parts. */
+  reward?: RewardBreakdown;
+}
+
+/**
+ * The trace as the trainer writes it (traces.jsonl, the page's rollout table): the rollout's
+ * trace with its reward and each context's credit added, `credits[j]` for `contexts[j]`.
+ */
+export function scoredTrace(e: { trace: EpisodeTrace; reward: RewardBreakdown; credits: readonly ContextCredit[] }): EpisodeTrace {
+  const { trace, reward, credits } = e;
+  if (credits.length !== trace.contexts.length) throw new Error(`scoredTrace: ${credits.length} credits for ${trace.contexts.length} contexts`);
+  return { ...trace, contexts: trace.contexts.map((c, j) => ({ ...c, credit: credits[j] })), reward };
 }
 
 export function countTokens(contexts: readonly ContextTrace[]): TokenCounts {

@@ -2,6 +2,7 @@
  * What every task provides: a seeded generator, a verifier, and a teacher that writes
  * warm-start demonstrations in the delegation protocol.
  */
+import type { ProtocolLimits } from '../protocol/grammar';
 import type { Rng } from '../rng';
 
 export interface Problem {
@@ -17,7 +18,11 @@ export interface Problem {
   monoPrompt?: string;
   /** The exact answer text. */
   truth: string;
-  /** Named context chunks that a spawn may reference with `<ctx>key` (long-context tasks). */
+  /**
+   * Named context chunks that a spawn may reference with `<ctx>key` (long-context tasks). A plain
+   * object so that it survives JSON and worker messages; the keys a spawn names are model output,
+   * so look them up with `contextChunk` (own entries only), never `context[key]`.
+   */
   context?: Record<string, string>;
   /** Task-specific difficulty facts (operand count, hops, …) for slicing results. */
   meta: Record<string, number | string>;
@@ -50,17 +55,24 @@ export interface Verdict {
   truthValue: number | null;
 }
 
-export interface Task<Opts = Record<string, unknown>> {
+/** A task whose generator takes options of type `Opts` (tasks/index.ts: the registry, by name). */
+export interface Task<Opts> {
   name: string;
   defaultOptions: Opts;
-  /** Validate user options, throwing a message that names the field and the allowed range. */
-  validateOptions(opts: Partial<Opts>): Opts;
+  /**
+   * Options from outside (a JSON file, the CLI, the page): fields not given take their defaults;
+   * a bad value throws a message that names the field and the allowed range.
+   */
+  validateOptions(raw: unknown): Opts;
   generate(rng: Rng, opts: Opts, id: string): Problem;
   verify(problem: Problem, answer: string | null): Verdict;
   /** A monolithic chain of thought ending in an answer block. */
   teacherMono(problem: Problem, rng: Rng): Demonstration;
   /** Rollout limits this task needs beyond the defaults (e.g. one clone per chunk). */
   rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number };
-  /** A delegation (spawn, join, combine), or null when the problem does not split. */
-  teacherDelegate(problem: Problem, rng: Rng): Demonstration | null;
+  /**
+   * A delegation (spawn, join, combine) within the run's spawn limits (budget buckets, clones per
+   * round, rounds), or null when the problem does not split within them.
+   */
+  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits): Demonstration | null;
 }

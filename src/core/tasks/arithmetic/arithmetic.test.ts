@@ -1,3 +1,4 @@
+import { ROLLOUT_DEFAULTS } from '../../rollout/config';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
@@ -83,7 +84,7 @@ describe('teacher', () => {
       const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
       const mono = arithmetic.teacherMono(p, rng);
       expect(mono.contexts[0].segments.map((s) => s.text).join('')).toMatch(new RegExp(`<ans>${p.truth}<eos>$`));
-      const d = arithmetic.teacherDelegate(p, rng);
+      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT_DEFAULTS);
       if (!d) continue;
       delegated++;
       const [root, ...clones] = d.contexts;
@@ -108,5 +109,22 @@ describe('teacher', () => {
     expect(delegated).toBeGreaterThan(250);
     expect(parts.size).toBeGreaterThanOrEqual(3);
     expect(budgets.size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('demonstrates only the spawn limits it is given', () => {
+    const rng = new Rng(9);
+    const limits = { budgets: [16, 64], maxClonesPerRound: 2, maxRounds: 1 };
+    let delegated = 0;
+    for (let i = 0; i < 200; i++) {
+      const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
+      const d = arithmetic.teacherDelegate(p, rng, limits);
+      if (!d) continue;
+      delegated++;
+      expect(d.contexts.length - 1).toBe(2);
+      for (const m of d.contexts[0].segments[1].text.matchAll(/<b(\d+)>/g)) expect([16, 64]).toContain(Number(m[1]));
+    }
+    expect(delegated).toBeGreaterThan(100);
+    expect(arithmetic.teacherDelegate(arithmetic.generate(rng, arithmetic.defaultOptions, 'x'), rng, { ...limits, maxClonesPerRound: 1 })).toBeNull();
+    expect(arithmetic.teacherDelegate(arithmetic.generate(rng, arithmetic.defaultOptions, 'y'), rng, { ...limits, maxRounds: 0 })).toBeNull();
   });
 });

@@ -9,6 +9,7 @@
  */
 import type { Rng } from '../../rng';
 import { type Factor, type Sum, evaluate, num, operandCount, reductionChain } from './expr';
+import { optionFields } from '../options';
 
 export interface ArithmeticOptions {
   minOperands: number;
@@ -30,8 +31,9 @@ export const ARITHMETIC_DEFAULTS: ArithmeticOptions = {
 
 export const MAX_OPERANDS = 16;
 
-export function validateArithmeticOptions(opts: Partial<ArithmeticOptions>): ArithmeticOptions {
-  const o = { ...ARITHMETIC_DEFAULTS, ...opts };
+/** Options from outside (see Task.validateOptions): fields not given take ARITHMETIC_DEFAULTS. */
+export function validateArithmeticOptions(raw: unknown): ArithmeticOptions {
+  const o = { ...ARITHMETIC_DEFAULTS, ...optionFields('arithmetic', raw) };
   const intIn = (field: keyof ArithmeticOptions, lo: number, hi: number) => {
     const v = o[field];
     if (!Number.isInteger(v) || v < lo || v > hi) {
@@ -40,7 +42,7 @@ export function validateArithmeticOptions(opts: Partial<ArithmeticOptions>): Ari
   };
   const rate = (field: keyof ArithmeticOptions) => {
     const v = o[field];
-    if (!(v >= 0 && v <= 1)) throw new Error(`arithmetic: ${field} must be in [0, 1] (got ${v})`);
+    if (!(typeof v === 'number' && v >= 0 && v <= 1)) throw new Error(`arithmetic: ${field} must be in [0, 1] (got ${v})`);
   };
   intIn('minOperands', 2, MAX_OPERANDS);
   intIn('maxOperands', 2, MAX_OPERANDS);

@@ -1,4 +1,5 @@
 /** The arithmetic task: generator, exact verifier and teacher. */
+import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
 import type { Problem, Task, Verdict } from '../types';
 import { evaluate, formatSum, operandCount, parseSum } from './expr';
@@ -44,8 +45,8 @@ export const arithmetic: Task<ArithmeticOptions> = {
     return { problem, style: 'mono', contexts: monoContexts(parseSum(problem.prompt)) };
   },
 
-  teacherDelegate(problem: Problem, rng: Rng) {
-    const contexts = delegateContexts(parseSum(problem.prompt), rng);
+  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits) {
+    const contexts = delegateContexts(parseSum(problem.prompt), rng, limits);
     return contexts ? { problem, style: 'delegate', contexts } : null;
   },
 };

@@ -6,8 +6,10 @@
  * answer block. Delegation: the top-level sum is cut into 2–4 contiguous slices; each
  * clone gets a slice (with its leading minus, so the root only has to add) and the
  * smallest budget bucket that fits its chain, sometimes one bucket more; after the join
- * the root adds the clone answers with the same chain-of-thought format.
+ * the root adds the clone answers with the same chain-of-thought format. Only the run's spawn
+ * limits are demonstrated: its budget buckets and at most its clones per round.
  */
+import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
 import { BUDGET_BUCKETS } from '../../tokenizer/vocab';
 import type { DemoContext, Segment } from '../types';
@@ -25,8 +27,9 @@ export function tokenLength(text: string): number {
   return text.replace(/<[a-z0-9]+>/g, '#').length;
 }
 
-export function smallestBucket(tokens: number): number | null {
-  return BUDGET_BUCKETS.find((b) => b >= tokens) ?? null;
+/** The smallest of `buckets` (default: all) that holds `tokens`. */
+export function smallestBucket(tokens: number, buckets: readonly number[] = BUDGET_BUCKETS): number | null {
+  return [...buckets].sort((a, b) => a - b).find((b) => b >= tokens) ?? null;
 }
 
 export function monoContexts(s: Sum): DemoContext[] {
@@ -62,11 +65,15 @@ function randomCuts(rng: Rng, nTerms: number, parts: number): number[] {
   return positions.slice(0, parts - 1).sort((a, b) => a - b);
 }
 
-/** Delegation demonstration, or null when the sum has fewer than two top-level terms. */
-export function delegateContexts(s: Sum, rng: Rng): DemoContext[] | null {
+/**
+ * Delegation demonstration, or null when the sum has fewer than two top-level terms, or the
+ * limits allow no split (fewer than two clones, no round, no bucket that fits a slice).
+ */
+export function delegateContexts(s: Sum, rng: Rng, limits: ProtocolLimits): DemoContext[] | null {
   const nTerms = s.terms.length;
-  if (nTerms < 2) return null;
-  const parts = rng.int(2, Math.max(2, Math.min(4, Math.ceil(nTerms / 2))));
+  if (nTerms < 2 || limits.maxClonesPerRound < 2 || limits.maxRounds < 1) return null;
+  const buckets = [...limits.budgets].sort((a, b) => a - b);
+  const parts = rng.int(2, Math.max(2, Math.min(4, limits.maxClonesPerRound, Math.ceil(nTerms / 2))));
   // Prefer slices that hold work (a lone number is a wasted clone); after a few tries
   // accept one, which also shows the model that such a split still works.
   const trivial = (p: Sum) => p.terms.length === 1 && p.terms[0].length === 1 && p.terms[0][0].kind === 'num';
@@ -81,10 +88,10 @@ export function delegateContexts(s: Sum, rng: Rng): DemoContext[] | null {
     const sub = formatSum(slice);
     const gen = chainText(slice);
     const need = tokenLength(gen);
-    const fit = smallestBucket(need);
+    const fit = smallestBucket(need, buckets);
     if (fit === null) return null;
-    const i = BUDGET_BUCKETS.indexOf(fit as (typeof BUDGET_BUCKETS)[number]);
-    const budget = i + 1 < BUDGET_BUCKETS.length && rng.bool(0.25) ? BUDGET_BUCKETS[i + 1] : fit;
+    const i = buckets.indexOf(fit);
+    const budget = i + 1 < buckets.length && rng.bool(0.25) ? buckets[i + 1] : fit;
     spawns.push(`<spawn>${sub}<b${budget}>`);
     values.push(evaluate(slice));
     clones.push({

@@ -10,7 +10,9 @@
  * into the next round. The monolithic root gets the whole context in its prompt, which
  * outgrows the model's context as chunks are added.
  */
+import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
+import { optionFields } from '../options';
 import type { DemoContext, Problem, Task, Verdict } from '../types';
 
 export interface MultihopOptions {
@@ -22,8 +24,9 @@ export interface MultihopOptions {
 
 export const MULTIHOP_DEFAULTS: MultihopOptions = { chunks: 6, perChunk: 3, hops: 2 };
 
-export function validateMultihopOptions(opts: Partial<MultihopOptions>): MultihopOptions {
-  const o = { ...MULTIHOP_DEFAULTS, ...opts };
+/** Options from outside (see Task.validateOptions): fields not given take MULTIHOP_DEFAULTS. */
+export function validateMultihopOptions(raw: unknown): MultihopOptions {
+  const o = { ...MULTIHOP_DEFAULTS, ...optionFields('multihop', raw) };
   const intIn = (field: keyof MultihopOptions, lo: number, hi: number) => {
     const v = o[field];
     if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`multihop: ${field} must be an integer in [${lo}, ${hi}] (got ${v})`);
@@ -194,15 +197,20 @@ export const multihop: Task<MultihopOptions> = {
    * to look a variable up. Each round keeps the clone that finds the variable and one that does
    * not, plus four lookup drills (see lookupDrills).
    */
-  teacherDelegate(problem: Problem, rng: Rng) {
+  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits) {
     const keys = Object.keys(problem.context ?? {});
     const chain = resolveChain(problem);
+    // One clone per chunk and one round per hop, in the run's limits; the answer `none` and a
+    // value fit the smallest bucket of at least 8 tokens, the roomier ask takes the next one.
+    const buckets = [...limits.budgets].sort((a, b) => a - b).filter((b) => b >= 8);
+    if (keys.length > limits.maxClonesPerRound || chain.length > limits.maxRounds || buckets.length === 0) return null;
+    const [tight, roomy = tight] = buckets;
     const root: DemoContext = { role: 'root', segments: [{ kind: 'prompt', text: `<root>${problem.prompt}<sep>` }] };
     const clones: DemoContext[] = [];
     let cur = questionOf(problem);
     chain.forEach((rhs) => {
       // Occasionally ask with a roomier budget: variety for RL to choose from.
-      const budget = rng.bool(0.2) ? 16 : 8;
+      const budget = rng.bool(0.2) ? roomy : tight;
       const spawns = keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
       root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
       const answers = keys.map((k) => parseAssignments(problem.context![k]).get(cur) ?? 'none');

@@ -1,3 +1,4 @@
+import { ROLLOUT_DEFAULTS } from '../../rollout/config';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
@@ -27,6 +28,9 @@ function resolve(monoPrompt: string): string {
   for (let i = 0; i < 10 && !/^\d+$/.test(cur); i++) cur = table[cur];
   return cur;
 }
+
+/** The spawn limits a multihop run starts from (one clone per chunk, a round per hop). */
+const MULTIHOP_LIMITS = { ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults };
 
 describe('multihop task', () => {
   it('generates problems whose answer an independent resolver confirms', () => {
@@ -61,7 +65,7 @@ describe('multihop task', () => {
 
   it('writes delegation demonstrations: one round per hop, balanced clone lookups', () => {
     const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
-    const d = multihop.teacherDelegate(p, new Rng(0))!;
+    const d = multihop.teacherDelegate(p, new Rng(0), MULTIHOP_LIMITS)!;
     const [root, ...clones] = d.contexts;
     const rootText = root.segments.map((s) => s.text).join('');
     expect(rootText.match(/<join>/g)).toHaveLength(2);
@@ -92,7 +96,7 @@ describe('multihop task', () => {
       const seen = new Set<number>();
       for (let i = 0; i < 40; i++) {
         const p = multihop.generate(new Rng(i), { chunks: 6, perChunk, hops: 2 }, String(i));
-        const clones = multihop.teacherDelegate(p, new Rng(100 + i))!.contexts.slice(1);
+        const clones = multihop.teacherDelegate(p, new Rng(100 + i), MULTIHOP_LIMITS)!.contexts.slice(1);
         for (const c of clones) seen.add(parseAssignments(c.segments[0].text).size);
       }
       return [...seen].sort();
@@ -106,5 +110,16 @@ describe('multihop task', () => {
     expect(multihop.verify(p, p.truth).correct).toBe(true);
     expect(multihop.verify(p, 'none').correct).toBe(false);
     expect(() => multihop.validateOptions({ hops: 9 })).toThrow(/hops must be an integer in \[1, 4\]/);
+  });
+
+  it('delegates only within the spawn limits it is given', () => {
+    const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
+    const d = multihop.teacherDelegate(p, new Rng(0), { budgets: [32, 128], maxClonesPerRound: 4, maxRounds: 2 })!;
+    const budgets = [...d.contexts[0].segments.map((s) => s.text).join('').matchAll(/<b(\d+)>/g)].map((m) => Number(m[1]));
+    expect(budgets.length).toBe(8);
+    for (const b of budgets) expect([32, 128]).toContain(b);
+    // Four chunks need four clones a round and two hops two rounds.
+    expect(multihop.teacherDelegate(p, new Rng(0), { budgets: [8, 16], maxClonesPerRound: 3, maxRounds: 4 })).toBeNull();
+    expect(multihop.teacherDelegate(p, new Rng(0), { budgets: [8, 16], maxClonesPerRound: 4, maxRounds: 1 })).toBeNull();
   });
 });

@@ -1,0 +1,121 @@
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from '../../runtime/backend';
+import { ADAMW_DEFAULTS, AdamW } from './optim';
+
+beforeAll(async () => {
+  await initBackend('wasm');
+});
+
+/** Two parameters, as a model's map of variables: a [2, 3] matrix and a [3] bias. */
+function makeParams(): Map<string, tf.Variable> {
+  return new Map<string, tf.Variable>([
+    ['h.0.weight', tf.variable(tf.tensor2d([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))],
+    ['h.0.bias', tf.variable(tf.tensor1d([0.01, 0.02, 0.03]))],
+  ]);
+}
+
+const grads = () =>
+  new Map<string, tf.Tensor>([
+    ['h.0.weight', tf.tensor2d([[0.5, -1, 0.25], [2, 0, -0.5]])],
+    ['h.0.bias', tf.tensor1d([1, -1, 0.5])],
+  ]);
+
+async function values(params: Map<string, tf.Variable>): Promise<number[][]> {
+  return Promise.all([...params.values()].map(async (v) => Array.from(await v.data())));
+}
+
+const dispose = (params: Map<string, tf.Variable>) => params.forEach((v) => v.dispose());
+
+describe('AdamW.load', () => {
+  let source: AdamW;
+  let sourceParams: Map<string, tf.Variable>;
+  let saved: { step: number; tensors: Map<string, Float32Array> };
+
+  beforeAll(async () => {
+    sourceParams = makeParams();
+    source = new AdamW(sourceParams, ADAMW_DEFAULTS);
+    for (let i = 0; i < 2; i++) {
+      const g = grads();
+      await source.apply(g);
+      g.forEach((t) => t.dispose());
+    }
+    saved = await source.state();
+  });
+
+  afterAll(() => {
+    source.dispose();
+    dispose(sourceParams);
+  });
+
+  it('restores the state exactly: the next update equals the uninterrupted one', async () => {
+    const params = makeParams();
+    // Same weights as the source after its two steps.
+    const now = await values(sourceParams);
+    [...params.values()].forEach((v, i) => v.assign(tf.tensor(now[i], v.shape)));
+    const resumed = new AdamW(params, ADAMW_DEFAULTS);
+    const before = tf.memory().numTensors;
+    resumed.load(saved.step, saved.tensors);
+    expect(tf.memory().numTensors).toBe(before);
+    expect(resumed.step).toBe(2);
+
+    const g1 = grads();
+    const g2 = grads();
+    await source.apply(g1);
+    await resumed.apply(g2);
+    [...g1.values(), ...g2.values()].forEach((t) => t.dispose());
+    expect(await values(params)).toEqual(await values(sourceParams));
+    resumed.dispose();
+    dispose(params);
+    // Later cases start from the source's new state, which is as valid as the first.
+    saved = await source.state();
+  });
+
+  const withTensor = (key: string, data: Float32Array | undefined) => () => {
+    const t = new Map(saved.tensors);
+    if (data === undefined) t.delete(key);
+    else t.set(key, data);
+    return { step: saved.step, tensors: t };
+  };
+  const changed = (key: string, index: number, value: number) => () => {
+    const data = (saved.tensors.get(key) as Float32Array).slice();
+    data[index] = value;
+    return withTensor(key, data)();
+  };
+
+  const cases: [string, () => { step: number; tensors: Map<string, Float32Array> }, RegExp][] = [
+    ['a negative step', () => ({ ...saved, step: -1 }), /^optimizer step must be a non-negative integer \(got -1\)$/],
+    ['a fractional step', () => ({ ...saved, step: 2.5 }), /^optimizer step must be a non-negative integer \(got 2.5\)$/],
+    ['a NaN step', () => ({ ...saved, step: NaN }), /^optimizer step must be a non-negative integer \(got NaN\)$/],
+    ['a step that is not a number', () => ({ ...saved, step: '2' as unknown as number }), /^optimizer step must be a non-negative integer \(got "2"\)$/],
+    ['a missing first moment', withTensor('m.h.0.bias', undefined), /^moment tensor m.h.0.bias is missing$/],
+    ['a missing second moment', withTensor('v.h.0.weight', undefined), /^moment tensor v.h.0.weight is missing$/],
+    ['a moment of the wrong size', withTensor('v.h.0.bias', new Float32Array(4)), /^moment tensor v.h.0.bias has 4 values, expected 3$/],
+    ['a first moment with NaN', changed('m.h.0.weight', 4, NaN), /^moment tensor m.h.0.weight contains NaN at index 4 \(first moments must be finite\)$/],
+    ['a second moment with Infinity', changed('v.h.0.bias', 1, Infinity), /^moment tensor v.h.0.bias contains Infinity at index 1 \(second moments must be finite\)$/],
+    ['a negative second moment', changed('v.h.0.weight', 2, -1e-3), /^moment tensor v.h.0.weight contains -0.0010000000474974513 at index 2 \(second moments must be ≥ 0\)$/],
+    ['an unexpected tensor', withTensor('m.h.1.weight', new Float32Array(6)), /^unexpected moment tensor m.h.1.weight \(not a parameter of this model\)$/],
+  ];
+
+  it.each(cases)('rejects %s, naming it, and leaves the optimizer untouched', async (_label, make, message) => {
+    const params = makeParams();
+    const opt = new AdamW(params, ADAMW_DEFAULTS);
+    const { step, tensors } = make();
+    const before = tf.memory().numTensors;
+    expect(() => opt.load(step, tensors)).toThrow(message);
+    expect(tf.memory().numTensors).toBe(before);
+    const after = await opt.state();
+    expect(after.step).toBe(0);
+    for (const data of after.tensors.values()) expect(Array.from(data).every((x) => x === 0)).toBe(true);
+    opt.dispose();
+    dispose(params);
+  });
+
+  it('rejects a tensor table that is not a Map with a named error, not a TypeError', () => {
+    const params = makeParams();
+    const opt = new AdamW(params, ADAMW_DEFAULTS);
+    expect(() => opt.load(0, null as unknown as Map<string, Float32Array>)).toThrow(/^moment tensors must be a map of name → Float32Array$/);
+    opt.dispose();
+    dispose(params);
+  });
+});

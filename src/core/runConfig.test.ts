@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { ADVANTAGE_DEFAULTS } from './rl/advantage';
+import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
+import { REWARD_DEFAULTS } from './rl/reward';
+import { SFT_DEFAULTS } from './rl/sft';
+import { GRPO_DEFAULTS } from './rl/train';
+import { ROLLOUT_DEFAULTS } from './rollout/config';
+import {
+  PAGE_DEFAULTS,
+  RUN_CONFIG_FIELDS,
+  RunConfigError,
+  checkField,
+  configFromHash,
+  configToHash,
+  fieldOf,
+  fieldsOf,
+  flagName,
+  runConfigDefaults,
+  validateRunConfig,
+} from './runConfig';
+import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from './runConfigTargets';
+
+describe('the run-config table', () => {
+  it('holds each field once, with one flag per command and a valid default on every surface and task', () => {
+    const keys = RUN_CONFIG_FIELDS.map((f) => f.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const surface of ['train', 'sft'] as const) {
+      const flags = fieldsOf(surface).map(flagName);
+      expect(new Set(flags).size, surface).toBe(flags.length);
+    }
+    for (const surface of ['page', 'train', 'sft'] as const) {
+      for (const task of ['arithmetic', 'multihop', 'arithmetic:1,multihop:3']) {
+        const d = runConfigDefaults(surface, task);
+        for (const f of RUN_CONFIG_FIELDS) expect(checkField(f, d[f.key]), `${surface} ${task} ${f.key}`).toBeNull();
+      }
+    }
+  });
+
+  it('lets train or sft set every field the page shows (but the page process itself)', () => {
+    for (const f of fieldsOf('page')) {
+      if (f.target === 'page') continue;
+      expect(f.surfaces.includes('train') || f.surfaces.includes('sft'), f.key).toBe(true);
+    }
+  });
+
+  it('starts from the task defaults: one clone per multihop chunk, the largest for a mix', () => {
+    expect(runConfigDefaults('train', 'arithmetic')).toMatchObject({ maxClones: 4, maxRounds: 3 });
+    expect(runConfigDefaults('train', 'multihop')).toMatchObject({ maxClones: 16, maxRounds: 4 });
+    expect(runConfigDefaults('sft', 'arithmetic:1,multihop:3')).toMatchObject({ maxClones: 16, maxRounds: 4 });
+    expect(validateRunConfig({ task: 'multihop', maxClones: 6 }, 'train').maxClones).toBe(6);
+  });
+
+  it('names every bad field with its range, and what a surface cannot set', () => {
+    const bad = () => validateRunConfig({ lr: 0, clip: 5, group: 65, temperature: 0, seed: -1, budgets: [16, 16] }, 'train', { lr: '--lr' });
+    expect(bad).toThrow(RunConfigError);
+    let errors: string[] = [];
+    try {
+      bad();
+    } catch (e) {
+      errors = (e as RunConfigError).errors;
+    }
+    expect(errors).toEqual([
+      'seed must be an integer in [0, 2^53 − 1 = 9007199254740991] (got -1)',
+      'group must be an integer in [2, 64] (got 65)',
+      '--lr must be a number in [1e-7, 0.1] (got 0)',
+      'clip must be a number in [0.01, 0.99] (got 5)',
+      'temperature must be a number in [0.05, 5] (got 0)',
+      'budgets must be a non-empty subset of 8, 16, 32, 64, 128 (got [16,16])',
+    ]);
+    expect(() => validateRunConfig({ weightDecay: 0.1 }, 'page')).toThrow(/weightDecay cannot be set for page \(only train\)/);
+    expect(() => validateRunConfig({ task: 'arithmetic,multihop' }, 'train')).toThrow(/train runs one task/);
+    expect(() => validateRunConfig({ task: 'chess' }, 'sft')).toThrow(/unknown task "chess"/);
+    expect(() => validateRunConfig({ bogus: 1 } as never, 'sft')).toThrow(/unknown setting "bogus"/);
+    // A whole config carrying other surfaces' fields at their defaults is fine.
+    expect(validateRunConfig({ ...PAGE_DEFAULTS }, 'page')).toEqual(PAGE_DEFAULTS);
+  });
+
+  it('round-trips through the URL hash, writing only what differs, and reports bad entries', () => {
+    const c = { ...PAGE_DEFAULTS, lr: 2e-5, gating: false, budgets: [16, 32], sftLr: 1e-3, seed: 2 ** 40 };
+    const hash = configToHash(c);
+    expect(hash).toBe('seed=1099511627776&lr=0.00002&gating=false&budgets=16%2C32&sftLr=0.001');
+    expect(configFromHash(`#${hash}`)).toEqual({ config: c, errors: [] });
+    const { config, errors } = configFromHash('#lr=0&gating=maybe&nope=1&group=3');
+    expect(config.group).toBe(3);
+    expect(config.lr).toBe(PAGE_DEFAULTS.lr);
+    expect(errors).toEqual(['lr must be a number in [1e-7, 0.1] (got 0)', 'gating must be true or false (got "maybe")', 'unknown setting "nope"']);
+    // A multihop link opens with multihop's clone limits.
+    expect(configFromHash('#task=multihop').config).toMatchObject({ task: 'multihop', maxClones: 16, maxRounds: 4 });
+  });
+});
+
+describe('the configs built from it', () => {
+  it('give the GRPO config the CLI built by hand before the table (defaults unchanged)', () => {
+    const c = grpoConfigOf(validateRunConfig({}, 'train'), 80);
+    expect(c).toEqual({
+      ...GRPO_DEFAULTS,
+      task: 'arithmetic',
+      taskOptions: { minOperands: 3, maxOperands: 8, maxValue: 99, productRate: 0.3, groupRate: 0.15 },
+      steps: 80,
+      seed: 0,
+      loss: POLICY_LOSS_DEFAULTS,
+      advantage: ADVANTAGE_DEFAULTS,
+      reward: REWARD_DEFAULTS,
+      rollout: { ...ROLLOUT_DEFAULTS, temperature: 1 },
+    });
+  });
+
+  it('map each flag onto its target', () => {
+    const rc = validateRunConfig({ task: 'multihop', gating: false, gateRoots: true, credit: 'broadcast', std: false, clip: 0.1, clipHigh: 0.3, epochs: 2, rootTau: 10, callRate: 0, budgets: [16, 32], maxClones: 8, temperature: 0.7 }, 'train');
+    const g = grpoConfigOf(rc, 5);
+    expect(g.advantage).toMatchObject({ gating: false, gateRoots: true, credit: 'broadcast', stdNormalize: false });
+    expect(g.loss).toMatchObject({ clipLow: 0.1, clipHigh: 0.3, temperature: 0.7 });
+    expect(g.innerEpochs).toBe(2);
+    expect(g.reward).toMatchObject({ rootTau: 10, callRate: 0 });
+    expect(g.rollout).toMatchObject({ budgets: [16, 32], maxClonesPerRound: 8, maxRounds: 4, temperature: 0.7 });
+    expect(rolloutConfigOf(rc, { greedy: true }).greedy).toBe(true);
+  });
+
+  it('hand the spawn limits to the warm start teacher', () => {
+    const s = sftConfigOf(validateRunConfig({ budgets: [16, 32], maxClones: 2 }, 'sft'), 10);
+    expect(s.limits).toEqual({ budgets: [16, 32], maxClonesPerRound: 2, maxRounds: 3 });
+    expect(sftConfigOf(validateRunConfig({}, 'sft'), 10)).toEqual({ ...SFT_DEFAULTS, task: 'arithmetic', taskOptions: expect.any(Object), steps: 10, seed: 0 });
+  });
+
+  it('read one task, a uniform mix and a weighted mix, with options by task name', () => {
+    const mix = (task: string, taskOptions: Record<string, unknown> = {}) => taskMixOf(validateRunConfig({ task, taskOptions }, 'sft'), '--options');
+    expect(mix('arithmetic').map((m) => [m.task.name, m.weight])).toEqual([['arithmetic', 1]]);
+    expect(mix('arithmetic, multihop').map((m) => [m.task.name, m.weight])).toEqual([
+      ['arithmetic', 1],
+      ['multihop', 1],
+    ]);
+    expect(mix('arithmetic:1,multihop:2.5').map((m) => m.weight)).toEqual([1, 2.5]);
+    expect(mix('multihop', { perChunk: 1 })[0].opts).toMatchObject({ perChunk: 1, chunks: 6, hops: 2 });
+    expect(mix('arithmetic:1,multihop:3', { multihop: { hops: 3 } })[1].opts).toMatchObject({ hops: 3 });
+    expect(() => mix('multihop', { perchunk: 1 })).toThrow(/--options: multihop has no option perchunk \(it has chunks, perChunk, hops\)/);
+    expect(() => mix('multihop', { perChunk: 9 })).toThrow(/--options: .*perChunk must be an integer in \[1, 6\] \(got 9\)/);
+    expect(() => mix('arithmetic,multihop', { chess: {} })).toThrow(/chess is not a task of arithmetic,multihop/);
+    for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2']) expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);
+  });
+});

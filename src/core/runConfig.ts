@@ -1,0 +1,380 @@
+/**
+ * The run configuration: one table, each field once, with its default, allowed range, label,
+ * CLI flag, URL-hash key and target (the part of the trainer's configs it sets). The page form,
+ * the URL hash, the flags of `train` and `sft`, and the builders of the GRPO, rollout, reward,
+ * SFT and teacher configs all derive from it, and a value is checked here, once, where it
+ * enters (a typed flag, a hash, a form field, a message to the engine worker).
+ *
+ * Surfaces: a field is shown in the page (`page`) and/or set by CLI commands (`train`, `sft`).
+ * Every field the page shows, `train` or `sft` can set. A few fields start from another default
+ * in the page (`pageDefault`), where the page's steps must stay short; the page shows them, so
+ * a CLI run with the same values reproduces a page run. Fields with `taskDefault` start from
+ * the task's need (e.g. one clone per multihop chunk).
+ */
+import { BUDGET_BUCKETS } from './tokenizer/vocab';
+import { SEED_MAX, checkSeed } from './rng';
+
+import { TASKS, TASK_NAMES, type TaskName, isTaskName } from './tasks';
+
+export { TASK_NAMES };
+
+export interface RunConfig {
+  /** One task, or for `sft` a weighted mix `name[:weight],…`. */
+  task: string;
+  /** Task options as JSON: the task's own fields, or by task name for a mix. */
+  taskOptions: Record<string, unknown>;
+  preset: 'tiny' | 'small';
+  seed: number;
+  // GRPO
+  group: number;
+  batch: number;
+  lr: number;
+  weightDecay: number;
+  gradClip: number;
+  epochs: number;
+  beta: number;
+  clip: number;
+  /** Upper clip ε; null: the same as `clip`. */
+  clipHigh: number | null;
+  aggregation: 'token-mean' | 'sequence-mean';
+  temperature: number;
+  gating: boolean;
+  gateRoots: boolean;
+  credit: 'ratio' | 'broadcast';
+  std: boolean;
+  // reward
+  partialCredit: boolean;
+  rootTau: number;
+  rootPmax: number;
+  cloneTau: number;
+  clonePmax: number;
+  callRate: number;
+  // rollout (and the teacher's demonstrations)
+  budgets: number[];
+  maxClones: number;
+  maxRounds: number;
+  rootMaxTokens: number;
+  // held-out evaluation during training
+  evalEvery: number;
+  evalN: number;
+  // warm start (SFT)
+  sftLr: number;
+  sftBatchTokens: number;
+  sftMicroTokens: number;
+  sftWarmup: number;
+  sftDelegateFraction: number;
+  // the page's process
+  workers: number;
+  backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
+}
+
+export type RunConfigKey = keyof RunConfig;
+export type Surface = 'page' | 'train' | 'sft';
+export type Target = 'task' | 'model' | 'grpo' | 'loss' | 'advantage' | 'reward' | 'rollout' | 'eval' | 'sft' | 'page';
+
+interface Base<K extends RunConfigKey> {
+  key: K;
+  label: string;
+  /** One line for `--help` and the form's tooltip. */
+  help: string;
+  /** `--flag` for the commands in `surfaces` (default: the key in kebab case). */
+  flag?: string;
+  /** Which part of the trainer's configs the field sets. */
+  target: Target;
+  surfaces: readonly Surface[];
+  default: RunConfig[K];
+  pageDefault?: RunConfig[K];
+  taskDefault?: Partial<Record<TaskName, RunConfig[K]>>;
+}
+
+type NumberKey = { [K in RunConfigKey]: RunConfig[K] extends number ? K : never }[RunConfigKey];
+type BoolKey = { [K in RunConfigKey]: RunConfig[K] extends boolean ? K : never }[RunConfigKey];
+type EnumKey = 'preset' | 'aggregation' | 'credit' | 'backend';
+
+export type Field =
+  | ({ type: 'number'; min: number; max: number; int?: boolean } & Base<NumberKey>)
+  | ({ type: 'seed' } & Base<'seed'>)
+  | ({ type: 'optionalNumber'; min: number; max: number } & Base<'clipHigh'>)
+  | ({ type: 'enum'; values: readonly string[] } & Base<EnumKey>)
+  | ({ type: 'bool' } & Base<BoolKey>)
+  | ({ type: 'budgets' } & Base<'budgets'>)
+  | ({ type: 'task' } & Base<'task'>)
+  | ({ type: 'json' } & Base<'taskOptions'>);
+
+/** A task's own rollout limits (Task.rolloutDefaults), by task name: one definition, in the task. */
+function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds'): Partial<Record<TaskName, number>> {
+  const out: Partial<Record<TaskName, number>> = {};
+  for (const n of TASK_NAMES) {
+    const v = TASKS[n].rolloutDefaults?.[field];
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+
+const ALL: readonly Surface[] = ['page', 'train', 'sft'];
+const GRPO: readonly Surface[] = ['page', 'train'];
+const SFT: readonly Surface[] = ['page', 'sft'];
+const TRAIN_ONLY: readonly Surface[] = ['train'];
+const PAGE_ONLY: readonly Surface[] = ['page'];
+
+/** Every field, in display order. */
+export const RUN_CONFIG_FIELDS: readonly Field[] = [
+  { key: 'task', type: 'task', label: 'Task', help: `task (${TASK_NAMES.join(', ')}); sft also takes a weighted mix, e.g. arithmetic:1,multihop:3`, target: 'task', surfaces: ALL, default: 'arithmetic' },
+  { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON (by task name for a mix), e.g. {"perChunk":1}', target: 'task', surfaces: ['train', 'sft'], default: {} },
+  { key: 'preset', type: 'enum', values: ['tiny', 'small'], label: 'Model preset', help: 'model size of a fresh model', target: 'model', surfaces: SFT, default: 'small' },
+  { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
+  { key: 'group', type: 'number', min: 2, max: 64, int: true, label: 'Group size G', help: 'episodes per prompt (G)', target: 'grpo', surfaces: GRPO, default: 4 },
+  { key: 'batch', type: 'number', min: 1, max: 1024, int: true, label: 'Prompts per step B', help: 'prompts per step (B)', target: 'grpo', surfaces: GRPO, default: 8 },
+  { key: 'lr', type: 'number', min: 1e-7, max: 0.1, label: 'Learning rate', help: 'GRPO learning rate', target: 'grpo', surfaces: GRPO, default: 1e-4 },
+  { key: 'weightDecay', type: 'number', min: 0, max: 0.5, label: 'Weight decay', help: 'AdamW weight decay (GRPO)', target: 'grpo', surfaces: TRAIN_ONLY, default: 0 },
+  { key: 'gradClip', type: 'number', min: 0, max: 100, label: 'Gradient clip', help: 'global gradient-norm clip (0 = off)', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
+  { key: 'epochs', type: 'number', min: 1, max: 16, int: true, label: 'Inner epochs', help: 'optimizer passes over each rollout batch', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
+  { key: 'beta', type: 'number', min: 0, max: 1, label: 'KL β', help: 'KL coefficient against the starting weights', target: 'loss', surfaces: GRPO, default: 0.001 },
+  { key: 'clip', type: 'number', min: 0.01, max: 0.99, label: 'Clip ε', help: 'ratio clip ε (low, and high unless --clip-high)', target: 'loss', surfaces: GRPO, default: 0.2 },
+  { key: 'clipHigh', type: 'optionalNumber', min: 0.01, max: 9.99, label: 'Clip ε high', help: 'upper ratio clip ε (default: the same as clip)', target: 'loss', surfaces: TRAIN_ONLY, default: null },
+  { key: 'aggregation', type: 'enum', values: ['token-mean', 'sequence-mean'], label: 'Loss aggregation', help: 'loss aggregation', target: 'loss', surfaces: TRAIN_ONLY, default: 'token-mean' },
+  { key: 'temperature', type: 'number', min: 0.05, max: 5, label: 'Temperature', help: 'rollout sampling temperature', target: 'rollout', surfaces: GRPO, default: 1 },
+  { key: 'gating', type: 'bool', label: 'Rollout gating', help: 'rollout gating (--no-gating for the ablation)', target: 'advantage', surfaces: GRPO, default: true },
+  { key: 'gateRoots', type: 'bool', label: 'Gate roots', help: 'also gate roots with protocol violations', target: 'advantage', surfaces: TRAIN_ONLY, default: false },
+  { key: 'credit', type: 'enum', values: ['ratio', 'broadcast'], label: 'Clone credit', help: 'clone credit', target: 'advantage', surfaces: GRPO, default: 'ratio' },
+  { key: 'std', type: 'bool', label: 'Std normalisation', help: 'divide advantages by the group std (--no-std: Dr. GRPO)', target: 'advantage', surfaces: GRPO, default: true },
+  { key: 'partialCredit', type: 'bool', label: 'Partial credit', help: 'partial numeric credit for wrong answers', target: 'reward', surfaces: GRPO, default: true },
+  { key: 'rootTau', type: 'number', min: 0, max: 4096, int: true, label: 'Root penalty τ', help: 'root tokens free of the length penalty', target: 'reward', surfaces: GRPO, default: 64 },
+  { key: 'rootPmax', type: 'number', min: 0, max: 1, label: 'Root penalty Pmax', help: 'largest root length penalty', target: 'reward', surfaces: GRPO, default: 0.3 },
+  { key: 'cloneTau', type: 'number', min: 0, max: 4096, int: true, label: 'Clone penalty τ', help: 'clone tokens free of the length penalty', target: 'reward', surfaces: GRPO, default: 32 },
+  { key: 'clonePmax', type: 'number', min: 0, max: 1, label: 'Clone penalty Pmax', help: 'largest clone length penalty', target: 'reward', surfaces: GRPO, default: 0.2 },
+  { key: 'callRate', type: 'number', min: 0, max: 1, label: 'Spawn-call penalty', help: 'penalty per spawn call beyond the free ones', target: 'reward', surfaces: GRPO, default: 0.1 },
+  { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
+  { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
+  { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
+  { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode', target: 'rollout', surfaces: TRAIN_ONLY, default: 224 },
+  { key: 'evalEvery', type: 'number', min: 0, max: 100000, int: true, label: 'Held-out eval every (steps)', help: 'steps between held-out evaluations (0 = off; the page adds frontier points)', target: 'eval', surfaces: ALL, default: 0, pageDefault: 10 },
+  { key: 'evalN', type: 'number', min: 1, max: 2000, int: true, label: 'Held-out eval problems', help: 'problems per held-out evaluation (a fixed set)', target: 'eval', surfaces: ['page', 'train', 'sft'], default: 64, pageDefault: 32 },
+  { key: 'sftLr', type: 'number', min: 1e-7, max: 0.1, flag: 'lr', label: 'Warm-start learning rate', help: 'peak learning rate of the warm start (cosine schedule)', target: 'sft', surfaces: SFT, default: 3e-3 },
+  { key: 'sftBatchTokens', type: 'number', min: 64, max: 1 << 20, int: true, flag: 'batch-tokens', label: 'Warm-start tokens per step', help: 'tokens per warm-start step', target: 'sft', surfaces: SFT, default: 4096, pageDefault: 1024 },
+  { key: 'sftMicroTokens', type: 'number', min: 64, max: 1 << 20, int: true, flag: 'micro-tokens', label: 'Warm-start micro-batch', help: 'largest padded micro-batch (tokens)', target: 'sft', surfaces: SFT, default: 2048, pageDefault: 1024 },
+  { key: 'sftWarmup', type: 'number', min: 0, max: 1_000_000, int: true, flag: 'warmup', label: 'Warm-up steps', help: 'warm-up steps of the schedule (at most a tenth of the steps)', target: 'sft', surfaces: SFT, default: 50 },
+  { key: 'sftDelegateFraction', type: 'number', min: 0, max: 1, flag: 'delegate-fraction', label: 'Delegation demos', help: 'share of delegation demonstrations', target: 'sft', surfaces: SFT, default: 0.5 },
+  { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
+  { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
+];
+
+export const fieldOf = (key: RunConfigKey): Field => RUN_CONFIG_FIELDS.find((f) => f.key === key)!;
+
+/** The field's `--flag` name (without dashes). */
+export function flagName(f: Field): string {
+  return f.flag ?? f.key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+export const fieldsOf = (surface: Surface): Field[] => RUN_CONFIG_FIELDS.filter((f) => f.surfaces.includes(surface));
+
+/** The known task names of a task or mix text. */
+const taskNamesOf = (task: unknown): TaskName[] =>
+  typeof task === 'string' ? task.split(',').map((p) => p.split(':')[0].trim()).filter(isTaskName) : [];
+
+/** A field's default on a surface; for a mix, the largest of its tasks' defaults (every task's demos must fit). */
+function defaultOf<K extends RunConfigKey>(f: Base<K>, surface: Surface, tasks: readonly TaskName[]): RunConfig[K] {
+  const base = surface === 'page' && f.pageDefault !== undefined ? f.pageDefault : f.default;
+  const perTask = tasks.map((t) => f.taskDefault?.[t] ?? base);
+  const v = perTask.length === 0 ? base : perTask.reduce((a, b) => (typeof a === 'number' && typeof b === 'number' ? (Math.max(a, b) as RunConfig[K]) : a));
+  return (Array.isArray(v) ? [...v] : v) as RunConfig[K];
+}
+
+/** The defaults of a surface for a task. */
+export function runConfigDefaults(surface: Surface, task: string = 'arithmetic'): RunConfig {
+  const tasks = taskNamesOf(task);
+  const c = {} as Record<RunConfigKey, unknown>;
+  for (const f of RUN_CONFIG_FIELDS) c[f.key] = defaultOf(f as Base<RunConfigKey>, surface, tasks);
+  c.task = task;
+  return c as unknown as RunConfig;
+}
+
+/** The page's defaults (the first visit, a Reset of the form). */
+export const PAGE_DEFAULTS: RunConfig = runConfigDefaults('page');
+
+function describeRange(f: Field): string {
+  switch (f.type) {
+    case 'number':
+      return `${f.int ? 'an integer' : 'a number'} in [${f.min}, ${f.max}]`;
+    case 'optionalNumber':
+      return `a number in [${f.min}, ${f.max}], or unset`;
+    case 'seed':
+      return `an integer in [0, 2^53 − 1 = ${SEED_MAX}]`;
+    case 'enum':
+      return `one of ${f.values.join(', ')}`;
+    case 'bool':
+      return 'true or false';
+    case 'budgets':
+      return `a non-empty subset of ${BUDGET_BUCKETS.join(', ')}`;
+    case 'task':
+      return `a task (${TASK_NAMES.join(', ')}) or a mix name[:weight],…`;
+    case 'json':
+      return 'a JSON object';
+  }
+}
+
+/** The allowed range of a field, in words (for help texts and tooltips). */
+export const rangeOf = describeRange;
+
+/** The problem with a task mix text, or null. */
+function taskMixError(text: string): string | null {
+  const seen = new Set<string>();
+  for (const part of text.split(',')) {
+    const [name, w, ...rest] = part.trim().split(':');
+    if (!isTaskName(name)) return `unknown task ${JSON.stringify(name)} (available: ${TASK_NAMES.join(', ')})`;
+    if (seen.has(name)) return `task ${name} appears twice`;
+    seen.add(name);
+    if (rest.length > 0 || (w !== undefined && !(/^\d*\.?\d+$/.test(w) && Number(w) > 0))) return `the weight of ${name} must be a positive number (got ${JSON.stringify(part.trim())})`;
+  }
+  return null;
+}
+
+/**
+ * One value checked against its field; an error naming `name` (the flag, the hash key or the
+ * field) and the allowed range, or null.
+ */
+export function checkField(f: Field, value: unknown, name: string = f.key): string | null {
+  const got = ` (got ${JSON.stringify(value) ?? String(value)})`;
+  const bad = () => `${name} must be ${describeRange(f)}${got}`;
+  switch (f.type) {
+    case 'number': {
+      const ok = typeof value === 'number' && Number.isFinite(value) && value >= f.min && value <= f.max && (!f.int || Number.isInteger(value));
+      return ok ? null : bad();
+    }
+    case 'optionalNumber':
+      return value === null || (typeof value === 'number' && Number.isFinite(value) && value >= f.min && value <= f.max) ? null : bad();
+    case 'seed':
+      return checkSeed(value, name);
+    case 'enum':
+      return typeof value === 'string' && f.values.includes(value) ? null : bad();
+    case 'bool':
+      return typeof value === 'boolean' ? null : bad();
+    case 'budgets': {
+      const ok = Array.isArray(value) && value.length > 0 && value.every((b) => (BUDGET_BUCKETS as readonly number[]).includes(b)) && new Set(value).size === value.length;
+      return ok ? null : bad();
+    }
+    case 'task': {
+      if (typeof value !== 'string') return bad();
+      const e = taskMixError(value);
+      return e ? `${name}: ${e}` : null;
+    }
+    case 'json':
+      return typeof value === 'object' && value !== null && !Array.isArray(value) ? null : bad();
+  }
+}
+
+/** Text (a flag's value, a hash entry, a form field) → the field's value; NaN or the text when it does not parse. */
+export function parseFieldText(f: Field, text: string): unknown {
+  switch (f.type) {
+    case 'number':
+    case 'seed':
+      return text.trim() === '' ? NaN : Number(text);
+    case 'optionalNumber':
+      return text.trim() === '' ? null : Number(text);
+    case 'bool':
+      return text === 'true' ? true : text === 'false' ? false : text;
+    case 'budgets':
+      return text.split(',').map((b) => (b.trim() === '' ? NaN : Number(b)));
+    case 'json':
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return text;
+      }
+    default:
+      return text;
+  }
+}
+
+/** A field's value as text (the hash, the form). */
+export function fieldText(f: Field, value: unknown): string {
+  if (f.type === 'budgets') return (value as number[]).join(',');
+  if (f.type === 'json') return JSON.stringify(value);
+  if (value === null) return '';
+  return String(value);
+}
+
+export class RunConfigError extends Error {
+  constructor(readonly errors: string[]) {
+    super(errors.join('; '));
+  }
+}
+
+/**
+ * A whole config for a surface: the surface's defaults (for the given task) under `partial`;
+ * throws a RunConfigError listing every bad or unknown field. `names` maps a key to the name
+ * the user wrote it under (e.g. `--lr`).
+ */
+export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): RunConfig {
+  const base = runConfigDefaults(surface, typeof partial.task === 'string' ? partial.task : 'arithmetic');
+  const c = { ...base, ...partial } as Record<RunConfigKey, unknown>;
+  const errors: string[] = [];
+  for (const k of Object.keys(partial)) {
+    const f = RUN_CONFIG_FIELDS.find((x) => x.key === k);
+    if (!f) errors.push(`unknown setting ${JSON.stringify(k)}`);
+    // A whole config may carry every field; those of other surfaces must keep their defaults.
+    else if (!f.surfaces.includes(surface) && JSON.stringify(partial[f.key]) !== JSON.stringify(base[f.key])) {
+      errors.push(`${names[f.key] ?? k} cannot be set for ${surface} (only ${f.surfaces.join(', ')})`);
+    }
+  }
+  for (const f of RUN_CONFIG_FIELDS) {
+    const e = checkField(f, c[f.key], names[f.key] ?? f.key);
+    if (e) errors.push(e);
+  }
+  if (surface !== 'sft' && typeof c.task === 'string' && c.task.includes(',')) errors.push(`${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})`);
+  if (errors.length) throw new RunConfigError(errors);
+  return c as unknown as RunConfig;
+}
+
+/** Config → URL hash: the page's fields that differ from the page's defaults for the task. */
+export function configToHash(c: RunConfig): string {
+  const defaults = runConfigDefaults('page', c.task);
+  const parts: string[] = [];
+  for (const f of fieldsOf('page')) {
+    const v = c[f.key];
+    if (JSON.stringify(v) === JSON.stringify(defaults[f.key])) continue;
+    parts.push(`${f.key}=${encodeURIComponent(fieldText(f, v))}`);
+  }
+  return parts.join('&');
+}
+
+/**
+ * URL hash → config. Bad values are reported (field, range) and replaced by defaults, so a
+ * mangled link still opens; the caller shows the errors.
+ */
+export function configFromHash(hash: string): { config: RunConfig; errors: string[] } {
+  const raw = hash.replace(/^#/, '');
+  const entries = (raw ? raw.split('&') : []).map((part) => {
+    const eq = part.indexOf('=');
+    return eq < 0 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
+  });
+  const taskText = entries.find(([k]) => k === 'task')?.[1];
+  const task = taskText !== undefined && checkField(fieldOf('task'), decodeURIComponent(taskText)) === null ? decodeURIComponent(taskText) : 'arithmetic';
+  const config = runConfigDefaults('page', task) as unknown as Record<RunConfigKey, unknown>;
+  const errors: string[] = [];
+  for (const [k, v] of entries) {
+    const f = fieldsOf('page').find((x) => x.key === k);
+    if (!f) {
+      errors.push(`unknown setting ${JSON.stringify(k)}`);
+      continue;
+    }
+    let text: string;
+    try {
+      text = decodeURIComponent(v);
+    } catch {
+      errors.push(`${k}: not a valid URL encoding`);
+      continue;
+    }
+    const value = parseFieldText(f, text);
+    const err = checkField(f, value) ?? (f.key === 'task' && text.includes(',') ? 'task: the page runs one task' : null);
+    if (err) errors.push(err);
+    else config[f.key] = value;
+  }
+  return { config: config as unknown as RunConfig, errors };
+}
+
+/** The page's rollout workers when the hash does not say: min(4, cores − 1), at least 1. */
+export function defaultWorkerCount(hardwareConcurrency: number): number {
+  const cores = Number.isFinite(hardwareConcurrency) && hardwareConcurrency > 0 ? Math.floor(hardwareConcurrency) : 2;
+  return Math.max(1, Math.min(4, cores - 1));
+}

@@ -1,0 +1,89 @@
+/** Flags of the run commands as a user writes them: real processes, what they record, exit codes. */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+function cli(args: string[], cwd = process.cwd()): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('node', ['--import', TSX, join(process.cwd(), 'src/cli/main.ts'), ...args], { cwd, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+// The loader by path, so that a process started in another folder finds it.
+const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'selfcest-flags-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const TRAIN = ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '1'];
+const SMALL = ['--group', '2', '--batch', '2'];
+const stateOf = async (out: string) => JSON.parse(await readFile(join(out, 'save-000001', 'state.json'), 'utf8')) as { config: { advantage: { gating: boolean; gateRoots: boolean } } };
+
+describe('run command flags', () => {
+  it('--flag=false, --no-flag and --flag all mean what they say, in the saved run', async () => {
+    const cases = [
+      { args: ['--gating=false'], gating: false },
+      { args: ['--no-gating', '--gate-roots=true'], gating: false, gateRoots: true },
+      { args: ['--gating'], gating: true },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const out = join(dir, `g${i}`);
+      const r = await cli([...TRAIN, ...SMALL, ...c.args, '--out', out]);
+      expect(r.code, r.stderr).toBe(0);
+      const { advantage } = (await stateOf(out)).config;
+      expect(advantage.gating, c.args.join(' ')).toBe(c.gating);
+      expect(advantage.gateRoots).toBe(c.gateRoots ?? false);
+    }
+  });
+
+  it('every bad value exits 2 naming the flag and its range, before any work', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--lr', '0'], /--lr must be a number in \[1e-7, 0\.1\] \(got 0\)/],
+      [['--clip', '5'], /--clip must be a number in \[0\.01, 0\.99\] \(got 5\)/],
+      [['--group', '65'], /--group must be an integer in \[2, 64\] \(got 65\)/],
+      [['--temperature', '0'], /--temperature must be a number in \[0\.05, 5\] \(got 0\)/],
+      [['--gating=maybe'], /--gating is a switch/],
+      [['--seed', '-3'], /--seed must be an integer in \[0, 2\^53 − 1/],
+      [['--budgets', '16,48'], /--budgets must be a non-empty subset of 8, 16, 32, 64, 128/],
+      [['--options', '{"maxValue":0}'], /--options: .*maxValue/],
+      [['--options', '{"bogus":1}'], /--options: arithmetic has no option bogus/],
+      [['--task', 'arithmetic,multihop'], /--task: train runs one task/],
+    ];
+    for (const [args, message] of cases) {
+      const out = join(dir, 'never');
+      const r = await cli([...TRAIN, ...args, '--out', out]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(existsSync(join(out, 'metrics.jsonl')), args.join(' ')).toBe(false);
+    }
+    const sft = await cli(['sft', '--steps', '1', '--lr', '2', '--out', join(dir, 'never')]);
+    expect(sft.code).toBe(2);
+    expect(sft.stderr).toMatch(/--lr must be a number in \[1e-7, 0\.1\] \(got 2\)/);
+  });
+
+  it('checks output directories before any work', async () => {
+    const cwd = await mkdtemp(join(dir, 'cwd-'));
+    const empty = await cli([...TRAIN.map((a) => (a.startsWith('public/') ? join(process.cwd(), a) : a)), '--out', ''], cwd);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/--out must name a directory/);
+    expect(existsSync(join(cwd, 'metrics.jsonl'))).toBe(false);
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'x');
+    const t0 = Date.now();
+    const report = await cli(['report', '--out', file, '--n', '500']);
+    expect(report.code).toBe(2);
+    expect(report.stderr).toMatch(/--out .*a-file exists and is not a directory/);
+    expect(Date.now() - t0).toBeLessThan(30_000); // refused before evaluating anything
+  });
+});

@@ -1,0 +1,140 @@
+/** src/cli/runDir.ts in process: saves, recovery of leftovers, and messages for what cannot resume. */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCheckpointDir } from '../src/cli/checkpointDir';
+import { RunDir, type RunState, checkResumeConfig } from '../src/cli/runDir';
+import { freshPolicy } from '../src/cli/setup';
+import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
+import type { Policy } from '../src/core/policy';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import { initBackend } from '../src/runtime/backend';
+
+let root: string;
+let policy: Policy;
+beforeAll(async () => {
+  await initBackend('wasm');
+  root = await mkdtemp(join(tmpdir(), 'selfcest-rundir-'));
+  policy = freshPolicy('tiny', 1);
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const state = (step: number): RunState => ({ kind: 'sft', step, config: { lr: 1 }, elapsedSec: 1, tokensSeen: 10, savedAt: 'now' });
+
+/** A run directory with saves at the given steps, one metrics row per step. */
+async function runWith(name: string, steps: number[]): Promise<string> {
+  const dir = join(root, name);
+  const run = await RunDir.open(dir, 'sft');
+  const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+  let last = 0;
+  for (const s of steps) {
+    const rows = Array.from({ length: s - last }, (_, i) => ({ step: last + i + 1 }));
+    await run.save(policy, opt, state(s), 'tiny', { 'metrics.jsonl': rows });
+    last = s;
+  }
+  opt.dispose();
+  return dir;
+}
+
+const message = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (e) {
+    return (e as Error).message;
+  }
+  return 'no error';
+};
+
+describe('run directory', () => {
+  it('keeps only the committed save, with its rows, and reads back as a checkpoint', async () => {
+    const dir = await runWith('two-saves', [2, 4]);
+    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000004']);
+    expect((await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3, 4]);
+    expect((await readCheckpointDir(dir)).selfcest.step).toBe(4);
+    const again = await RunDir.open(dir, 'sft');
+    expect(again.saved?.state.step).toBe(4);
+    await expect(RunDir.open(dir, 'train')).rejects.toThrow(/holds a sft run, not a train run/);
+  });
+
+  it('removes the leftovers of an interrupted save and keeps the committed one', async () => {
+    const dir = await runWith('leftovers', [2]);
+    await mkdir(join(dir, 'save-000004.tmp-999'));
+    await mkdir(join(dir, 'save-000004'));
+    await writeFile(join(dir, 'LATEST.tmp-999'), 'save-000004\n');
+    await writeFile(join(dir, 'metrics.jsonl.tmp-999'), '');
+    const run = await RunDir.open(dir, 'sft');
+    expect(run.saved?.state.step).toBe(2);
+    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000002']);
+  });
+
+  it('says which file is wrong and how to start over', async () => {
+    const dir = await runWith('broken', [2]);
+    const save = join(dir, 'save-000002');
+    await writeFile(join(save, 'state.json'), 'null');
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/save-000002\/state\.json: expected a JSON object, got null.*remove .*broken or use a new --out/);
+    await writeFile(join(save, 'state.json'), JSON.stringify({ kind: 'sft', step: 2, elapsedSec: 0, tokensSeen: 0 }));
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/state\.json: config must be an object/);
+    await writeFile(join(save, 'state.json'), JSON.stringify(state(3)));
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/selfcest\.json says step 2 but .*state\.json says 3/);
+    await writeFile(join(dir, 'LATEST'), 'save-000009\n');
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/LATEST names "save-000009", which is not a save/);
+  });
+
+  it('refuses an optimizer file with non-finite or negative moments, naming the file and the tensor', async () => {
+    const dir = await runWith('bad-optimizer', [1]);
+    const file = join(dir, 'save-000001', 'optimizer.safetensors');
+    const opt = decodeSafetensors(new Uint8Array(await readFile(file)));
+    const tensors = [...opt.tensors].map(([name, t]) => ({ name, shape: t.shape, data: name === 'v.transformer.wte.weight' ? t.data.map((_, i) => (i === 3 ? -1 : 0)) : t.data }));
+    await writeFile(file, encodeSafetensors(tensors, opt.metadata));
+    const run = await RunDir.open(dir, 'sft');
+    const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
+    expect(() => run.restoreOptimizer(fresh)).toThrow(/optimizer\.safetensors: .*v\.transformer\.wte\.weight.*cannot resume/);
+    fresh.dispose();
+  });
+
+  it('will not mix a new run into rows of another run', async () => {
+    const dir = join(root, 'stray');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'metrics.jsonl'), '{"step":1}\n');
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/holds metrics\.jsonl but no committed save/);
+  });
+
+  it('reads a run of the older layout, drops rows past its save, and converts it on the next save', async () => {
+    const dir = await runWith('legacy-src', [2]);
+    const legacy = join(root, 'legacy');
+    await mkdir(legacy);
+    for (const f of await readdir(join(dir, 'save-000002'))) await writeFile(join(legacy, f), await readFile(join(dir, 'save-000002', f)));
+    await writeFile(join(legacy, 'metrics.jsonl'), '{"step":1}\n{"step":2}\n{"step":3}\n');
+    const run = await RunDir.open(legacy, 'sft');
+    expect(run.saved?.state.step).toBe(2);
+    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    run.restoreOptimizer(opt);
+    await run.save(policy, opt, state(4), 'tiny', { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
+    opt.dispose();
+    expect((await readdir(legacy)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000004']);
+    expect(await readFile(join(legacy, 'metrics.jsonl'), 'utf8')).toBe('{"step":1}\n{"step":2}\n{"step":3}\n{"step":4}\n');
+  });
+
+  it('refuses a legacy directory whose weights and state are from different saves, also as a checkpoint', async () => {
+    const dir = await runWith('legacy-src2', [2]);
+    const legacy = join(root, 'legacy-mixed');
+    await mkdir(legacy);
+    for (const f of await readdir(join(dir, 'save-000002'))) await writeFile(join(legacy, f), await readFile(join(dir, 'save-000002', f)));
+    await writeFile(join(legacy, 'state.json'), JSON.stringify(state(4)));
+    expect(await message(RunDir.open(legacy, 'sft'))).toMatch(/selfcest\.json says step 2 but .*state\.json says 4/);
+    expect(await message(readCheckpointDir(legacy))).toMatch(/selfcest\.json says step 2 but state\.json says 4: the weights and the run state are from different saves/);
+    expect(existsSync(join(legacy, 'LATEST'))).toBe(false);
+  });
+
+  it('resumes a config without a field it predates as that field’s default', () => {
+    expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 1 } }, [], { limits: { a: 1 } })).not.toThrow();
+    expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 2 } }, [], { limits: { a: 1 } })).toThrow(/limits was \{"a":1\} in the saved run, now \{"a":2\}/);
+    expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
+    // A field that older runs recorded and that never had an effect does not block a resume.
+    expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();
+  });
+});
