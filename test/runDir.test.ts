@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCheckpointDir } from '../src/cli/checkpointDir';
-import { RunDir, type RunState, checkResumeConfig } from '../src/cli/runDir';
+import { RunDir, type RunState, allSkippedError, checkResumeConfig } from '../src/cli/runDir';
 import { freshPolicy } from '../src/cli/setup';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import type { Policy } from '../src/core/policy';
@@ -136,5 +136,11 @@ describe('run directory', () => {
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
     // A field that older runs recorded and that never had an effect does not block a resume.
     expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();
+  });
+
+  it('fails a session whose every step was skipped as non-finite', () => {
+    expect(allSkippedError(0, 3)).toMatch(/every step of this session \(3\) was skipped/);
+    expect(allSkippedError(1, 3)).toBeNull();
+    expect(allSkippedError(0, 0)).toBeNull();
   });
 });

@@ -394,6 +394,12 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
   }
 }
 
+/** A session whose every step was skipped as non-finite did nothing: its error, or null. */
+export function allSkippedError(applied: number, skipped: number): string | null {
+  if (skipped === 0 || applied > 0) return null;
+  return `every step of this session (${skipped}) was skipped: the loss or the gradient was not finite (see the step lines); the weights did not change`;
+}
+
 export function formatDuration(sec: number): string {
   if (!Number.isFinite(sec) || sec < 0) return '?';
   const h = Math.floor(sec / 3600);

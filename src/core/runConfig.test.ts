@@ -84,8 +84,11 @@ describe('the run-config table', () => {
     expect(config.group).toBe(3);
     expect(config.lr).toBe(PAGE_DEFAULTS.lr);
     expect(errors).toEqual(['lr must be a number in [1e-7, 0.1] (got 0)', 'gating must be true or false (got "maybe")', 'unknown setting "nope"']);
-    // A multihop link opens with multihop's clone limits.
-    expect(configFromHash('#task=multihop').config).toMatchObject({ task: 'multihop', maxClones: 16, maxRounds: 4 });
+    // A multihop link opens with multihop's clone limits, and writes the task back.
+    const multihop = configFromHash('#task=multihop').config;
+    expect(multihop).toMatchObject({ task: 'multihop', maxClones: 16, maxRounds: 4 });
+    expect(configToHash(multihop)).toBe('task=multihop');
+    expect(configToHash({ ...multihop, maxClones: 4 })).toBe('task=multihop&maxClones=4');
   });
 });
 

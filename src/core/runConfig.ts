@@ -111,6 +111,9 @@ function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds'): Partial<
   return out;
 }
 
+/** The sampling temperature's range, for the flags of commands outside the table (rollout, eval). */
+export const TEMPERATURE = { min: 0.05, max: 5 } as const;
+
 const ALL: readonly Surface[] = ['page', 'train', 'sft'];
 const GRPO: readonly Surface[] = ['page', 'train'];
 const SFT: readonly Surface[] = ['page', 'sft'];
@@ -133,7 +136,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'clip', type: 'number', min: 0.01, max: 0.99, label: 'Clip ε', help: 'ratio clip ε (low, and high unless --clip-high)', target: 'loss', surfaces: GRPO, default: 0.2 },
   { key: 'clipHigh', type: 'optionalNumber', min: 0.01, max: 9.99, label: 'Clip ε high', help: 'upper ratio clip ε (default: the same as clip)', target: 'loss', surfaces: TRAIN_ONLY, default: null },
   { key: 'aggregation', type: 'enum', values: ['token-mean', 'sequence-mean'], label: 'Loss aggregation', help: 'loss aggregation', target: 'loss', surfaces: TRAIN_ONLY, default: 'token-mean' },
-  { key: 'temperature', type: 'number', min: 0.05, max: 5, label: 'Temperature', help: 'rollout sampling temperature', target: 'rollout', surfaces: GRPO, default: 1 },
+  { key: 'temperature', type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, label: 'Temperature', help: 'rollout sampling temperature', target: 'rollout', surfaces: GRPO, default: 1 },
   { key: 'gating', type: 'bool', label: 'Rollout gating', help: 'rollout gating (--no-gating for the ablation)', target: 'advantage', surfaces: GRPO, default: true },
   { key: 'gateRoots', type: 'bool', label: 'Gate roots', help: 'also gate roots with protocol violations', target: 'advantage', surfaces: TRAIN_ONLY, default: false },
   { key: 'credit', type: 'enum', values: ['ratio', 'broadcast'], label: 'Clone credit', help: 'clone credit', target: 'advantage', surfaces: GRPO, default: 'ratio' },
@@ -186,7 +189,7 @@ export function runConfigDefaults(surface: Surface, task: string = 'arithmetic')
   const c = {} as Record<RunConfigKey, unknown>;
   for (const f of RUN_CONFIG_FIELDS) c[f.key] = defaultOf(f as Base<RunConfigKey>, surface, tasks);
   c.task = task;
-  return c as unknown as RunConfig;
+  return c as RunConfig;
 }
 
 /** The page's defaults (the first visit, a Reset of the form). */
@@ -323,12 +326,13 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
   }
   if (surface !== 'sft' && typeof c.task === 'string' && c.task.includes(',')) errors.push(`${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})`);
   if (errors.length) throw new RunConfigError(errors);
-  return c as unknown as RunConfig;
+  return c as RunConfig;
 }
 
 /** Config → URL hash: the page's fields that differ from the page's defaults for the task. */
 export function configToHash(c: RunConfig): string {
-  const defaults = runConfigDefaults('page', c.task);
+  // Fields are compared with the defaults of the config's task; the task with the page's.
+  const defaults = { ...runConfigDefaults('page', c.task), task: PAGE_DEFAULTS.task };
   const parts: string[] = [];
   for (const f of fieldsOf('page')) {
     const v = c[f.key];
@@ -350,7 +354,7 @@ export function configFromHash(hash: string): { config: RunConfig; errors: strin
   });
   const taskText = entries.find(([k]) => k === 'task')?.[1];
   const task = taskText !== undefined && checkField(fieldOf('task'), decodeURIComponent(taskText)) === null ? decodeURIComponent(taskText) : 'arithmetic';
-  const config = runConfigDefaults('page', task) as unknown as Record<RunConfigKey, unknown>;
+  const config: Record<RunConfigKey, unknown> = runConfigDefaults('page', task);
   const errors: string[] = [];
   for (const [k, v] of entries) {
     const f = fieldsOf('page').find((x) => x.key === k);
@@ -370,7 +374,7 @@ export function configFromHash(hash: string): { config: RunConfig; errors: strin
     if (err) errors.push(err);
     else config[f.key] = value;
   }
-  return { config: config as unknown as RunConfig, errors };
+  return { config: config as RunConfig, errors };
 }
 
 /** The page's rollout workers when the hash does not say: min(4, cores − 1), at least 1. */

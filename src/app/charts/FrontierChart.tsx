@@ -114,7 +114,7 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
     svg.append('text').attr('x', lx + 7).attr('y', H + 9).attr('font-size', 9).attr('fill', 'currentColor').text(m);
   });
   if (points.length === 0) {
-    svg.append('text').attr('x', M.left + 8).attr('y', M.top + 16).attr('font-size', 10).attr('fill', 'currentColor').text('no points yet: evaluate, or train with "frontier eval every" > 0');
+    svg.append('text').attr('x', M.left + 8).attr('y', M.top + 16).attr('font-size', 10).attr('fill', 'currentColor').text('no points yet: evaluate, or train with "held-out eval every" > 0');
   }
 }
 

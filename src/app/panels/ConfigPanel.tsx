@@ -6,7 +6,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, type ConfigProp, type Draft } from '../state/configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft, type ConfigProp, type Draft } from '../state/configForm';
 import { usePlayground } from '../state/store';
 
 function Field({ prop, value, error, changed, onChange }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: NonNullable<Draft[keyof Draft]>) => void }) {
@@ -78,7 +78,7 @@ export function ConfigPanel() {
       )}
       <div className="config-grid">
         {PAGE_FIELDS.map((p) => (
-          <Field key={p.key} prop={p} value={draft[p.key]} error={errors[p.key]} changed={changed.has(p.key)} onChange={(v) => setDraft((d) => ({ ...d, [p.key]: v }))} />
+          <Field key={p.key} prop={p} value={draft[p.key]} error={errors[p.key]} changed={changed.has(p.key)} onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))} />
         ))}
       </div>
       <div className="buttons">

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
-import { changedKeys, configOfDraft, draftErrors, draftOf } from './configForm';
+import { changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft } from './configForm';
 
 describe('config form', () => {
   it('holds numbers as text and gives back the same config', () => {
@@ -26,5 +26,13 @@ describe('config form', () => {
     const draft = { ...draftOf(PAGE_DEFAULTS), lr: '1e-4', batch: '16', gating: false };
     expect(changedKeys(draft, PAGE_DEFAULTS)).toEqual(['batch', 'gating']);
     expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual({ ...PAGE_DEFAULTS, batch: 16, gating: false });
+  });
+
+  it('moves fields still at the old task default to the new task, keeping typed values', () => {
+    const draft = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
+    expect(draft).toMatchObject({ task: 'multihop', maxClones: '16', maxRounds: '4' });
+    const typed = retaskDraft({ ...draftOf(PAGE_DEFAULTS), maxClones: '6' }, 'multihop');
+    expect(typed).toMatchObject({ maxClones: '6', maxRounds: '4' });
+    expect(retaskDraft(draft, 'arithmetic')).toMatchObject({ maxClones: '4', maxRounds: '3' });
   });
 });

@@ -3,7 +3,7 @@
  * an editable draft value, checked with the same checkField the URL hash, the CLI and the
  * engine use. Pure; the panel renders it.
  */
-import { type Field, type RunConfig, type RunConfigKey, checkField, fieldsOf, fieldText, parseFieldText } from '../../core/runConfig';
+import { type Field, type RunConfig, type RunConfigKey, checkField, fieldsOf, fieldText, parseFieldText, runConfigDefaults } from '../../core/runConfig';
 
 export type ConfigProp = Field;
 export type ConfigKey = RunConfigKey;
@@ -44,12 +44,28 @@ export function draftErrors(draft: Draft): Partial<Record<ConfigKey, string>> {
 /** The config a valid draft stands for, or null while any field is invalid. */
 export function configOfDraft(draft: Draft, base: RunConfig): RunConfig | null {
   if (Object.keys(draftErrors(draft)).length > 0) return null;
-  const config: Record<string, unknown> = { ...base };
+  const config: Record<ConfigKey, unknown> = { ...base };
   for (const p of PAGE_FIELDS) config[p.key] = parseDraftValue(p, draft[p.key]);
-  return config as unknown as RunConfig;
+  return config as RunConfig;
 }
 
 /** Keys whose draft differs from the applied config. */
 export function changedKeys(draft: Draft, config: RunConfig): ConfigKey[] {
   return PAGE_FIELDS.filter((p) => JSON.stringify(parseDraftValue(p, draft[p.key])) !== JSON.stringify(config[p.key])).map((p) => p.key);
+}
+
+/**
+ * The draft after the task field changed to `task`: fields still at the old task's default
+ * (multihop's clone limits) take the new task's; what the user typed stays.
+ */
+export function retaskDraft(draft: Draft, task: string): Draft {
+  const oldTask = typeof draft.task === 'string' ? draft.task : 'arithmetic';
+  const before = runConfigDefaults('page', oldTask);
+  const after = runConfigDefaults('page', task);
+  const next: Draft = { ...draft, task };
+  for (const p of PAGE_FIELDS) {
+    if (!p.taskDefault) continue;
+    if (JSON.stringify(parseDraftValue(p, draft[p.key])) === JSON.stringify(before[p.key])) next[p.key] = isText(p) ? fieldText(p, after[p.key]) : (after[p.key] as string | boolean | number[]);
+  }
+  return next;
 }

@@ -1,4 +1,5 @@
 import { SEED_MAX } from '../../core/rng';
+import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
@@ -15,7 +16,7 @@ export const evaluate = defineCommand(
     n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
-    temperature: { type: 'number', help: 'sample at this temperature instead of greedy' },
+    temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },
     'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
     'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
     json: { type: 'bool', default: false, help: 'print JSON' },

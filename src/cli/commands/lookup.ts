@@ -1,5 +1,6 @@
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
+import { UsageError } from '../args';
 import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { lookupProbe } from '../../core/eval/lookup';
 import { disposeParams } from '../../core/model/params';
@@ -17,7 +18,9 @@ export const lookup = defineCommand(
   },
   async (f) => {
     await setupBackend(f.backend);
-    const sizes = f.sizes!.split(',').map((s) => Number(s.trim()));
+    const sizes = f.sizes.split(',').map((s) => Number(s.trim()));
+    const bad = sizes.find((s) => !Number.isInteger(s) || s < 1 || s > 6);
+    if (bad !== undefined) throw new UsageError(`--sizes: each chunk size must be an integer in [1, 6] (got ${JSON.stringify(f.sizes)})`);
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const tok = getTokenizer();
     try {

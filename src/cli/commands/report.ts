@@ -7,7 +7,8 @@ import { checkOutDir } from '../runDir';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
-import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv } from '../../core/eval/frontier';
+import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv, validateLimits } from '../../core/eval/frontier';
+import { UsageError } from '../args';
 import { type FrontierPanel, frontierSvg } from '../../core/eval/frontierSvg';
 import { disposeParams } from '../../core/model/params';
 
@@ -38,7 +39,12 @@ export const report = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const limits = f.limits!.split(',').map(Number);
+    let limits: number[];
+    try {
+      limits = validateLimits(f.limits.split(',').map(Number));
+    } catch (e) {
+      throw new UsageError(`--${(e as Error).message}`);
+    }
     const entries = f.checkpoints!.split(',').map((e) => e.split('=') as [string, string]);
     const skipped = entries.filter(([, dir]) => !existsSync(join(dir, 'model.safetensors')));
     const comparisons: { checkpoint: string; setting: string; points: FrontierPoint[]; pareto: number[] }[] = [];

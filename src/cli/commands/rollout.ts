@@ -1,4 +1,5 @@
 import { SEED_MAX } from '../../core/rng';
+import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
 import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { Rng } from '../../core/rng';
@@ -13,7 +14,7 @@ export const rollout = defineCommand(
     task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', help: 'checkpoint directory (default: a random tiny model)' },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'problem and sampling seed' },
-    temperature: { type: 'number', default: 1, help: 'sampling temperature' },
+    temperature: { type: 'number', default: 1, min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sampling temperature' },
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
     mono: { type: 'bool', default: false, help: 'forbid spawning (monolithic)' },
     json: { type: 'bool', default: false, help: 'print the trace as JSON' },

@@ -2,7 +2,7 @@ import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { RolloutConfig } from '../../core/rollout/config';
-import { RunDir, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
 import { SFT_DEFAULTS, sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
@@ -111,9 +111,8 @@ export const sft = defineRunCommand(
       }
     }
     grad?.close();
-    if (skippedSteps > 0 && appliedSteps === 0) {
-      throw new Error(`every step of this session (${skippedSteps}) was skipped: the loss or the gradient was not finite; the weights did not change`);
-    }
+    const skipError = allSkippedError(appliedSteps, skippedSteps);
+    if (skipError) throw new Error(skipError);
     console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );

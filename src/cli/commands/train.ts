@@ -1,7 +1,7 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, rolloutConfigOf } from '../../core/runConfigTargets';
-import { RunDir, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
@@ -102,9 +102,8 @@ export const train = defineRunCommand(
       }
     }
     rollouts?.close();
-    if (skippedSteps > 0 && appliedSteps === 0) {
-      throw new Error(`every step of this session (${skippedSteps}) was skipped: the loss or the gradient was not finite (see the step lines); the weights did not change`);
-    }
+    const skipError = allSkippedError(appliedSteps, skippedSteps);
+    if (skipError) throw new Error(skipError);
     console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );

@@ -7,7 +7,8 @@ import { SFT_DEFAULTS, type TaskMixEntry, sftMixSequences } from './sft';
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
-const cfg = { ...SFT_DEFAULTS, task: 'arithmetic,multihop', steps: 10, seed: 3, batchTokens: 4096 };
+// The mix's spawn limits: multihop needs a clone per chunk (the run-config table takes the largest).
+const cfg = { ...SFT_DEFAULTS, task: 'arithmetic,multihop', steps: 10, seed: 3, batchTokens: 4096, limits: { ...SFT_DEFAULTS.limits, maxClonesPerRound: 16, maxRounds: 4 } };
 const mix: TaskMixEntry[] = [
   { task: arithmetic, opts: arithmetic.defaultOptions },
   { task: multihop, opts: multihop.defaultOptions },
