@@ -46,6 +46,8 @@ const config: RunConfig = {
   credit: 'broadcast',
   rootTau: 40,
   callRate: 0.05,
+  gateMode: 'protocol',
+  budgetRate: 0.002,
   budgets: [16, 32, 64],
   maxClones: 3,
   evalEvery: 0,
@@ -56,12 +58,13 @@ const config: RunConfig = {
   sftMicroTokens: 256,
   sftWarmup: 0,
   sftDelegateFraction: 0.7,
+  sftTeacher: 'naive',
 };
 
 /** The same config as CLI flags: every field a command takes, from the page's hash. */
 function flagsFor(c: RunConfig, command: 'train' | 'sft'): string[] {
-  const grpo = ['--group', c.group, '--batch', c.batch, '--lr', c.lr, '--beta', c.beta, '--clip', c.clip, '--temperature', c.temperature, '--credit', c.credit, '--root-tau', c.rootTau, '--call-rate', c.callRate];
-  const sft = ['--preset', c.preset, '--lr', c.sftLr, '--batch-tokens', c.sftBatchTokens, '--micro-tokens', c.sftMicroTokens, '--warmup', c.sftWarmup, '--delegate-fraction', c.sftDelegateFraction];
+  const grpo = ['--group', c.group, '--batch', c.batch, '--lr', c.lr, '--beta', c.beta, '--clip', c.clip, '--temperature', c.temperature, '--credit', c.credit, '--root-tau', c.rootTau, '--call-rate', c.callRate, '--gate-mode', c.gateMode, '--budget-rate', c.budgetRate];
+  const sft = ['--preset', c.preset, '--lr', c.sftLr, '--batch-tokens', c.sftBatchTokens, '--micro-tokens', c.sftMicroTokens, '--warmup', c.sftWarmup, '--delegate-fraction', c.sftDelegateFraction, '--teacher', c.sftTeacher];
   const both = ['--seed', c.seed, '--budgets', c.budgets.join(','), '--max-clones', c.maxClones, '--eval-every', c.evalEvery];
   return [...(command === 'train' ? grpo : sft), ...both].map(String);
 }

@@ -106,15 +106,36 @@ describe('the configs built from it', () => {
       reward: REWARD_DEFAULTS,
       rollout: { ...ROLLOUT_DEFAULTS, temperature: 1 },
     });
+    // Credit and gating as the reference; no budget cost.
+    expect(c.advantage).toEqual({ stdNormalize: true, credit: 'ratio', gating: true, gateMode: 'reference', gatedKl: true, gateRoots: false, eps: 1e-6, ratioClamp: 1.5 });
+    expect(c.reward.budgetRate).toBe(0);
+    // One full-batch update per rollout batch, no dual clip, no dynamic sampling.
+    expect(c).toMatchObject({ miniBatch: null, innerEpochs: 1, dynamicSampling: null, loss: { dualClip: null } });
+  });
+
+  it('give PPO its mini-batches, dual clip and dynamic sampling, and check the mini-batch against the batch', () => {
+    const g = grpoConfigOf(validateRunConfig({ batch: 32, group: 8, miniBatch: 8, epochs: 2, dualClip: 3, dynamicSampling: true, oversample: 1.5, sampleRounds: 4 }, 'train'), 5);
+    expect(g).toMatchObject({ batch: 32, group: 8, miniBatch: 8, innerEpochs: 2, dynamicSampling: { factor: 1.5, maxRounds: 4 }, loss: { dualClip: 3 } });
+    // The factor and rounds only act with dynamic sampling on.
+    expect(grpoConfigOf(validateRunConfig({ oversample: 3 }, 'train'), 5).dynamicSampling).toBeNull();
+    expect(() => validateRunConfig({ batch: 8, miniBatch: 3 }, 'train', { miniBatch: '--mini-batch', batch: '--batch' })).toThrow(/^--mini-batch must divide --batch = 8 \(got 3\)$/);
+    expect(() => validateRunConfig({ miniBatch: 16 }, 'page')).toThrow(/^miniBatch must be at most batch = 8 \(got 16\)$/);
+    expect(() => validateRunConfig({ miniBatch: 2.5, dualClip: 1 }, 'train')).toThrow(/miniBatch must be an integer in \[1, 1024\], or unset \(got 2.5\); dualClip must be a number in \[1.01, 100\], or unset \(got 1\)/);
+    // The builder checks too (a config that did not come through validation).
+    expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 8 \(got 5\)/);
+    expect(fieldsOf('page').map((f) => f.key)).toEqual(expect.arrayContaining(['miniBatch', 'dualClip', 'dynamicSampling', 'oversample', 'sampleRounds']));
   });
 
   it('map each flag onto its target', () => {
-    const rc = validateRunConfig({ task: 'multihop', gating: false, gateRoots: true, credit: 'broadcast', std: false, clip: 0.1, clipHigh: 0.3, epochs: 2, rootTau: 10, callRate: 0, budgets: [16, 32], maxClones: 8, temperature: 0.7 }, 'train');
+    const rc = validateRunConfig({ task: 'multihop', gating: false, gateMode: 'protocol', gatedKl: false, gateRoots: true, credit: 'broadcast', std: false, clip: 0.1, clipHigh: 0.3, epochs: 2, rootTau: 10, callRate: 0, budgetRate: 0.002, budgets: [16, 32], maxClones: 8, temperature: 0.7 }, 'train');
     const g = grpoConfigOf(rc, 5);
-    expect(g.advantage).toMatchObject({ gating: false, gateRoots: true, credit: 'broadcast', stdNormalize: false });
+    expect(g.advantage).toMatchObject({ gating: false, gateMode: 'protocol', gatedKl: false, gateRoots: true, credit: 'broadcast', stdNormalize: false });
     expect(g.loss).toMatchObject({ clipLow: 0.1, clipHigh: 0.3, temperature: 0.7 });
     expect(g.innerEpochs).toBe(2);
-    expect(g.reward).toMatchObject({ rootTau: 10, callRate: 0 });
+    expect(g.reward).toMatchObject({ rootTau: 10, callRate: 0, budgetRate: 0.002 });
+    expect(() => validateRunConfig({ gateMode: 'all' as never, budgetRate: 0.5 }, 'train', { gateMode: '--gate-mode' })).toThrow(
+      /--gate-mode must be one of reference, protocol \(got "all"\); budgetRate must be a number in \[0, 0.1\] \(got 0.5\)/,
+    );
     expect(g.rollout).toMatchObject({ budgets: [16, 32], maxClonesPerRound: 8, maxRounds: 4, temperature: 0.7 });
     expect(rolloutConfigOf(rc, { greedy: true }).greedy).toBe(true);
   });
@@ -123,6 +144,9 @@ describe('the configs built from it', () => {
     const s = sftConfigOf(validateRunConfig({ budgets: [16, 32], maxClones: 2 }, 'sft'), 10);
     expect(s.limits).toEqual({ budgets: [16, 32], maxClonesPerRound: 2, maxRounds: 3 });
     expect(sftConfigOf(validateRunConfig({}, 'sft'), 10)).toEqual({ ...SFT_DEFAULTS, task: 'arithmetic', taskOptions: expect.any(Object), steps: 10, seed: 0 });
+    expect(sftConfigOf(validateRunConfig({ sftTeacher: 'naive' }, 'sft'), 10).teacher).toBe('naive');
+    expect(() => validateRunConfig({ sftTeacher: 'random' as never }, 'sft', { sftTeacher: '--teacher' })).toThrow(/--teacher must be one of expert, naive \(got "random"\)/);
+    expect(() => validateRunConfig({ sftTeacher: 'naive' }, 'train')).toThrow(/sftTeacher cannot be set for train \(only page, sft\)/);
   });
 
   it('read one task, a uniform mix and a weighted mix, with options by task name', () => {

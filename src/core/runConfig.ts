@@ -14,7 +14,7 @@
 import { BUDGET_BUCKETS } from './tokenizer/vocab';
 import { SEED_MAX, checkSeed } from './rng';
 
-import { TASKS, TASK_NAMES, type TaskName, isTaskName } from './tasks';
+import { TASKS, TASK_NAMES, TEACHER_STYLES, type TaskName, type TeacherStyle, isTaskName } from './tasks';
 
 export { TASK_NAMES };
 
@@ -28,6 +28,14 @@ export interface RunConfig {
   // GRPO
   group: number;
   batch: number;
+  /** Prompts per PPO mini-batch (one optimizer update each); null: the whole batch. */
+  miniBatch: number | null;
+  /** DAPO dynamic sampling: over-sample prompts, train on groups whose rewards differ. */
+  dynamicSampling: boolean;
+  /** Dynamic sampling: prompts a round samples per group still missing. */
+  oversample: number;
+  /** Dynamic sampling: rounds at most, the first included. */
+  sampleRounds: number;
   lr: number;
   weightDecay: number;
   gradClip: number;
@@ -36,9 +44,13 @@ export interface RunConfig {
   clip: number;
   /** Upper clip ε; null: the same as `clip`. */
   clipHigh: number | null;
+  /** Dual-clip constant c for negative advantages; null: off. */
+  dualClip: number | null;
   aggregation: 'token-mean' | 'sequence-mean';
   temperature: number;
   gating: boolean;
+  gateMode: 'reference' | 'protocol';
+  gatedKl: boolean;
   gateRoots: boolean;
   credit: 'ratio' | 'broadcast';
   std: boolean;
@@ -49,6 +61,7 @@ export interface RunConfig {
   cloneTau: number;
   clonePmax: number;
   callRate: number;
+  budgetRate: number;
   // rollout (and the teacher's demonstrations)
   budgets: number[];
   maxClones: number;
@@ -63,6 +76,8 @@ export interface RunConfig {
   sftMicroTokens: number;
   sftWarmup: number;
   sftDelegateFraction: number;
+  /** The teacher of the delegation demonstrations (TeacherStyle). */
+  sftTeacher: TeacherStyle;
   // the page's process
   workers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
@@ -89,12 +104,12 @@ interface Base<K extends RunConfigKey> {
 
 type NumberKey = { [K in RunConfigKey]: RunConfig[K] extends number ? K : never }[RunConfigKey];
 type BoolKey = { [K in RunConfigKey]: RunConfig[K] extends boolean ? K : never }[RunConfigKey];
-type EnumKey = 'preset' | 'aggregation' | 'credit' | 'backend';
+type EnumKey = 'preset' | 'aggregation' | 'gateMode' | 'credit' | 'backend' | 'sftTeacher';
 
 export type Field =
   | ({ type: 'number'; min: number; max: number; int?: boolean } & Base<NumberKey>)
   | ({ type: 'seed' } & Base<'seed'>)
-  | ({ type: 'optionalNumber'; min: number; max: number } & Base<'clipHigh'>)
+  | ({ type: 'optionalNumber'; min: number; max: number; int?: boolean } & Base<'clipHigh' | 'miniBatch' | 'dualClip'>)
   | ({ type: 'enum'; values: readonly string[] } & Base<EnumKey>)
   | ({ type: 'bool' } & Base<BoolKey>)
   | ({ type: 'budgets' } & Base<'budgets'>)
@@ -128,16 +143,23 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
   { key: 'group', type: 'number', min: 2, max: 64, int: true, label: 'Group size G', help: 'episodes per prompt (G)', target: 'grpo', surfaces: GRPO, default: 4 },
   { key: 'batch', type: 'number', min: 1, max: 1024, int: true, label: 'Prompts per step B', help: 'prompts per step (B)', target: 'grpo', surfaces: GRPO, default: 8 },
+  { key: 'miniBatch', type: 'optionalNumber', min: 1, max: 1024, int: true, label: 'Prompts per mini-batch', help: 'prompts per PPO mini-batch, one optimizer update each; must divide the batch (default: the whole batch, one update)', target: 'grpo', surfaces: GRPO, default: null },
   { key: 'lr', type: 'number', min: 1e-7, max: 0.1, label: 'Learning rate', help: 'GRPO learning rate', target: 'grpo', surfaces: GRPO, default: 1e-4 },
   { key: 'weightDecay', type: 'number', min: 0, max: 0.5, label: 'Weight decay', help: 'AdamW weight decay (GRPO)', target: 'grpo', surfaces: TRAIN_ONLY, default: 0 },
   { key: 'gradClip', type: 'number', min: 0, max: 100, label: 'Gradient clip', help: 'global gradient-norm clip (0 = off)', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
-  { key: 'epochs', type: 'number', min: 1, max: 16, int: true, label: 'Inner epochs', help: 'optimizer passes over each rollout batch', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
+  { key: 'epochs', type: 'number', min: 1, max: 16, int: true, label: 'Inner epochs', help: 'optimizer passes over each rollout batch (each reshuffles the mini-batches)', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
+  { key: 'dynamicSampling', type: 'bool', label: 'Dynamic sampling', help: 'over-sample prompts and train only on groups whose rewards differ (DAPO)', target: 'grpo', surfaces: GRPO, default: false },
+  { key: 'oversample', type: 'number', min: 1, max: 8, label: 'Over-sampling factor', help: 'dynamic sampling: prompts a round samples per group still missing (1: the first round is the plain batch)', target: 'grpo', surfaces: GRPO, default: 1.5 },
+  { key: 'sampleRounds', type: 'number', min: 1, max: 16, int: true, label: 'Sampling rounds', help: 'dynamic sampling: rounds at most, then train on the groups kept', target: 'grpo', surfaces: GRPO, default: 3 },
   { key: 'beta', type: 'number', min: 0, max: 1, label: 'KL β', help: 'KL coefficient against the starting weights', target: 'loss', surfaces: GRPO, default: 0.001 },
   { key: 'clip', type: 'number', min: 0.01, max: 0.99, label: 'Clip ε', help: 'ratio clip ε (low, and high unless --clip-high)', target: 'loss', surfaces: GRPO, default: 0.2 },
   { key: 'clipHigh', type: 'optionalNumber', min: 0.01, max: 9.99, label: 'Clip ε high', help: 'upper ratio clip ε (default: the same as clip)', target: 'loss', surfaces: TRAIN_ONLY, default: null },
+  { key: 'dualClip', type: 'optionalNumber', min: 1.01, max: 100, label: 'Dual clip c', help: 'dual-clip PPO: the objective of a token with A < 0 is at least c·A (the reference: 3; default off)', target: 'loss', surfaces: GRPO, default: null },
   { key: 'aggregation', type: 'enum', values: ['token-mean', 'sequence-mean'], label: 'Loss aggregation', help: 'loss aggregation', target: 'loss', surfaces: TRAIN_ONLY, default: 'token-mean' },
   { key: 'temperature', type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, label: 'Temperature', help: 'rollout sampling temperature', target: 'rollout', surfaces: GRPO, default: 1 },
   { key: 'gating', type: 'bool', label: 'Rollout gating', help: 'rollout gating (--no-gating for the ablation)', target: 'advantage', surfaces: GRPO, default: true },
+  { key: 'gateMode', type: 'enum', values: ['reference', 'protocol'], label: 'Gate mode', help: 'which clones gating catches: reference (no answer and its budget spent) or protocol (any clone violation)', target: 'advantage', surfaces: GRPO, default: 'reference' },
+  { key: 'gatedKl', type: 'bool', label: 'Gated keep KL', help: 'a gated context keeps its KL term (advantage 0, stays in the batch); --no-gated-kl drops it', target: 'advantage', surfaces: GRPO, default: true },
   { key: 'gateRoots', type: 'bool', label: 'Gate roots', help: 'also gate roots with protocol violations', target: 'advantage', surfaces: TRAIN_ONLY, default: false },
   { key: 'credit', type: 'enum', values: ['ratio', 'broadcast'], label: 'Clone credit', help: 'clone credit', target: 'advantage', surfaces: GRPO, default: 'ratio' },
   { key: 'std', type: 'bool', label: 'Std normalisation', help: 'divide advantages by the group std (--no-std: Dr. GRPO)', target: 'advantage', surfaces: GRPO, default: true },
@@ -147,6 +169,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'cloneTau', type: 'number', min: 0, max: 4096, int: true, label: 'Clone penalty τ', help: 'clone tokens free of the length penalty', target: 'reward', surfaces: GRPO, default: 32 },
   { key: 'clonePmax', type: 'number', min: 0, max: 1, label: 'Clone penalty Pmax', help: 'largest clone length penalty', target: 'reward', surfaces: GRPO, default: 0.2 },
   { key: 'callRate', type: 'number', min: 0, max: 1, label: 'Spawn-call penalty', help: 'penalty per spawn call beyond the free ones', target: 'reward', surfaces: GRPO, default: 0.1 },
+  { key: 'budgetRate', type: 'number', min: 0, max: 0.1, label: 'Budget cost', help: 'reward cost per reserved clone-budget token the clone did not use (0 = off)', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
@@ -158,6 +181,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftMicroTokens', type: 'number', min: 64, max: 1 << 20, int: true, flag: 'micro-tokens', label: 'Warm-start micro-batch', help: 'largest padded micro-batch (tokens)', target: 'sft', surfaces: SFT, default: 2048, pageDefault: 1024 },
   { key: 'sftWarmup', type: 'number', min: 0, max: 1_000_000, int: true, flag: 'warmup', label: 'Warm-up steps', help: 'warm-up steps of the schedule (at most a tenth of the steps)', target: 'sft', surfaces: SFT, default: 50 },
   { key: 'sftDelegateFraction', type: 'number', min: 0, max: 1, flag: 'delegate-fraction', label: 'Delegation demos', help: 'share of delegation demonstrations', target: 'sft', surfaces: SFT, default: 0.5 },
+  { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
@@ -200,7 +224,7 @@ function describeRange(f: Field): string {
     case 'number':
       return `${f.int ? 'an integer' : 'a number'} in [${f.min}, ${f.max}]`;
     case 'optionalNumber':
-      return `a number in [${f.min}, ${f.max}], or unset`;
+      return `${f.int ? 'an integer' : 'a number'} in [${f.min}, ${f.max}], or unset`;
     case 'seed':
       return `an integer in [0, 2^53 − 1 = ${SEED_MAX}]`;
     case 'enum':
@@ -245,7 +269,7 @@ export function checkField(f: Field, value: unknown, name: string = f.key): stri
       return ok ? null : bad();
     }
     case 'optionalNumber':
-      return value === null || (typeof value === 'number' && Number.isFinite(value) && value >= f.min && value <= f.max) ? null : bad();
+      return value === null || (typeof value === 'number' && Number.isFinite(value) && value >= f.min && value <= f.max && (!f.int || Number.isInteger(value))) ? null : bad();
     case 'seed':
       return checkSeed(value, name);
     case 'enum':
@@ -324,9 +348,26 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
     const e = checkField(f, c[f.key], names[f.key] ?? f.key);
     if (e) errors.push(e);
   }
+  const mb = miniBatchError(c as RunConfig, names);
+  if (mb) errors.push(mb);
   if (surface !== 'sft' && typeof c.task === 'string' && c.task.includes(',')) errors.push(`${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})`);
   if (errors.length) throw new RunConfigError(errors);
   return c as RunConfig;
+}
+
+/**
+ * The mini-batch must split the batch into equal whole-prompt parts; an error naming the
+ * fields (as `names` spells them), or null. Checked where a config enters and by the builder.
+ */
+export function miniBatchError(c: Pick<RunConfig, 'miniBatch' | 'batch'>, names: Partial<Record<RunConfigKey, string>> = {}): string | null {
+  const { miniBatch, batch } = c;
+  // Values out of their own range are reported by checkField.
+  if (miniBatch === null || !Number.isInteger(miniBatch) || miniBatch < 1 || !Number.isInteger(batch) || batch < 1) return null;
+  const mb = names.miniBatch ?? 'miniBatch';
+  const b = names.batch ?? 'batch';
+  if (miniBatch > batch) return `${mb} must be at most ${b} = ${batch} (got ${miniBatch})`;
+  if (batch % miniBatch !== 0) return `${mb} must divide ${b} = ${batch} (got ${miniBatch})`;
+  return null;
 }
 
 /** Config → URL hash: the page's fields that differ from the page's defaults for the task. */

@@ -11,7 +11,7 @@ import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
 import { REWARD_DEFAULTS } from './rl/reward';
 import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry } from './rl/sft';
 import { GRPO_DEFAULTS, type GrpoConfig } from './rl/train';
-import { type RunConfig, RunConfigError } from './runConfig';
+import { type RunConfig, RunConfigError, miniBatchError } from './runConfig';
 import { getTask, withOptions } from './tasks';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
@@ -61,6 +61,8 @@ export function resolvedTaskOptions(mix: readonly TaskMixEntry[]): Record<string
 export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
   const mix = taskMixOf(c);
   if (mix.length !== 1) throw new RunConfigError([`task: GRPO runs one task (got the mix ${JSON.stringify(c.task)})`]);
+  const mb = miniBatchError(c);
+  if (mb) throw new RunConfigError([mb]);
   return {
     ...GRPO_DEFAULTS,
     task: c.task,
@@ -69,13 +71,15 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     seed: c.seed,
     group: c.group,
     batch: c.batch,
+    miniBatch: c.miniBatch,
     lr: c.lr,
     weightDecay: c.weightDecay,
     gradClip: c.gradClip,
     innerEpochs: c.epochs,
-    loss: { ...POLICY_LOSS_DEFAULTS, beta: c.beta, clipLow: c.clip, clipHigh: c.clipHigh ?? c.clip, aggregation: c.aggregation, temperature: c.temperature },
-    advantage: { ...ADVANTAGE_DEFAULTS, gating: c.gating, gateRoots: c.gateRoots, credit: c.credit, stdNormalize: c.std },
-    reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootPmax: c.rootPmax, cloneTau: c.cloneTau, clonePmax: c.clonePmax, callRate: c.callRate },
+    dynamicSampling: c.dynamicSampling ? { factor: c.oversample, maxRounds: c.sampleRounds } : null,
+    loss: { ...POLICY_LOSS_DEFAULTS, beta: c.beta, clipLow: c.clip, clipHigh: c.clipHigh ?? c.clip, dualClip: c.dualClip, aggregation: c.aggregation, temperature: c.temperature },
+    advantage: { ...ADVANTAGE_DEFAULTS, gating: c.gating, gateMode: c.gateMode, gatedKl: c.gatedKl, gateRoots: c.gateRoots, credit: c.credit, stdNormalize: c.std },
+    reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootPmax: c.rootPmax, cloneTau: c.cloneTau, clonePmax: c.clonePmax, callRate: c.callRate, budgetRate: c.budgetRate },
     rollout: rolloutConfigOf(c),
   };
 }
@@ -93,6 +97,7 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     microTokens: c.sftMicroTokens,
     warmup: c.sftWarmup,
     delegateFraction: c.sftDelegateFraction,
+    teacher: c.sftTeacher,
     limits: limitsOf(c),
   };
 }

@@ -190,7 +190,7 @@ export class Training {
   async frontier(methods: readonly Method[], limits: readonly number[], n: number, encode: Encode, label: { checkpoint: string; step?: number }, onPoint: (p: FrontierPoint) => void): Promise<FrontierPoint[]> {
     await this.syncPool();
     const { task, opts } = withOptions(this.config.task);
-    const problems = heldOutProblems(task, opts, n, FRONTIER_SEED);
+    const problems = heldOutProblems(task, opts, n, FRONTIER_SEED, 'monitor');
     const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigOf(this.config) };
     const points: FrontierPoint[] = [];
     for (const method of methods) {

@@ -1,3 +1,7 @@
+import { wilsonInterval } from '../../core/eval/stats';
+import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
+import { arithmeticProbe, strategyOf } from '../../core/eval/strategy';
+import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
@@ -15,6 +19,7 @@ export const evaluate = defineCommand(
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
+    split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },
     'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
@@ -22,6 +27,7 @@ export const evaluate = defineCommand(
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
+    'root-limit': { type: 'int', default: ROLLOUT_DEFAULTS.rootMaxTokens, min: 1, max: 8192, help: 'tokens the root may generate' },
   },
   async (f) => {
     await setupBackend(f.backend);
@@ -32,11 +38,13 @@ export const evaluate = defineCommand(
     });
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const cfg = validateRolloutConfig(
-      f.temperature === undefined ? { ...task.rolloutDefaults, greedy: true, allowSpawn: f.method === 'delegate' } : { ...task.rolloutDefaults, temperature: f.temperature, allowSpawn: f.method === 'delegate' },
+      f.temperature === undefined
+        ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate' }
+        : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
     const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
     let traces;
-    const problems = heldOutProblems(task, opts, f.n!, f.seed!);
+    const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     try {
       traces = await runProblems(decoder, task, problems, cfg, f.seed!, (t) => tok.encode(t));
     } finally {
@@ -45,7 +53,12 @@ export const evaluate = defineCommand(
     disposeParams(policy.params);
     const s = summarize(traces);
     const result = {
+      split: f.split,
+      seed: f.seed,
+      rootLimit: f['root-limit'],
       accuracy: s.accuracy,
+      /** Wilson 95% interval of the accuracy. */
+      interval: wilsonInterval(Math.round(s.accuracy * s.n), s.n),
       meanTokens: s.meanTokens,
       meanCriticalPathTokens: s.meanCriticalPathTokens,
       meanClones: s.meanClones,
@@ -55,12 +68,19 @@ export const evaluate = defineCommand(
       delegationRate: s.delegationRate,
       /** The training reward (default reward settings) on these episodes. */
       meanReward: meanReward(task, problems, traces),
+      /** How the root delegates (arithmetic): rate by operand count, clones, budgets, too-small budgets. */
+      ...(task.name === 'arithmetic' ? { strategy: strategyOf(traces, arithmeticProbe, cfg.budgets) } : {}),
     };
     if (f.json) console.log(JSON.stringify(result));
     else {
-      console.log(`${f.method} on ${s.n} problems: accuracy ${(s.accuracy * 100).toFixed(1)}%, mean reward ${result.meanReward.toFixed(3)}, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
+      console.log(`${f.method} on ${s.n} ${f.split}-set problems (seed ${f.seed}): accuracy ${(s.accuracy * 100).toFixed(1)}% [${(result.interval[0] * 100).toFixed(1)}, ${(result.interval[1] * 100).toFixed(1)}], mean reward ${result.meanReward.toFixed(3)}, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
       const v = Object.entries(s.violations).filter(([, n]) => n > 0);
       if (v.length) console.log(`violations: ${v.map(([k, n]) => `${k} ${n}`).join(', ')}`);
+      if (result.strategy) {
+        const st = result.strategy;
+        console.log(`delegation by operands: ${st.bySize.map((r) => `${r.size}: ${(r.rate * 100).toFixed(0)}% of ${r.episodes}`).join(', ')}`);
+        console.log(`budgets: ${Object.entries(st.budgets).map(([b, n]) => `${b}: ${n}`).join(', ')}`);
+      }
     }
   },
 );

@@ -1,3 +1,4 @@
+import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
@@ -15,6 +16,7 @@ export const frontierCommand = defineCommand(
     checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, help: 'problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
+    split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
@@ -35,7 +37,7 @@ export const frontierCommand = defineCommand(
     const { task, opts } = withOptions(f.task!);
     const { policy } = await loadPolicy(f.checkpoint!, false);
     const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
-    const problems = heldOutProblems(task, opts, f.n!, f.seed!);
+    const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     const result = await frontier(
       decoder,
       task,
@@ -46,7 +48,7 @@ export const frontierCommand = defineCommand(
     );
     close();
     disposeParams(policy.params);
-    if (f.json) console.log(JSON.stringify(result));
-    else console.log(`pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);
+    if (f.json) console.log(JSON.stringify({ split: f.split, seed: f.seed, n: f.n, ...result }));
+    else console.log(`${f.split} set, seed ${f.seed}, n ${f.n}; pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);
   },
 );

@@ -43,7 +43,7 @@ export const sft = defineRunCommand(
     const saved = runDir.saved;
     let optimizer: AdamW;
     if (saved) {
-      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], { limits: SFT_DEFAULTS.limits });
+      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], { limits: SFT_DEFAULTS.limits, teacher: 'expert' });
       policy = saved.policy;
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       runDir.restoreOptimizer(optimizer);
@@ -121,7 +121,7 @@ const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
 
 /** Greedy accuracy with and without delegation on a fixed held-out set (seed 12345). */
 async function quickEval<O>(policy: Policy, task: Task<O>, opts: O, n: number, greedy: RolloutConfig, encode: (t: string) => number[]) {
-  const problems = heldOutProblems(task, opts, n, 12345);
+  const problems = heldOutProblems(task, opts, n, 12345, 'monitor');
   const decoder = new PolicyDecoder(policy);
   try {
     const row: Record<string, number> = {};

@@ -27,7 +27,7 @@ export const train = defineRunCommand(
   },
   async ({ flags: f, config: rc, argv }) => {
     await checkOutDir(f.out);
-    const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options' });
+    const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
     const { task, opts } = withOptions(cfg.task, cfg.taskOptions);
     await setupBackend(f.backend);
     const tok = getTokenizer();
@@ -77,10 +77,11 @@ export const train = defineRunCommand(
       elapsed += metrics.wallSec;
       tokensSeen += episodes.reduce((n, e) => n + e.trace.tokens.total, 0);
       const row: Record<string, unknown> = { ...metrics };
-      if (metrics.nonFiniteSkips > 0 && metrics.nonFiniteSkips >= cfg.innerEpochs) skippedSteps++;
+      // Skipped: every update it tried was non-finite (a step with nothing to train is not).
+      if (metrics.nonFiniteSkips > 0 && metrics.updates === 0) skippedSteps++;
       else appliedSteps++;
       if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        const problems = heldOutProblems(task, opts, rc.evalN, 12345);
+        const problems = heldOutProblems(task, opts, rc.evalN, 12345, 'monitor');
         const local = rollouts ? null : new PolicyDecoder(policy);
         const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, rolloutConfigOf(rc, { greedy: true }), 1, encode, 64, step);
         local?.dispose();
@@ -93,7 +94,7 @@ export const train = defineRunCommand(
       if (step % f['trace-every'] === 0) pendingTraces.push(...episodes.map((e) => ({ step, ...scoredTrace(e) })));
       const eta = ((cfg.steps - step) * (Date.now() - sessionStart)) / 1000 / Math.max(1, step - firstStep);
       console.log(
-        `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)} kl ${metrics.kl.toExponential(2)} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
+        `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)}${cfg.dynamicSampling ? ` kept ${metrics.groupsSampled - metrics.groupsDropped}/${metrics.groupsSampled}` : ''} kl ${metrics.kl.toExponential(2)} clip ${metrics.clipFraction.toFixed(3)} ppo-kl ${metrics.approxKl.toExponential(2)} upd ${metrics.updates} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
           (metrics.nonFiniteSkips > 0 ? ` | SKIPPED ${metrics.nonFiniteSkips} non-finite update(s)` : '') +
           ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : ''),
       );

@@ -1,9 +1,11 @@
 /**
  * Evaluation of a policy on held-out problems: accuracy and the token costs.
- * Problems come from a seed of their own, so every method and checkpoint sees the same set.
+ * Problems come from a seed and a split of their own, so every method and checkpoint sees the
+ * same set, and no training problem is in it.
  */
 import { emptyViolationCounts, type Violation } from '../protocol/violations';
 import { Rng } from '../rng';
+import { type EvalSplit, drawProblem } from './splits';
 import type { RolloutConfig } from '../rollout/config';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
@@ -23,10 +25,14 @@ export interface EvalSummary {
   violations: Record<Violation, number>;
 }
 
-/** The held-out problem set for a seed (ids `eval-<seed>-<i>`). */
-export function heldOutProblems<O>(task: Task<O>, opts: O, n: number, seed: number): Problem[] {
+/**
+ * A held-out problem set: `n` problems of `split` (splits.ts: the monitored set or the final
+ * evaluation set, disjoint from each other and from every training problem) for a seed, ids
+ * `<split>-<seed>-<i>`. The first n of a larger set are the same problems.
+ */
+export function heldOutProblems<O>(task: Task<O>, opts: O, n: number, seed: number, split: EvalSplit): Problem[] {
   const rng = new Rng(seed);
-  return Array.from({ length: n }, (_, i) => task.generate(rng, opts, `eval-${seed}-${i}`));
+  return Array.from({ length: n }, (_, i) => drawProblem(task, rng, opts, `${split}-${seed}-${i}`, split));
 }
 
 /** Run every problem once (batched `batch` episodes at a time); sampling seeded per problem. */

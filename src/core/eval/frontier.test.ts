@@ -20,7 +20,7 @@ describe('frontier', () => {
     const config = presetConfig('tiny');
     const params = initParams(config, 1);
     const decoder = new PolicyDecoder({ config, params });
-    const problems = heldOutProblems(arithmetic, arithmetic.defaultOptions, 3, 5);
+    const problems = heldOutProblems(arithmetic, arithmetic.defaultOptions, 3, 5, 'final');
     const { points, pareto } = await frontier(
       decoder,
       arithmetic,

@@ -39,7 +39,7 @@ describe('traces JSONL', () => {
   });
 
   it('writes a scored episode with its reward last and each credit after its context (docs/FORMATS.md)', () => {
-    const reward = { reward: 0.9, score: 1, rootPenalty: 0.1, clonePenalty: 0, callPenalty: 0 };
+    const reward = { reward: 0.9, score: 1, rootPenalty: 0.1, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 };
     const credit = { advantage: 0.5, weight: 1, gated: false, reward: 0.9 };
     const rollout = trace;
     const line = tracesToJsonl([{ step: 4, ...scoredTrace({ trace: rollout, reward, credits: [credit] }) }]);
@@ -48,7 +48,7 @@ describe('traces JSONL', () => {
         '"contexts":[{"id":0,"role":"root","parent":null,"round":null,"subtask":null,"budget":null,"tokens":[2,22,62,23,4,10,24,1],"text":"<root>1+2<sep><ans>3<eos>","writers":"pppppggg","logprobs":[-0.1,-0.2,-0.3],"generatedTokens":3,"answer":"3","violation":null,"violationDetail":null,' +
         '"credit":{"advantage":0.5,"weight":1,"gated":false,"reward":0.9}}],' +
         '"events":[],"violations":[],"tokens":{"root":3,"clonesTotal":0,"longestClonePerRound":[],"criticalPath":3,"total":3},' +
-        '"reward":{"reward":0.9,"score":1,"rootPenalty":0.1,"clonePenalty":0,"callPenalty":0}}\n',
+        '"reward":{"reward":0.9,"score":1,"rootPenalty":0.1,"clonePenalty":0,"callPenalty":0,"budgetPenalty":0}}\n',
     );
     expect(rollout.reward).toBeUndefined();
     expect(() => scoredTrace({ trace: rollout, reward, credits: [] })).toThrow(/0 credits for 1 contexts/);

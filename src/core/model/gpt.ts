@@ -251,6 +251,35 @@ export function targetLogProbs(
   targets: tf.Tensor2D,
   temperature = 1,
 ): tf.Tensor2D {
+  return tf.tidy(() => scoreTargets(params, config, tokens, targets, temperature, false).logp);
+}
+
+/**
+ * `targetLogProbs` and, from the same forward, the entropy −Σ_v p_v log p_v of the tempered
+ * distribution at every position, [B, T] (the RL step logs it on the trained tokens).
+ */
+export function targetLogProbsAndEntropy(
+  params: GPTParams,
+  config: ModelConfig,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  temperature = 1,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
+  return tf.tidy(() => {
+    const r = scoreTargets(params, config, tokens, targets, temperature, true);
+    return { logp: r.logp, entropy: r.entropy as tf.Tensor2D };
+  });
+}
+
+/** Inside a tidy: the targets' log-probs and, when asked, each position's entropy. */
+function scoreTargets(
+  params: GPTParams,
+  config: ModelConfig,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  temperature: number,
+  withEntropy: boolean,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D | null } {
   if (!(temperature > 0) || !Number.isFinite(temperature)) {
     throw new Error(`temperature must be a finite number > 0 (got ${temperature})`);
   }
@@ -259,13 +288,13 @@ export function targetLogProbs(
   if (targets.shape[0] !== batch || targets.shape[1] !== time) {
     throw new Error(`targets shape [${targets.shape.join(', ')}] must equal tokens shape [${batch}, ${time}]`);
   }
-  return tf.tidy(() => {
-    let logits = lmHead(params, hiddenStates(params, config, tokens));
-    if (temperature !== 1) logits = tf.div(logits, temperature);
-    const logProbs = tf.logSoftmax(logits);
-    const pick = oneHotFloat(tf.reshape(targets, [batch * time]), config.vocabSize);
-    return tf.reshape(tf.sum(tf.mul(logProbs, pick), -1), [batch, time]) as tf.Tensor2D;
-  });
+  let logits = lmHead(params, hiddenStates(params, config, tokens));
+  if (temperature !== 1) logits = tf.div(logits, temperature);
+  const logProbs = tf.logSoftmax(logits);
+  const pick = oneHotFloat(tf.reshape(targets, [batch * time]), config.vocabSize);
+  const logp = tf.reshape(tf.sum(tf.mul(logProbs, pick), -1), [batch, time]) as tf.Tensor2D;
+  const entropy = withEntropy ? (tf.reshape(tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), -1)), [batch, time]) as tf.Tensor2D) : null;
+  return { logp, entropy };
 }
 
 export interface TokenBatch {

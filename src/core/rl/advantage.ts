@@ -1,48 +1,86 @@
 /**
- * Advantages for the root and clone contexts of a batch of episodes (DESIGN §1, §5).
+ * Advantages for the root and clone contexts of a batch of episodes (DESIGN §1, §5), as the
+ * reference computes them (`_compute_grpo_advantage_with_clones`, clone_reward_2.py).
  *
  * - GRPO over each prompt's group of G episodes: A = (R − mean) / (std + ε), with the
  *   sample standard deviation (N − 1, as verl's torch.std); without std normalisation
  *   (Dr. GRPO) A = R − mean. A group whose rewards are all equal carries no signal: it is
  *   skipped (every context weight 0) and counted.
- * - Clone credit: 'broadcast' gives each clone its root's advantage (APR); 'ratio' scales
- *   it by clamp(r_clone / r_root, −1.5, 1.5) with r_clone = R − the clone's format penalty
- *   (SELFCEST). When r_root is 0 the ratio is undefined and taken as 1.
- * - Rollout gating: a clone in a violation class gets weight 0 (r_clone = 0 in the paper):
- *   its tokens give exactly zero gradient. Optionally roots with protocol violations too.
+ * - Clone reward: r_clone = R (the episode reward) for a clone that is not gated, 0 for a
+ *   gated one. Nothing else is subtracted (the reference's 0.05 "format penalty" is only the
+ *   on/off switch of gating).
+ * - Clone credit: 'broadcast' gives each ungated clone its root's advantage (APR); 'ratio'
+ *   (SELFCEST) gives A_clone = A_root · clamp(r_clone / d, −1.5, 1.5) with
+ *   d = sign(R) · max(|R|, 1e-8) and sign(0) taken as +1, as the reference does. So an
+ *   ungated clone gets factor 1 when |R| ≥ 1e-8, and factor 0 when R = 0 (r_clone = 0 too).
+ * - Rollout gating, two modes: 'reference' gates a clone that wrote no answer AND spent its
+ *   budget (the reference: no answer marker and more than 192 tokens), whatever the violation
+ *   class; 'protocol' gates a clone with any violation. Optionally (`gateRoots`) also roots
+ *   whose episode broke the protocol (not merely a wrong or long answer).
+ * - A gated context's effective advantage is 0: its policy-gradient term is exactly zero.
+ *   With `gatedKl` (default, as the reference) it stays in the batch with weight 1 — its KL
+ *   term acts and its tokens count in the token-mean — exactly like an ungated context with
+ *   advantage 0; without it, weight 0: it leaves the batch and gives no gradient at all.
  */
 import type { Violation } from '../protocol/violations';
 import type { ContextTrace } from '../rollout/trace';
 
 export type CloneCredit = 'broadcast' | 'ratio';
+export type GateMode = 'reference' | 'protocol';
 
 export interface AdvantageConfig {
   stdNormalize: boolean;
   credit: CloneCredit;
+  /** Rollout gating on or off (the ablation's switch). */
   gating: boolean;
+  /** Which clones a gate catches: no answer and budget spent ('reference'), or any violation ('protocol'). */
+  gateMode: GateMode;
+  /** A gated context keeps its KL term (weight 1, advantage 0) instead of leaving the batch. */
+  gatedKl: boolean;
   /** Also gate roots whose episode broke the protocol (not merely a wrong or long answer). */
   gateRoots: boolean;
   eps: number;
   ratioClamp: number;
-  cloneFormatPenalty: number;
 }
 
 export const ADVANTAGE_DEFAULTS: AdvantageConfig = {
   stdNormalize: true,
   credit: 'ratio',
   gating: true,
+  gateMode: 'reference',
+  gatedKl: true,
   gateRoots: false,
   eps: 1e-6,
   ratioClamp: 1.5,
-  cloneFormatPenalty: 0.05,
 };
+
+/** The smallest |denominator| of the ratio credit (the reference's eps). */
+const RATIO_EPS = 1e-8;
 
 /** Root violations that are protocol breaks (gated with gateRoots), not just failures. */
 const ROOT_PROTOCOL: ReadonlySet<Violation> = new Set(['malformed_spawn', 'too_many_clones', 'too_many_rounds', 'reserved_token']);
 
+/** What the credit reads of a context. */
+export type CreditedContext = Pick<ContextTrace, 'role' | 'answer' | 'violation' | 'budget' | 'generatedTokens'>;
+
+/** Whether a gate catches this context under `c` (false with gating off). */
+export function isGated(ctx: CreditedContext, c: Pick<AdvantageConfig, 'gating' | 'gateMode' | 'gateRoots'>): boolean {
+  if (!c.gating) return false;
+  if (ctx.role === 'root') return c.gateRoots && ctx.violation !== null && ROOT_PROTOCOL.has(ctx.violation);
+  if (c.gateMode === 'protocol') return ctx.violation !== null;
+  return ctx.answer === null && ctx.budget !== null && ctx.generatedTokens >= ctx.budget;
+}
+
+/** The ratio-credit factor clamp(r_clone / d, −k, k), d = sign(R)·max(|R|, 1e-8), sign(0) = +1. */
+export function ratioFactor(rClone: number, R: number, clamp: number): number {
+  const d = (R < 0 ? -1 : 1) * Math.max(Math.abs(R), RATIO_EPS);
+  return Math.min(clamp, Math.max(-clamp, rClone / d));
+}
+
 export interface ContextCredit {
+  /** The effective advantage of the policy-gradient term (0 for a gated context). */
   advantage: number;
-  /** 1 = trained on, 0 = gated or skipped. */
+  /** Loss weight: 1 = in the batch (a gated context with its KL term kept included), 0 = skipped group, or gated without KL. */
   weight: number;
   gated: boolean;
   /** The reward this context is credited with (R for roots, r_clone for clones). */
@@ -61,7 +99,7 @@ export interface GroupStats {
  * of its episodes in `episodes`; `rewards[i]` is episode i's reward.
  */
 export function computeAdvantages(
-  episodes: readonly { contexts: readonly Pick<ContextTrace, 'role' | 'answer' | 'violation'>[] }[],
+  episodes: readonly { contexts: readonly CreditedContext[] }[],
   rewards: readonly number[],
   groups: readonly number[][],
   c: AdvantageConfig,
@@ -89,20 +127,14 @@ export function computeAdvantages(
       contexts++;
       const R = rewards[i];
       const A = rootAdvantage[i];
-      if (ctx.role === 'root') {
-        const gated = c.gating && c.gateRoots && ctx.violation !== null && ROOT_PROTOCOL.has(ctx.violation);
-        if (gated) gatedContexts++;
-        return { advantage: A, weight: skipped[i] || gated ? 0 : 1, gated, reward: R };
-      }
-      const rClone = R - (ctx.answer === null ? c.cloneFormatPenalty : 0);
-      const gated = c.gating && ctx.violation !== null;
+      const gated = isGated(ctx, c);
       if (gated) gatedContexts++;
-      let advantage = A;
-      if (c.credit === 'ratio') {
-        const ratio = Math.abs(R) < 1e-12 ? 1 : rClone / R;
-        advantage = A * Math.min(c.ratioClamp, Math.max(-c.ratioClamp, ratio));
-      }
-      return { advantage, weight: skipped[i] || gated ? 0 : 1, gated, reward: gated ? 0 : rClone };
+      const weight = skipped[i] || (gated && !c.gatedKl) ? 0 : 1;
+      if (ctx.role === 'root') return { advantage: gated ? 0 : A, weight, gated, reward: R };
+      const rClone = gated ? 0 : R;
+      // `+ 0` turns a −0 (a negative A times factor 0) into 0 in the recorded trace.
+      const advantage = gated ? 0 : c.credit === 'ratio' ? A * ratioFactor(rClone, R, c.ratioClamp) + 0 : A;
+      return { advantage, weight, gated, reward: rClone };
     }),
   );
   return { credits, stats: { groups: groups.length, zeroVarianceGroups, gatedContexts, contexts } };

@@ -2,10 +2,10 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
-import { targetLogProbs } from '../model/gpt';
+import { forwardLogits, targetLogProbs } from '../model/gpt';
 import { initParams } from '../model/params';
 import { Rng } from '../rng';
-import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, referenceLogprobs } from './grpo';
+import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
 
 const config = presetConfig('tiny');
 let params: ReturnType<typeof initParams>;
@@ -33,9 +33,7 @@ async function sequences(n: number, seed: number, advantages: number[]): Promise
 
 async function grads(seqs: RlSequence[], c: PolicyLossConfig = { ...POLICY_LOSS_DEFAULTS, beta: 0 }, microTokens = 40) {
   const w = aggregationWeights(seqs, c.aggregation);
-  const batches = packRl(seqs, w, microTokens);
-  const refs = referenceLogprobs(null, config, batches, c);
-  return policyGradients(params, config, batches, refs, c);
+  return policyGradients(params, config, packRl(seqs, w, microTokens), c);
 }
 
 async function flat(g: Map<string, tf.Tensor>): Promise<Float32Array> {
@@ -110,6 +108,79 @@ describe('policy gradient', () => {
     dispose(r.grads);
   });
 
+  it('counts a clip only where it binds (verl pg_clipfrac): ρ < 1 − ε with A > 0 is not clipped', async () => {
+    const [s] = await sequences(1, 6, [1]);
+    // ρ = e^−1 ≈ 0.37 < 0.8: with A > 0, min(ρA, 0.8A) = ρA, the unclipped term, gradient flows.
+    const raised = { ...s, oldLogprobs: s.oldLogprobs.map((v, t) => (s.actions[t] ? v + 1 : 0)) };
+    const r = await grads([raised]);
+    expect(r.clipFraction).toBe(0);
+    expect(r.meanRatio).toBeCloseTo(Math.exp(-1), 5);
+    // k3 of KL(π_old ‖ π) per token: (ρ − 1) − log ρ = e^−1 − 1 + 1.
+    expect(r.approxKl).toBeCloseTo(Math.exp(-1), 5);
+    expect((await flat(r.grads)).some((x) => x !== 0)).toBe(true);
+    dispose(r.grads);
+  });
+
+  it('dual clip: with A < 0 the objective is at least c·A, by hand', async () => {
+    const [s] = await sequences(1, 7, [-0.8]);
+    // Alternate log ρ = 1.5 (ρ ≈ 4.48 > c = 3) and log ρ = −0.5 (ρ ≈ 0.61 < 1 − ε = 0.8).
+    let k = 0;
+    const logRatio = s.actions.map((a) => (a ? (k++ % 2 === 0 ? 1.5 : -0.5) : 0));
+    const shifted = { ...s, oldLogprobs: s.oldLogprobs.map((v, t) => (s.actions[t] ? v - logRatio[t] : 0)) };
+    const high = logRatio.filter((x) => x === 1.5).length;
+    const low = logRatio.filter((x) => x === -0.5).length;
+    const n = high + low;
+    const A = -0.8;
+    const c: PolicyLossConfig = { ...POLICY_LOSS_DEFAULTS, beta: 0, clipLow: 0.2, clipHigh: 0.2 };
+    // Without the dual clip: the high tokens give min(ρA, 1.2A) = ρA = −0.8·e^1.5; the low ones min(ρA, 0.8A) = 0.8A (clipped).
+    const plain = await grads([shifted], c);
+    expect(plain.loss).toBeCloseTo(-(high * A * Math.exp(1.5) + low * 0.8 * A) / n, 5);
+    expect(plain.clipFraction).toBeCloseTo(low / n, 12);
+    expect(plain.dualClipFraction).toBe(0);
+    expect((await flat(plain.grads)).some((x) => x !== 0)).toBe(true);
+    // With c = 3: the high tokens give max(ρA, cA) = 3A = −2.4, a constant; every term is flat now.
+    const dual = await grads([shifted], { ...c, dualClip: 3 });
+    expect(dual.loss).toBeCloseTo(-(high * 3 * A + low * 0.8 * A) / n, 5);
+    expect(dual.clipFraction).toBeCloseTo(low / n, 12);
+    expect(dual.dualClipFraction).toBeCloseTo(high / n, 12);
+    expect(dual.approxKl).toBeCloseTo((high * (Math.exp(1.5) - 1 - 1.5) + low * (Math.exp(-0.5) - 1 + 0.5)) / n, 4);
+    expect((await flat(dual.grads)).every((x) => x === 0)).toBe(true);
+    // A > 0 never meets the floor: the dual clip changes nothing.
+    const positive = { ...shifted, advantage: 0.8 };
+    const a = await grads([positive], c);
+    const b = await grads([positive], { ...c, dualClip: 3 });
+    expect(b.loss).toBe(a.loss);
+    expect(await flat(b.grads)).toEqual(await flat(a.grads));
+    expect(b.dualClipFraction).toBe(0);
+    await expect(grads([positive], { ...c, dualClip: 1 })).rejects.toThrow(/dualClip must be a number > 1/);
+    for (const r of [plain, dual, a, b]) dispose(r.grads);
+  });
+
+  it('logs the entropy of the current policy on the trained tokens', async () => {
+    const seqs = await sequences(2, 8, [1, -1]);
+    const r = await grads(seqs);
+    let sum = 0;
+    let count = 0;
+    for (const s of seqs) {
+      const len = s.tokens.length - 1;
+      const logits = forwardLogits(params, config, tf.tensor2d([s.tokens.slice(0, -1)], [1, len], 'int32'));
+      const p = await tf.softmax(logits).data();
+      logits.dispose();
+      s.actions.forEach((a, t) => {
+        if (!a) return;
+        for (let v = 0; v < config.vocabSize; v++) {
+          const q = p[t * config.vocabSize + v];
+          if (q > 0) sum -= q * Math.log(q);
+        }
+        count++;
+      });
+    }
+    expect(r.entropy).toBeGreaterThan(0);
+    expect(r.entropy).toBeLessThanOrEqual(Math.log(config.vocabSize) + 1e-6);
+    expect(r.entropy).toBeCloseTo(sum / count, 4);
+    dispose(r.grads);
+  });
+
   it('sequence-mean weights each context equally; the KL term is zero against itself', async () => {
     const seqs = await sequences(2, 4, [1, 1]);
     const w = aggregationWeights(seqs, 'sequence-mean');
@@ -117,11 +188,12 @@ describe('policy gradient', () => {
     expect(per[0]).toBeCloseTo(0.5, 12);
     expect(per[1]).toBeCloseTo(0.5, 12);
     const c = { ...POLICY_LOSS_DEFAULTS, beta: 0.1 };
-    const batches = packRl(seqs, aggregationWeights(seqs, c.aggregation), 1000);
-    const refs = referenceLogprobs(params, config, batches, c);
-    const r = await policyGradients(params, config, batches, refs, c);
+    const withRef = await withReferenceLogprobs(params, config, seqs, c, 1000);
+    // The reference is the policy itself: its log-probs are the behaviour ones (ρ = 1 sequences).
+    const refDiff = withRef.flatMap((s, i) => s.actions.map((a, t) => (a ? Math.abs((s.refLogprobs as number[])[t] - seqs[i].oldLogprobs[t]) : 0)));
+    expect(Math.max(...refDiff)).toBeLessThan(1e-5);
+    const r = await policyGradients(params, config, packRl(withRef, aggregationWeights(withRef, c.aggregation), 1000), c);
     expect(r.kl).toBeCloseTo(0, 6);
-    refs.forEach((t) => t?.dispose());
     dispose(r.grads);
   });
 

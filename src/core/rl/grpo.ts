@@ -1,24 +1,42 @@
 /**
- * The policy-gradient update (DESIGN §5). Per trainable token:
+ * The policy-gradient update (DESIGN §5): vanilla PPO with an optional dual clip, as verl's
+ * `compute_policy_loss`. Per trainable token, with ρ = π / π_old (π_old: the behaviour policy
+ * that sampled the rollout; log ρ clamped to [−20, 20] as verl does):
  *
- *   objective = min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A) − β·KL_k3(π_ref ‖ π),
- *   ρ = π / π_old,   KL_k3 = exp(log π_ref − log π) − (log π_ref − log π) − 1
+ *   s   = min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A)                  (PPO clip)
+ *   s_c = max(s, c·A)  when A < 0 and the dual clip c (> 1) is set; else s
+ *   objective = s_c − β·KL_k3,   KL_k3 = exp(log π_ref − log π) − (log π_ref − log π) − 1
+ *
+ * The dual clip bounds what one token with A < 0 can do: ρ·A has no floor as ρ grows, so
+ * past ρ = c the term is the constant c·A and its gradient is 0 (verl: pg_losses3 = −A·c,
+ * loss = min(pg_losses3, max(pg_losses1, pg_losses2)) where A < 0).
+ *
+ * Diagnostics, summed over the trained tokens (verl's names in brackets):
+ *   clipped        the clipped term binds, A·clip(ρ) < A·ρ (pg_clipfrac)
+ *   dualClipped    A < 0 and the floor binds, s < c·A (pg_clipfrac_lower)
+ *   approxKl       (ρ − 1) − log ρ, the k3 estimate of KL(π_old ‖ π) (ppo_kl; verl logs the
+ *                  k1 mean of −log ρ, which is noisier and can go negative)
+ *   entropy        −Σ_v π(v) log π(v) of the current policy at the token's position
  *
  * Root and clone contexts of all episodes go into one update (shared weights: the
- * gradient is the sum over every path). Aggregation is folded into per-token weights —
- * token-mean: 1 / (all trained tokens); sequence-mean: 1 / (tokens of its context ·
- * trained contexts) — so micro-batches of any grouping add up to the same gradient.
- * A gated or skipped context has weight 0 and contributes exactly nothing.
+ * gradient is the sum over every path). Aggregation is folded into per-token weights over
+ * the sequences of one optimizer update (a mini-batch, train.ts) — token-mean:
+ * 1 / (its trained tokens); sequence-mean: 1 / (tokens of its context · its trained
+ * contexts) — so micro-batches of any grouping add up to the same gradient.
+ * A context with weight 0 (skipped group, or gated without its KL term) contributes exactly
+ * nothing; a gated context that keeps its KL term comes with advantage 0 (advantage.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import { accumulateGrads } from './grads';
 import type { ModelConfig } from '../model/config';
-import { targetLogProbs } from '../model/gpt';
+import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
 
 export interface PolicyLossConfig {
   clipLow: number;
   clipHigh: number;
+  /** Dual-clip constant c (> 1) for A < 0; null: off (the reference uses 3). */
+  dualClip: number | null;
   /** KL coefficient; 0 skips the reference forward. */
   beta: number;
   aggregation: 'token-mean' | 'sequence-mean';
@@ -29,10 +47,14 @@ export interface PolicyLossConfig {
 export const POLICY_LOSS_DEFAULTS: PolicyLossConfig = {
   clipLow: 0.2,
   clipHigh: 0.2,
+  dualClip: null,
   beta: 0.001,
   aggregation: 'token-mean',
   temperature: 1,
 };
+
+/** verl's clamp of log ρ before the exponential. */
+const LOG_RATIO_LIMIT = 20;
 
 /** One context prepared for the update. */
 export interface RlSequence {
@@ -41,12 +63,14 @@ export interface RlSequence {
   actions: number[];
   /** Behaviour log-prob per position (0 where actions[i] = 0). */
   oldLogprobs: number[];
+  /** Reference log-prob per position (0 where actions[i] = 0); absent when β = 0 (`withReferenceLogprobs`). */
+  refLogprobs?: number[];
   advantage: number;
-  /** 0 for gated or skipped contexts. */
+  /** 0 for skipped contexts and for gated ones without their KL term (advantage.ts). */
   weight: number;
 }
 
-interface PackedBatch {
+export interface PackedBatch {
   rows: number;
   length: number;
   inputs: Int32Array;
@@ -55,10 +79,12 @@ interface PackedBatch {
   weights: Float32Array;
   advantages: Float32Array;
   oldLogprobs: Float32Array;
+  /** Null when the members carry no reference log-probs (no KL term). */
+  refLogprobs: Float32Array | null;
   members: number[];
 }
 
-/** Per-token aggregation weights for every sequence (see the file comment). */
+/** Per-token aggregation weights for every sequence of one update (see the file comment). */
 export function aggregationWeights(seqs: readonly RlSequence[], aggregation: PolicyLossConfig['aggregation']): number[][] {
   const counts = seqs.map((s) => (s.weight > 0 ? s.actions.reduce((a, b) => a + b, 0) : 0));
   const totalTokens = counts.reduce((a, b) => a + b, 0);
@@ -83,6 +109,7 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
     if (group.length === 0) return;
     const length = Math.max(...group.map((i) => seqs[i].tokens.length - 1));
     const rows = group.length;
+    const withRef = group.every((i) => seqs[i].refLogprobs !== undefined);
     const b: PackedBatch = {
       rows,
       length,
@@ -91,6 +118,7 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
       weights: new Float32Array(rows * length),
       advantages: new Float32Array(rows * length),
       oldLogprobs: new Float32Array(rows * length),
+      refLogprobs: withRef ? new Float32Array(rows * length) : null,
       members: group,
     };
     group.forEach((m, r) => {
@@ -102,6 +130,7 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
         b.weights[k] = weights[m][t];
         b.advantages[k] = s.advantage;
         b.oldLogprobs[k] = s.oldLogprobs[t];
+        if (b.refLogprobs) b.refLogprobs[k] = (s.refLogprobs as number[])[t];
       }
     });
     out.push(b);
@@ -116,80 +145,137 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
   return out;
 }
 
-/** The negated objective of one packed batch (a scalar to minimise) and its diagnostics. */
-function batchLoss(
-  params: GPTParams,
-  config: ModelConfig,
-  b: PackedBatch,
-  c: PolicyLossConfig,
-  refLogprobs: tf.Tensor2D | null,
-): { loss: tf.Scalar; kl: tf.Scalar; clipped: tf.Scalar; ratio: tf.Scalar } {
+/**
+ * The sequences with their reference log-probs filled in (one forward of the frozen
+ * reference, no gradient, one readback), or the sequences as they are when β = 0 or there is
+ * no reference. Done once per rollout batch: every mini-batch and epoch reads them.
+ */
+export async function withReferenceLogprobs(ref: GPTParams | null, config: ModelConfig, seqs: readonly RlSequence[], c: PolicyLossConfig, maxTokens: number): Promise<RlSequence[]> {
+  if (!ref || c.beta === 0) return [...seqs];
+  const batches = packRl(seqs, aggregationWeights(seqs, 'token-mean'), maxTokens);
+  if (batches.length === 0) return [...seqs];
+  const flat = tf.tidy(() =>
+    tf.concat(
+      batches.map((b) => {
+        const shape: [number, number] = [b.rows, b.length];
+        return tf.reshape(targetLogProbs(ref, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature), [-1]);
+      }),
+    ),
+  );
+  const values = await flat.data();
+  flat.dispose();
+  const out = seqs.map((s) => ({ ...s, refLogprobs: s.actions.map(() => 0) }));
+  let at = 0;
+  for (const b of batches) {
+    b.members.forEach((m, r) => {
+      const s = out[m];
+      s.actions.forEach((a, t) => {
+        if (a) (s.refLogprobs as number[])[t] = values[at + r * b.length + t];
+      });
+    });
+    at += b.rows * b.length;
+  }
+  return out;
+}
+
+/** Sums over the trained tokens of one or more updates (divide by `tokens` for the means). */
+export interface TokenSums {
+  tokens: number;
+  kl: number;
+  clipped: number;
+  dualClipped: number;
+  approxKl: number;
+  entropy: number;
+  ratio: number;
+}
+
+export const NO_TOKENS: TokenSums = { tokens: 0, kl: 0, clipped: 0, dualClipped: 0, approxKl: 0, entropy: 0, ratio: 0 };
+
+export function addSums(a: TokenSums, b: TokenSums): TokenSums {
+  return {
+    tokens: a.tokens + b.tokens,
+    kl: a.kl + b.kl,
+    clipped: a.clipped + b.clipped,
+    dualClipped: a.dualClipped + b.dualClipped,
+    approxKl: a.approxKl + b.approxKl,
+    entropy: a.entropy + b.entropy,
+    ratio: a.ratio + b.ratio,
+  };
+}
+
+/** Token means of the diagnostics (0 without tokens). */
+export function tokenMeans(s: TokenSums): { kl: number; clipFraction: number; dualClipFraction: number; approxKl: number; entropy: number; meanRatio: number } {
+  const n = Math.max(1, s.tokens);
+  return { kl: s.kl / n, clipFraction: s.clipped / n, dualClipFraction: s.dualClipped / n, approxKl: s.approxKl / n, entropy: s.entropy / n, meanRatio: s.ratio / n };
+}
+
+/** The diagnostics batchLoss sums, in the order it stacks them. */
+const DIAGNOSTICS = ['kl', 'clipped', 'dualClipped', 'approxKl', 'entropy', 'ratio'] as const;
+
+/** The negated objective of one packed batch (a scalar to minimise) and its diagnostic sums. */
+function batchLoss(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
   const shape: [number, number] = [b.rows, b.length];
-  const logp = targetLogProbs(params, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature);
+  const { logp, entropy } = targetLogProbsAndEntropy(params, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature);
   const w = tf.tensor2d(b.weights, shape);
+  const trained = tf.greater(w, 0);
+  const active = tf.cast(trained, 'float32');
   const adv = tf.tensor2d(b.advantages, shape);
-  const ratio = tf.exp(tf.sub(logp, tf.tensor2d(b.oldLogprobs, shape)));
+  const logRatio = tf.clipByValue(tf.sub(logp, tf.tensor2d(b.oldLogprobs, shape)), -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT);
+  const ratio = tf.exp(logRatio);
   const unclipped = tf.mul(ratio, adv);
-  const clippedRatio = tf.clipByValue(ratio, 1 - c.clipLow, 1 + c.clipHigh);
-  const surrogate = tf.minimum(unclipped, tf.mul(clippedRatio, adv));
+  const clippedTerm = tf.mul(tf.clipByValue(ratio, 1 - c.clipLow, 1 + c.clipHigh), adv);
+  let surrogate: tf.Tensor = tf.minimum(unclipped, clippedTerm);
+  const clipped = tf.less(clippedTerm, unclipped);
+  let dualClipped: tf.Tensor = tf.zerosLike(logp);
+  if (c.dualClip !== null) {
+    const floor = tf.mul(adv, c.dualClip);
+    const negative = tf.less(adv, 0);
+    dualClipped = tf.cast(tf.logicalAnd(negative, tf.less(surrogate, floor)), 'float32');
+    surrogate = tf.where(negative, tf.maximum(surrogate, floor), surrogate);
+  }
   let objective: tf.Tensor = surrogate;
   let kl: tf.Tensor = tf.zerosLike(logp);
-  if (refLogprobs && c.beta > 0) {
-    const d = tf.sub(refLogprobs, logp);
+  if (b.refLogprobs && c.beta > 0) {
+    // Off the trained tokens the stored reference is 0: take d = 0 there, not exp(−log π).
+    const d = tf.where(trained, tf.sub(tf.tensor2d(b.refLogprobs, shape), logp), tf.zerosLike(logp));
     kl = tf.sub(tf.sub(tf.exp(d), d), 1);
     objective = tf.sub(surrogate, tf.mul(kl, c.beta));
   }
   const loss = tf.neg(tf.sum(tf.mul(objective, w))) as tf.Scalar;
-  const active = tf.cast(tf.greater(w, 0), 'float32');
-  const isClipped = tf.cast(tf.notEqual(ratio, clippedRatio), 'float32');
-  return {
-    loss,
-    kl: tf.sum(tf.mul(kl, active)) as tf.Scalar,
-    clipped: tf.sum(tf.mul(isClipped, active)) as tf.Scalar,
-    ratio: tf.sum(tf.mul(ratio, active)) as tf.Scalar,
-  };
+  const approxKl = tf.sub(tf.sub(ratio, 1), logRatio);
+  const perToken: Record<(typeof DIAGNOSTICS)[number], tf.Tensor> = { kl, clipped: tf.cast(clipped, 'float32'), dualClipped, approxKl, entropy, ratio };
+  return { loss, diagnostics: DIAGNOSTICS.map((k) => tf.sum(tf.mul(perToken[k], active)) as tf.Scalar) };
 }
 
 export interface PolicyGradResult {
   /** Gradients keyed by parameter name (caller disposes). */
   grads: Map<string, tf.Tensor>;
   loss: number;
-  /** Mean KL_k3 over trained tokens, share of clipped tokens, mean ratio. */
+  /** Diagnostic sums over the trained tokens, and their means. */
+  sums: TokenSums;
   kl: number;
   clipFraction: number;
+  dualClipFraction: number;
+  approxKl: number;
+  entropy: number;
   meanRatio: number;
   trainedTokens: number;
 }
 
-/** Reference-policy log-probs of each packed batch (no gradient), or nulls when β = 0. */
-export function referenceLogprobs(ref: GPTParams | null, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): (tf.Tensor2D | null)[] {
-  return batches.map((b) => {
-    if (!ref || c.beta === 0) return null;
-    const shape: [number, number] = [b.rows, b.length];
-    return tf.tidy(() => targetLogProbs(ref, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature));
-  });
-}
-
-/** Summed gradients of the policy loss over all micro-batches. */
-export async function policyGradients(
-  params: GPTParams,
-  config: ModelConfig,
-  batches: PackedBatch[],
-  refs: (tf.Tensor2D | null)[],
-  c: PolicyLossConfig,
-): Promise<PolicyGradResult> {
+/** Summed gradients of the policy loss over the micro-batches of one update. */
+export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {
+  if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
   const vars = [...params.values()];
   const sums = new Map<string, tf.Tensor>();
   const parts: tf.Scalar[] = [];
   let trainedTokens = 0;
-  for (let k = 0; k < batches.length; k++) {
-    const b = batches[k];
+  for (const b of batches) {
     trainedTokens += b.weights.reduce((n, w) => n + (w > 0 ? 1 : 0), 0);
     const { value, grads, extra } = tf.tidy(() => {
       let diag: tf.Scalar[] = [];
       const g = tf.variableGrads(() => {
-        const r = batchLoss(params, config, b, c, refs[k]);
-        diag = [r.kl, r.clipped, r.ratio].map((t) => tf.keep(t));
+        const r = batchLoss(params, config, b, c);
+        diag = r.diagnostics.map((t) => tf.keep(t));
         return r.loss;
       }, vars);
       const extra = tf.stack(diag);
@@ -205,15 +291,11 @@ export async function policyGradients(
   stacked.dispose();
   parts.forEach((t) => t.dispose());
   let loss = 0;
-  let kl = 0;
-  let clipped = 0;
-  let ratio = 0;
-  for (let i = 0; i < vals.length; i += 4) {
+  const s: TokenSums = { ...NO_TOKENS, tokens: trainedTokens };
+  const width = 1 + DIAGNOSTICS.length;
+  for (let i = 0; i < vals.length; i += width) {
     loss += vals[i];
-    kl += vals[i + 1];
-    clipped += vals[i + 2];
-    ratio += vals[i + 3];
+    DIAGNOSTICS.forEach((k, j) => (s[k] += vals[i + 1 + j]));
   }
-  const n = Math.max(1, trainedTokens);
-  return { grads: sums, loss, kl: kl / n, clipFraction: clipped / n, meanRatio: ratio / n, trainedTokens };
+  return { grads: sums, loss, sums: s, ...tokenMeans(s), trainedTokens };
 }

@@ -1,14 +1,25 @@
 /**
- * The SELFCEST episode reward (DESIGN §1):
+ * The SELFCEST episode reward (DESIGN §1), plus a budget cost of our own:
  *
  *   R = s − P(root generated; τr, ρr, Pr) − max over rounds P(longest clone of the round; τc, ρc, Pc)
- *         − max(0, callRate·#spawn calls − callFree)
+ *         − max(0, callRate·#spawn calls − callFree) − budgetRate·Σ_clones max(0, budget − generated)
  *
  * with P(n; τ, ρ, Pmax) = 0 for n ≤ τ, else Pmax·(1 − exp(−(n − τ)/ρ)), and s = 1 for an
- * exact answer, else the partial credit 0.2 / log2(2 + |A − B| / sqrt(|2 + max(A, B)|)).
+ * exact answer, else the partial credit 0.2 / log2(2 + |A − B| / sqrt(2 + max(|A|, |B|))).
  * The clone penalty is on the critical path (longest clone per round), not the sum.
+ *
+ * Partial credit: the reference divides by sqrt(|2 + max(A, B)|), which is 0 when the larger
+ * number is −2 (the credit collapses to 0) and tiny near it, so it misranks negative answers.
+ * sqrt(2 + max(|A|, |B|)) equals it whenever max(A, B) ≥ |min(A, B)| (so for every pair of
+ * non-negative numbers, bit for bit), is never below √2, and scores (−A, −B) as (A, B).
+ *
+ * Budget cost (default rate 0, the reference has none): each clone's reserved budget that it
+ * did not use, summed over the clones of the episode. A budget too small already fails (the
+ * clone runs over it); with a rate > 0 a budget too large wastes, so the root's choice of
+ * budget matters in both directions. The sum, not the critical path: a reservation holds
+ * context (memory) whether or not it is on the longest path.
  */
-import type { EpisodeTrace, TokenCounts } from '../rollout/trace';
+import type { ContextTrace, EpisodeTrace, TokenCounts } from '../rollout/trace';
 
 export interface RewardConfig {
   rootTau: number;
@@ -20,6 +31,8 @@ export interface RewardConfig {
   /** Penalty per spawn call (round) beyond the free ones: max(0, rate·calls − free). */
   callRate: number;
   callFree: number;
+  /** Cost per reserved clone-budget token the clone did not generate. */
+  budgetRate: number;
   /** Partial numeric credit for wrong answers. */
   partialCredit: boolean;
 }
@@ -38,6 +51,7 @@ export const REWARD_DEFAULTS: RewardConfig = {
   clonePmax: 0.2,
   callRate: 0.1,
   callFree: 0.2,
+  budgetRate: 0,
   partialCredit: true,
 };
 
@@ -48,7 +62,7 @@ export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConf
       throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);
     }
   };
-  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree'] as const) nonNeg(f);
+  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'budgetRate'] as const) nonNeg(f);
   for (const f of ['rootRho', 'cloneRho'] as const) {
     if (!(c[f] > 0 && Number.isFinite(c[f]))) throw new Error(`reward: ${f} must be a finite number > 0 (got ${c[f]})`);
   }
@@ -60,13 +74,21 @@ export function lengthPenalty(n: number, tau: number, rho: number, pmax: number)
   return n <= tau ? 0 : pmax * (1 - Math.exp(-(n - tau) / rho));
 }
 
-/** Partial credit for a wrong numeric answer A against the truth B. */
+/** Partial credit for a wrong numeric answer A against the truth B (scale: see the file comment). */
 export function partialCredit(a: number, b: number): number {
-  return 0.2 / Math.log2(2 + Math.abs(a - b) / Math.sqrt(Math.abs(2 + Math.max(a, b))));
+  return 0.2 / Math.log2(2 + Math.abs(a - b) / Math.sqrt(2 + Math.max(Math.abs(a), Math.abs(b))));
+}
+
+/** Reserved clone-budget tokens the clones did not generate: Σ max(0, budget − generated). */
+export function unusedBudget(contexts: readonly Pick<ContextTrace, 'role' | 'budget' | 'generatedTokens'>[]): number {
+  return contexts.reduce((n, c) => n + (c.role === 'clone' && c.budget !== null ? Math.max(0, c.budget - c.generatedTokens) : 0), 0);
 }
 
 /** What the reward reads of an episode. */
-export type RewardedEpisode = Pick<EpisodeTrace, 'correct' | 'rounds'> & { tokens: Pick<TokenCounts, 'root' | 'longestClonePerRound'> };
+export type RewardedEpisode = Pick<EpisodeTrace, 'correct' | 'rounds'> & {
+  tokens: Pick<TokenCounts, 'root' | 'longestClonePerRound'>;
+  contexts: readonly Pick<ContextTrace, 'role' | 'budget' | 'generatedTokens'>[];
+};
 
 export interface RewardBreakdown {
   reward: number;
@@ -74,6 +96,8 @@ export interface RewardBreakdown {
   rootPenalty: number;
   clonePenalty: number;
   callPenalty: number;
+  /** budgetRate · unused reserved clone budget. */
+  budgetPenalty: number;
 }
 
 /**
@@ -94,5 +118,6 @@ export function episodeReward(
   const rootPenalty = lengthPenalty(trace.tokens.root, c.rootTau, c.rootRho, c.rootPmax);
   const clonePenalty = Math.max(0, ...trace.tokens.longestClonePerRound.map((n) => lengthPenalty(n, c.cloneTau, c.cloneRho, c.clonePmax)));
   const callPenalty = Math.max(0, c.callRate * trace.rounds - c.callFree);
-  return { reward: score - rootPenalty - clonePenalty - callPenalty, score, rootPenalty, clonePenalty, callPenalty };
+  const budgetPenalty = c.budgetRate * unusedBudget(trace.contexts);
+  return { reward: score - rootPenalty - clonePenalty - callPenalty - budgetPenalty, score, rootPenalty, clonePenalty, callPenalty, budgetPenalty };
 }

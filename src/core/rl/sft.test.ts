@@ -45,4 +45,15 @@ describe('SFT data', () => {
     expect(sftMixSequences(mix.map((m) => ({ ...m, weight: 2 })), cfg, 4, encode)).toEqual(sftMixSequences(mix, cfg, 4, encode));
     expect(() => sftMixSequences([{ ...mix[0], weight: 0 }, mix[1]], cfg, 0, encode)).toThrow(/weight of arithmetic in the mix must be a positive number \(got 0\)/);
   });
+  it('takes the teacher from the config: the expert by default, the naive one with its failed clones', () => {
+    const arith = [mix[0]];
+    const one = { ...cfg, task: 'arithmetic', limits: SFT_DEFAULTS.limits, delegateFraction: 1 };
+    expect(SFT_DEFAULTS.teacher).toBe('expert');
+    const expert = sftMixSequences(arith, one, 2, encode);
+    const naive = sftMixSequences(arith, { ...one, teacher: 'naive' }, 2, encode);
+    expect(naive).not.toEqual(expert);
+    // Only the naive teacher gives too-small budgets, so only its roots see <fail>.
+    expect(expert.some((q) => q.tokens.includes(T.fail))).toBe(false);
+    expect(naive.some((q) => q.tokens.includes(T.fail))).toBe(true);
+  });
 });

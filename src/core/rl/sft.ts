@@ -12,9 +12,10 @@ import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
 import { type ProtocolLimits } from '../protocol/grammar';
+import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
-import type { AnyTaskOptions, Task, TaskEntry } from '../tasks';
+import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
 import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence } from './sequences';
 
@@ -35,6 +36,8 @@ export interface SftConfig {
   delegateFraction: number;
   /** The spawn limits the teacher's delegations keep to (budgets, clones per round, rounds). */
   limits: ProtocolLimits;
+  /** Which teacher writes the delegations: `expert` (a strategy) or `naive` (none; TeacherStyle). */
+  teacher: TeacherStyle;
   seed: number;
 }
 
@@ -49,6 +52,8 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
   gradClip: 1,
   delegateFraction: 0.5,
   limits: { budgets: [...ROLLOUT_DEFAULTS.budgets], maxClonesPerRound: ROLLOUT_DEFAULTS.maxClonesPerRound, maxRounds: ROLLOUT_DEFAULTS.maxRounds },
+  // Runs saved before the field had the expert teacher (the sft command's resume implies it).
+  teacher: 'expert',
 };
 
 /** The demonstrations of one step, as training sequences. */
@@ -89,8 +94,8 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   let n = 0;
   while (tokens < cfg.batchTokens) {
     const { task, opts } = mix.length === 1 ? mix[0] : mix[pickEntry(mix, rng)];
-    const problem = task.generate(rng, opts, `sft-${step}-${n++}`);
-    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits)) || task.teacherMono(problem, rng);
+    const problem = drawProblem(task, rng, opts, `sft-${step}-${n++}`, 'train');
+    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
     for (const ctx of demo.contexts) {
       const s = demoSequence(ctx, encode);
       seqs.push(s);

@@ -1,15 +1,18 @@
+import { splitOf } from '../eval/splits';
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
-import { initParams } from '../model/params';
+import { causalMask } from '../model/gpt';
+import { cloneParams, initParams } from '../model/params';
 import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
 import { SFT_DEFAULTS, sftSequences, sftStep } from './sft';
 import { episodeReward } from './reward';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, grpoStep } from './train';
+import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, episodeSequences, grpoStep } from './train';
 import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
@@ -27,7 +30,7 @@ const digitFirst: RewardFn = (trace) => {
   const root = trace.contexts[0];
   const first = root.tokens[root.writers.indexOf('g')];
   const reward = DIGITS.has(first) ? 1 : 0;
-  return { reward, score: reward, rootPenalty: 0, clonePenalty: 0, callPenalty: 0 };
+  return { reward, score: reward, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 };
 };
 
 const toyConfig = (seed: number): GrpoConfig => ({
@@ -85,6 +88,8 @@ describe('GRPO training', () => {
     expect(tf.memory().numTensors).toBe(before);
     // Two prompts, two episodes each, in the order they were added.
     expect(episodes.map((e) => e.problem.id)).toEqual(['train-0-0', 'train-0-0', 'train-0-1', 'train-0-1']);
+    // Training prompts come from the training set only (src/core/eval/splits.ts).
+    expect(episodes.every((e) => splitOf(e.problem) === 'train')).toBe(true);
     for (const e of episodes) {
       expect(e.trace.problemId).toBe(e.problem.id);
       expect(e.problem.meta.operands).toBeGreaterThanOrEqual(3);
@@ -103,6 +108,150 @@ describe('GRPO training', () => {
     expect(Object.keys(metrics.violations)).toContain('clone_over_budget');
     optimizer.dispose();
     params.forEach((p) => p.dispose());
+  });
+});
+
+/** Toy steps from a fresh tiny model (init seed `init`) under `cfg`. */
+async function toySteps(init: number, cfg: GrpoConfig, steps: number, rewardFn: RewardFn = digitFirst, withReference = false) {
+  const params = initParams(config, init);
+  const reference = withReference ? cloneParams(params, { trainable: false }) : null;
+  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+  const metrics: StepMetrics[] = [];
+  const episodes: ScoredEpisode[][] = [];
+  for (let s = 0; s < steps; s++) {
+    const r = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn }, cfg, s);
+    metrics.push(r.metrics);
+    episodes.push(r.episodes);
+  }
+  const weights = await Promise.all([...params.values()].map((p) => p.data()));
+  optimizer.dispose();
+  params.forEach((p) => p.dispose());
+  reference?.forEach((p) => p.dispose());
+  return { metrics, episodes, weights };
+}
+
+/** The episodes of a step by prompt id, in sampling order. */
+function groupsOf(episodes: readonly ScoredEpisode[]): Map<string, ScoredEpisode[]> {
+  const out = new Map<string, ScoredEpisode[]>();
+  for (const e of episodes) out.set(e.problem.id, [...(out.get(e.problem.id) ?? []), e]);
+  return out;
+}
+
+const untimed = (ms: readonly StepMetrics[]) => ms.map(({ wallSec: _w, rolloutTokensPerSec: _r, ...rest }) => rest);
+
+describe('PPO mini-batches', () => {
+  it('one mini-batch of the whole batch is the full-batch update, bit for bit', async () => {
+    const params = initParams(config, 5);
+    const before = cloneParams(params);
+    const reference = cloneParams(params, { trainable: false });
+    const cfg: GrpoConfig = { ...toyConfig(5), miniBatch: 4, loss: { ...toyConfig(5).loss, beta: 0.01 } };
+    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst }, cfg, 0);
+    // The update as it was before mini-batches: every context of the batch weighted together, one Adam step.
+    const seqs = await withReferenceLogprobs(reference, config, episodes.flatMap((e) => episodeSequences(e.trace, e.credits)), cfg.loss, cfg.microTokens);
+    const full = await policyGradients(before, config, packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens), cfg.loss);
+    const optimizer2 = new AdamW(before, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const stats = await optimizer2.apply(full.grads, cfg.lr);
+    expect(full.trainedTokens).toBeGreaterThan(0);
+    expect(metrics).toMatchObject({ updates: 1, loss: full.loss, kl: full.kl, clipFraction: full.clipFraction, approxKl: full.approxKl, entropy: full.entropy, gradNorm: stats.gradNorm, trainedTokens: full.trainedTokens });
+    let diff = 0;
+    for (const [name, p] of params) {
+      const a = await p.data();
+      const b = await before.get(name)!.data();
+      a.forEach((x, i) => (diff = Math.max(diff, Math.abs(x - b[i]))));
+    }
+    expect(diff).toBe(0);
+    full.grads.forEach((g) => g.dispose());
+    for (const o of [optimizer, optimizer2]) o.dispose();
+    for (const m of [params, before, reference]) m.forEach((p) => p.dispose());
+  });
+
+  it('mini-batches of one prompt give several updates per rollout batch, and the clip binds', async () => {
+    const cfg: GrpoConfig = { ...toyConfig(1), miniBatch: 1, innerEpochs: 2 };
+    const { metrics } = await toySteps(1, cfg, 3);
+    for (const m of metrics) {
+      // One update per prompt group with a signal, per epoch.
+      const signalGroups = Math.round(m.groupsSampled * (1 - m.zeroVarianceFraction));
+      expect(m.updates).toBe(2 * signalGroups);
+    }
+    expect(metrics.reduce((n, m) => n + m.updates, 0)).toBeGreaterThan(6);
+    expect(Math.max(...metrics.map((m) => m.clipFraction))).toBeGreaterThan(0.05);
+    expect(Math.max(...metrics.map((m) => m.approxKl))).toBeGreaterThan(1e-3);
+    expect(metrics.every((m) => m.entropy > 0 && m.entropy <= Math.log(config.vocabSize) + 1e-6)).toBe(true);
+    // One full-batch update per rollout batch: ρ = 1 up to decode rounding, nothing clipped.
+    const full = await toySteps(1, toyConfig(1), 3);
+    expect(full.metrics.every((m) => m.clipFraction === 0 && m.updates <= 1 && m.approxKl < 1e-5)).toBe(true);
+  });
+
+  it('shuffles the mini-batches by (seed, step, epoch): same seed, same run', async () => {
+    const cfg: GrpoConfig = { ...toyConfig(2), miniBatch: 2, innerEpochs: 2, loss: { ...toyConfig(2).loss, dualClip: 3 } };
+    const a = await toySteps(2, cfg, 2);
+    const b = await toySteps(2, cfg, 2);
+    expect(untimed(a.metrics)).toEqual(untimed(b.metrics));
+    expect(a.weights).toEqual(b.weights);
+    const c = await toySteps(2, { ...cfg, seed: 3 }, 2);
+    expect(c.weights).not.toEqual(a.weights);
+  });
+
+  it('leaves no tensors behind with every option on', async () => {
+    const cfg: GrpoConfig = { ...toyConfig(4), miniBatch: 2, innerEpochs: 2, dynamicSampling: { factor: 1.5, maxRounds: 2 }, loss: { ...toyConfig(4).loss, beta: 0.01, dualClip: 3 } };
+    const params = initParams(config, 4);
+    const reference = cloneParams(params, { trainable: false });
+    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const deps = { policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst };
+    await grpoStep(deps, cfg, 0);
+    // Fill the causal-mask cache (16 lengths, least recently used out): a new length then
+    // replaces an entry instead of adding one.
+    for (let t = 1; t <= 16; t++) causalMask(t);
+    const before = tf.memory().numTensors;
+    const { metrics } = await grpoStep(deps, cfg, 1);
+    expect(metrics.updates).toBeGreaterThan(0);
+    expect(tf.memory().numTensors).toBe(before);
+    optimizer.dispose();
+    for (const m of [params, reference]) m.forEach((p) => p.dispose());
+  });
+});
+
+describe('dynamic sampling', () => {
+  const dynamic = (seed: number): GrpoConfig => ({ ...toyConfig(seed), dynamicSampling: { factor: 2, maxRounds: 3 } });
+
+  it('trains only on groups whose rewards differ, fills the batch with B of them and counts the rest', async () => {
+    const { metrics, episodes } = await toySteps(3, dynamic(3), 2);
+    for (const [s, m] of metrics.entries()) {
+      const groups = [...groupsOf(episodes[s]).values()];
+      expect(groups.every((g) => g.length === 8)).toBe(true); // G = 8
+      expect([...groupsOf(episodes[s]).keys()]).toEqual(groups.map((_, k) => `train-${s}-${k}`));
+      const differ = (g: ScoredEpisode[]) => g.some((e) => e.reward.reward !== g[0].reward.reward);
+      const trained = groups.filter((g) => g.some((e) => e.credits.some((c) => c.weight > 0)));
+      expect(trained.every(differ)).toBe(true);
+      expect(trained).toHaveLength(Math.min(4, groups.filter(differ).length));
+      expect(m.groupsSampled).toBe(groups.length);
+      expect(m.groupsSampled).toBeGreaterThanOrEqual(8);
+      expect(m.groupsDropped).toBe(groups.length - trained.length);
+      expect(m.zeroVarianceFraction).toBeCloseTo(groups.filter((g) => !differ(g)).length / groups.length, 12);
+    }
+    // The toy reward is rare (≈ 1 in 7): some groups are all zero, so something was dropped.
+    expect(metrics.some((m) => m.groupsDropped > 0)).toBe(true);
+  });
+
+  it('draws its prompts from (seed, step): the first round is the plain step, later rounds do not depend on the policy', async () => {
+    const plain = await toySteps(3, toyConfig(3), 1);
+    const dyn = await toySteps(3, dynamic(3), 1);
+    const prompts = (eps: readonly ScoredEpisode[]) => new Map(eps.map((e) => [e.problem.id, e.problem.prompt]));
+    const p0 = prompts(plain.episodes[0]);
+    const d0 = prompts(dyn.episodes[0]);
+    for (const [id, text] of p0) expect(d0.get(id)).toBe(text);
+    // Every group equal (a constant reward): all three rounds run, nothing is kept, nothing trains.
+    const constant: RewardFn = () => ({ reward: 1, score: 1, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 });
+    const none = await toySteps(9, dynamic(3), 1, constant);
+    expect(none.metrics[0]).toMatchObject({ groupsSampled: 24, groupsDropped: 24, zeroVarianceFraction: 1, updates: 0, trainedTokens: 0, nonFiniteSkips: 0 });
+    // Another policy (init 9), the same prompts under the same ids.
+    const n0 = prompts(none.episodes[0]);
+    for (const [id, text] of d0) expect(n0.get(id)).toBe(text);
+    expect(new Set(n0.values()).size).toBeGreaterThan(20);
+    // Same seed and config, same step again.
+    const again = await toySteps(3, dynamic(3), 1);
+    expect(untimed(again.metrics)).toEqual(untimed(dyn.metrics));
   });
 });
 

@@ -2,11 +2,26 @@
  * One GRPO training step: sample B prompts, run G episodes of each through the batched
  * rollout engine, score them, compute advantages (group baseline, clone credit, gating),
  * and update the shared weights on every root and clone path at once.
+ *
+ * PPO as the reference runs it (DESIGN §5): the rollout batch is split into mini-batches of
+ * whole prompt groups (`miniBatch` prompts each), one optimizer update per mini-batch, for
+ * `innerEpochs` passes, each pass reshuffling the prompts with Rng.stream(seed,
+ * 'grpo-minibatch', step, epoch). π_old stays the behaviour policy of the rollout, so from
+ * the second update on ρ ≠ 1 and the clip acts. Aggregation weights are per mini-batch:
+ * one mini-batch of the whole batch is exactly the full-batch update.
+ *
+ * Dynamic sampling (DAPO, optional): a group whose rewards are all equal has zero advantage
+ * everywhere. Sample ⌈factor · groups still missing⌉ prompts a round, keep the groups whose
+ * rewards differ, stop once B are kept (the surplus is dropped) or after `maxRounds`, and
+ * train on what was kept. Round 0 draws from the step's own stream, later rounds from
+ * Rng.stream(seed, 'grpo-resample', step, round): the prompts are a function of (seed,
+ * step); only how many rounds run depends on the policy.
  */
+import { drawProblem } from '../eval/splits';
 import type * as tf from '@tensorflow/tfjs';
-import type { GPTParams } from '../model/params';
 import type { Policy } from '../policy';
 import type { Violation } from '../protocol/violations';
+import type { GPTParams } from '../model/params';
 import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
 import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
@@ -15,9 +30,16 @@ import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
-import { type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type RlSequence, aggregationWeights, packRl, policyGradients, referenceLogprobs } from './grpo';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
 import type { AdamW } from './optim';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
+
+export interface DynamicSamplingConfig {
+  /** Each round samples ⌈factor · groups still missing⌉ prompts (≥ 1). */
+  factor: number;
+  /** Sampling rounds at most, the first included (≥ 1); then the step trains on what it kept. */
+  maxRounds: number;
+}
 
 export interface GrpoConfig {
   task: string;
@@ -27,11 +49,16 @@ export interface GrpoConfig {
   group: number;
   /** Prompts per step (B). */
   batch: number;
+  /** Prompts per mini-batch, one optimizer update each; null: the whole batch (one update per epoch). */
+  miniBatch: number | null;
   lr: number;
   weightDecay: number;
   gradClip: number;
+  /** Passes over each rollout batch (each reshuffles the mini-batches). */
   innerEpochs: number;
   microTokens: number;
+  /** DAPO dynamic sampling; null: off (zero-variance groups stay in the batch with weight 0). */
+  dynamicSampling: DynamicSamplingConfig | null;
   seed: number;
   loss: PolicyLossConfig;
   advantage: AdvantageConfig;
@@ -43,11 +70,13 @@ export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
   taskOptions: {},
   group: 4,
   batch: 8,
+  miniBatch: null,
   lr: 1e-4,
   weightDecay: 0,
   gradClip: 1,
   innerEpochs: 1,
   microTokens: 4096,
+  dynamicSampling: null,
   loss: POLICY_LOSS_DEFAULTS,
   advantage: ADVANTAGE_DEFAULTS,
   reward: REWARD_DEFAULTS,
@@ -59,6 +88,7 @@ export type RewardFn = (trace: EpisodeTrace, verdict: Verdict) => RewardBreakdow
 
 export interface StepMetrics {
   step: number;
+  /** Episode means over every sampled episode (with dynamic sampling: dropped groups included). */
   meanReward: number;
   accuracy: number;
   meanRootTokens: number;
@@ -69,13 +99,31 @@ export interface StepMetrics {
   delegationRate: number;
   violations: Record<Violation, number>;
   gateRate: number;
+  /** Share of the sampled groups whose rewards were all equal (before any filtering). */
   zeroVarianceFraction: number;
+  /** Prompt groups rolled out in this step (B, or more with dynamic sampling). */
+  groupsSampled: number;
+  /** Sampled groups left out of the batch by dynamic sampling (zero variance, or surplus). */
+  groupsDropped: number;
+  /** Mean loss of the step's updates. */
   loss: number;
+  /** KL_k3 to the reference; this and the token means below: over the trained tokens of every update of the step. */
   kl: number;
+  /** Share of tokens where the PPO clip binds. */
   clipFraction: number;
+  /** Share of tokens with A < 0 where the dual clip binds (0 when it is off). */
+  dualClipFraction: number;
+  /** KL(behaviour ‖ current) ≈ (ρ − 1) − log ρ: how far the updates moved from the rollout policy. */
+  approxKl: number;
+  /** Entropy of the current policy on the trained tokens (nats). */
+  entropy: number;
+  /** Mean global gradient norm of the updates (before clipping). */
   gradNorm: number;
+  /** Optimizer updates applied (mini-batches with trained tokens × epochs, less skipped ones). */
+  updates: number;
   /** Updates skipped for a non-finite loss or gradient in this step. */
   nonFiniteSkips: number;
+  /** Tokens of the batch trained on (counted once, whatever the epochs). */
   trainedTokens: number;
   rolloutTokensPerSec: number;
   wallSec: number;
@@ -110,84 +158,164 @@ export interface ScoredEpisode {
   credits: ContextCredit[];
 }
 
-export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
-  const t0 = Date.now();
+/** Every episode a step sampled, scored, with its prompt groups and those that form the batch. */
+interface SampledBatch {
+  problems: Problem[];
+  traces: EpisodeTrace[];
+  verdicts: Verdict[];
+  breakdowns: RewardBreakdown[];
+  /** Per prompt, the indices of its episodes. */
+  groups: number[][];
+  /** The groups trained on (indices into `groups`, in sampling order). */
+  batch: number[];
+}
+
+/** The same test computeAdvantages skips a group by: do its rewards differ at all? */
+const rewardsDiffer = (rewards: readonly number[]): boolean => rewards.some((r) => r !== rewards[0]);
+
+function checkStepConfig(cfg: GrpoConfig): void {
+  if (cfg.miniBatch !== null && !(Number.isInteger(cfg.miniBatch) && cfg.miniBatch >= 1)) throw new Error(`miniBatch must be a positive integer, or null (got ${cfg.miniBatch})`);
+  const ds = cfg.dynamicSampling;
+  if (ds && !(ds.factor >= 1 && Number.isFinite(ds.factor))) throw new Error(`dynamicSampling.factor must be a number ≥ 1 (got ${ds.factor})`);
+  if (ds && !(Number.isInteger(ds.maxRounds) && ds.maxRounds >= 1)) throw new Error(`dynamicSampling.maxRounds must be a positive integer (got ${ds.maxRounds})`);
+}
+
+/** Roll out and score the step's prompts: one round, or the rounds of dynamic sampling. */
+async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion: number): Promise<SampledBatch> {
   const { policy, task, encode } = deps;
-  const rng = Rng.stream(cfg.seed, 'grpo-step', step);
+  const ds = cfg.dynamicSampling;
   const opts = task.validateOptions(cfg.taskOptions);
-  const local = deps.decoder === undefined ? new PolicyDecoder(policy, cfg.batch * cfg.group * 2) : null;
+  const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));
+  const roundPrompts = (missing: number) => (ds ? Math.ceil(ds.factor * missing) : missing);
+  // Room for a round's contexts up front (the cache grows past it when clones need more); 4096 is the decoder's largest start.
+  const local = deps.decoder === undefined ? new PolicyDecoder(policy, Math.min(4096, roundPrompts(cfg.batch) * cfg.group * 2)) : null;
   const decoder = deps.decoder ?? (local as PolicyDecoder);
-  const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode });
-  const groups: number[][] = [];
-  /** The problem of each episode, by the index addEpisode gave it. */
-  const problems: Problem[] = [];
-  for (let b = 0; b < cfg.batch; b++) {
-    const problem = task.generate(rng, opts, `train-${step}-${b}`);
-    const members: number[] = [];
-    for (let g = 0; g < cfg.group; g++) {
-      const i = scheduler.addEpisode(task, problem, rng.fork());
-      problems[i] = problem;
-      members.push(i);
-    }
-    groups.push(members);
-  }
-  let traces: EpisodeTrace[];
+  const out: SampledBatch = { problems: [], traces: [], verdicts: [], breakdowns: [], groups: [], batch: [] };
   try {
-    traces = await scheduler.run();
+    for (let round = 0; round < (ds?.maxRounds ?? 1) && out.batch.length < cfg.batch; round++) {
+      const rng = round === 0 ? Rng.stream(cfg.seed, 'grpo-step', step) : Rng.stream(cfg.seed, 'grpo-resample', step, round);
+      const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode });
+      const firstGroup = out.groups.length;
+      const offset = out.traces.length;
+      const problems: Problem[] = [];
+      const groups: number[][] = [];
+      const prompts = roundPrompts(cfg.batch - out.batch.length);
+      for (let b = 0; b < prompts; b++) {
+        // Prompt ids number the step's prompts across rounds: train-<step>-<index>.
+        const problem = drawProblem(task, rng, opts, `train-${step}-${firstGroup + b}`, 'train');
+        const members: number[] = [];
+        for (let g = 0; g < cfg.group; g++) {
+          const i = scheduler.addEpisode(task, problem, rng.fork());
+          problems[i] = problem;
+          members.push(offset + i);
+        }
+        groups.push(members);
+      }
+      const traces = await scheduler.run();
+      traces.forEach((t, i) => {
+        const verdict = task.verify(problems[i], t.answer);
+        out.problems.push(problems[i]);
+        out.traces.push(t);
+        out.verdicts.push(verdict);
+        out.breakdowns.push(rewardFn(t, verdict));
+      });
+      for (const members of groups) {
+        const k = out.groups.push(members) - 1;
+        const keep = !ds || rewardsDiffer(members.map((i) => out.breakdowns[i].reward));
+        if (keep && out.batch.length < cfg.batch) out.batch.push(k);
+      }
+    }
   } finally {
     local?.dispose();
   }
-  const rolloutSec = (Date.now() - t0) / 1000;
+  return out;
+}
 
-  const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));
-  const verdicts = traces.map((t, i) => task.verify(problems[i], t.answer));
-  const breakdowns = traces.map((t, i) => rewardFn(t, verdicts[i]));
-  const rewards = breakdowns.map((r) => r.reward);
-  const { credits, stats } = computeAdvantages(traces, rewards, groups, cfg.advantage);
-  const seqs: RlSequence[] = [];
-  traces.forEach((t, i) =>
-    t.contexts.forEach((ctx, j) => {
-      const actions: number[] = [];
-      const old: number[] = [];
-      let k = 0;
-      for (let p = 1; p < ctx.tokens.length; p++) {
-        const isAction = ctx.writers[p] === 'g';
-        actions.push(isAction ? 1 : 0);
-        old.push(isAction ? ctx.logprobs[k++] : 0);
-      }
-      seqs.push({ tokens: ctx.tokens, actions, oldLogprobs: old, advantage: credits[i][j].advantage, weight: credits[i][j].weight });
-    }),
-  );
+/** Each context of an episode as a sequence for the update, with its credit. */
+export function episodeSequences(trace: EpisodeTrace, credits: readonly ContextCredit[]): RlSequence[] {
+  return trace.contexts.map((ctx, j) => {
+    const actions: number[] = [];
+    const old: number[] = [];
+    let k = 0;
+    for (let p = 1; p < ctx.tokens.length; p++) {
+      const isAction = ctx.writers[p] === 'g';
+      actions.push(isAction ? 1 : 0);
+      old.push(isAction ? ctx.logprobs[k++] : 0);
+    }
+    return { tokens: ctx.tokens, actions, oldLogprobs: old, advantage: credits[j].advantage, weight: credits[j].weight };
+  });
+}
 
-  let loss = 0;
-  let kl = 0;
-  let clipFraction = 0;
-  let gradNorm = 0;
+interface UpdateStats {
+  loss: number;
+  sums: TokenSums;
+  gradNorm: number;
+  updates: number;
+  nonFiniteSkips: number;
+}
+
+/**
+ * The PPO updates of one rollout batch (`groups[k]`: the sequences of prompt k): for each
+ * epoch, the prompts shuffled into mini-batches of `miniBatch`, one optimizer update each.
+ * A mini-batch's prompts keep their rollout order, so a single mini-batch of the whole batch
+ * packs and sums exactly as the full-batch update.
+ */
+async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, groups: readonly RlSequence[][]): Promise<UpdateStats> {
+  const { policy } = deps;
+  const withRef = await withReferenceLogprobs(deps.reference, policy.config, groups.flat(), cfg.loss, cfg.microTokens);
+  let at = 0;
+  const seqsOf = groups.map((g) => withRef.slice(at, (at += g.length)));
+  const size = Math.min(cfg.miniBatch ?? groups.length, groups.length);
+  let sums = NO_TOKENS;
+  let lossSum = 0;
+  let normSum = 0;
+  let attempts = 0;
+  let losses = 0;
+  let updates = 0;
   let nonFiniteSkips = 0;
-  let trainedTokens = 0;
-  const weights = aggregationWeights(seqs, cfg.loss.aggregation);
-  const batches = packRl(seqs, weights, cfg.microTokens);
-  if (batches.length > 0) {
-    const refs = referenceLogprobs(deps.reference, policy.config, batches, cfg.loss);
-    for (let epoch = 0; epoch < cfg.innerEpochs; epoch++) {
-      const r = await policyGradients(policy.params, policy.config, batches, refs, cfg.loss);
-      if (epoch === 0) {
-        loss = r.loss;
-        kl = r.kl;
-        clipFraction = r.clipFraction;
-        trainedTokens = r.trainedTokens;
-      }
+  for (let epoch = 0; epoch < cfg.innerEpochs && size > 0; epoch++) {
+    const order = Rng.stream(cfg.seed, 'grpo-minibatch', step, epoch).shuffle(groups.map((_, k) => k));
+    for (let first = 0; first < order.length; first += size) {
+      const members = order.slice(first, first + size).sort((a, b) => a - b);
+      const seqs = members.flatMap((k) => seqsOf[k]);
+      const batches = packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens);
+      if (batches.length === 0) continue; // nothing trained in these groups (all skipped or gated)
+      const r = await policyGradients(policy.params, policy.config, batches, cfg.loss);
+      sums = addSums(sums, r.sums);
+      lossSum += r.loss;
+      losses++;
       if (!Number.isFinite(r.loss)) {
         nonFiniteSkips++;
       } else {
         const s = await deps.optimizer.apply(r.grads, cfg.lr);
-        if (!s.applied) nonFiniteSkips++;
-        if (epoch === 0) gradNorm = s.gradNorm;
+        normSum += s.gradNorm;
+        attempts++;
+        if (s.applied) updates++;
+        else nonFiniteSkips++;
       }
       r.grads.forEach((g: tf.Tensor) => g.dispose());
     }
-    refs.forEach((t) => t?.dispose());
   }
+  return { loss: losses === 0 ? 0 : lossSum / losses, sums, gradNorm: attempts === 0 ? 0 : normSum / attempts, updates, nonFiniteSkips };
+}
+
+export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
+  const t0 = Date.now();
+  checkStepConfig(cfg);
+  const { problems, traces, verdicts, breakdowns, groups, batch } = await sampleBatch(deps, cfg, step, policyVersion);
+  const rolloutSec = (Date.now() - t0) / 1000;
+
+  const rewards = breakdowns.map((r) => r.reward);
+  const { credits, stats } = computeAdvantages(traces, rewards, groups, cfg.advantage);
+  // A group left out of the batch trained nothing: its effective credit is zero.
+  const inBatch = new Set(batch);
+  groups.forEach((g, k) => {
+    if (!inBatch.has(k)) for (const i of g) credits[i] = credits[i].map((c) => ({ ...c, advantage: 0, weight: 0 }));
+  });
+  const groupSeqs = batch.map((k) => groups[k].flatMap((i) => episodeSequences(traces[i], credits[i])));
+  const trainedTokens = groupSeqs.flat().reduce((n, s) => n + (s.weight > 0 ? s.actions.reduce((a, b) => a + b, 0) : 0), 0);
+  const u = await ppoUpdates(deps, cfg, step, groupSeqs);
+  const means = tokenMeans(u.sums);
 
   const n = traces.length;
   const summary = summarize(traces);
@@ -206,11 +334,17 @@ export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: n
       violations: summary.violations,
       gateRate: stats.contexts === 0 ? 0 : stats.gatedContexts / stats.contexts,
       zeroVarianceFraction: stats.groups === 0 ? 0 : stats.zeroVarianceGroups / stats.groups,
-      loss,
-      kl,
-      clipFraction,
-      gradNorm,
-      nonFiniteSkips,
+      groupsSampled: groups.length,
+      groupsDropped: groups.length - batch.length,
+      loss: u.loss,
+      kl: means.kl,
+      clipFraction: means.clipFraction,
+      dualClipFraction: means.dualClipFraction,
+      approxKl: means.approxKl,
+      entropy: means.entropy,
+      gradNorm: u.gradNorm,
+      updates: u.updates,
+      nonFiniteSkips: u.nonFiniteSkips,
       trainedTokens,
       rolloutTokensPerSec: (summary.meanTokens * n) / Math.max(1e-3, rolloutSec),
       wallSec: (Date.now() - t0) / 1000,

@@ -55,6 +55,14 @@ export interface Verdict {
   truthValue: number | null;
 }
 
+/**
+ * How a delegation is demonstrated: `expert` with a strategy (splits that balance the work,
+ * budgets that fit), `naive` with none (the protocol only: any split, any budget, its failures
+ * shown as the runtime has them), so that RL has the strategy left to learn.
+ */
+export const TEACHER_STYLES = ['expert', 'naive'] as const;
+export type TeacherStyle = (typeof TEACHER_STYLES)[number];
+
 /** A task whose generator takes options of type `Opts` (tasks/index.ts: the registry, by name). */
 export interface Task<Opts> {
   name: string;
@@ -72,7 +80,8 @@ export interface Task<Opts> {
   rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number };
   /**
    * A delegation (spawn, join, combine) within the run's spawn limits (budget buckets, clones per
-   * round, rounds), or null when the problem does not split within them.
+   * round, rounds), or null when the problem does not split within them. `style` (default
+   * `expert`): see TeacherStyle; a task without a naive variant demonstrates its expert.
    */
-  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits): Demonstration | null;
+  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits, style?: TeacherStyle): Demonstration | null;
 }

@@ -1,10 +1,14 @@
 import { ROLLOUT_DEFAULTS } from '../../rollout/config';
+import type { ProtocolLimits } from '../../protocol/grammar';
 import { describe, expect, it } from 'vitest';
+import { arithmeticProbe, strategyOf } from '../../eval/strategy';
 import { Rng } from '../../rng';
+import { type ContextDecoder, RolloutScheduler } from '../../rollout/scheduler';
 import { Tokenizer } from '../../tokenizer/tokenizer';
+import type { DemoContext, Demonstration, Problem } from '../types';
 import { evaluate, formatSum, parseSum, reductionChain, sumOfValues } from './expr';
 import { arithmetic, parseIntegerAnswer } from './index';
-import { chainText, tokenLength } from './teacher';
+import { chainText, combineSlices, firstTokens, sliceSum, tokenLength } from './teacher';
 
 const tok = Tokenizer.builtin();
 
@@ -126,5 +130,172 @@ describe('teacher', () => {
     expect(delegated).toBeGreaterThan(100);
     expect(arithmetic.teacherDelegate(arithmetic.generate(rng, arithmetic.defaultOptions, 'x'), rng, { ...limits, maxClonesPerRound: 1 })).toBeNull();
     expect(arithmetic.teacherDelegate(arithmetic.generate(rng, arithmetic.defaultOptions, 'y'), rng, { ...limits, maxRounds: 0 })).toBeNull();
+  });
+});
+
+const textOf = (c: DemoContext) => c.segments.map((g) => g.text).join('');
+const generatedOf = (c: DemoContext) => c.segments.filter((g) => g.kind === 'generated').map((g) => g.text).join('');
+const spawnsOf = (d: Demonstration) => [...d.contexts[0].segments[1].text.matchAll(/<spawn>([^<]+)<b(\d+)>/g)].map((m) => ({ sub: m[1], budget: Number(m[2]) }));
+
+/** Naive demonstrations of a problem stream (every problem delegated), with the problems. */
+function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT_DEFAULTS) {
+  const rng = new Rng(seed);
+  return Array.from({ length: n }, (_, i) => {
+    const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
+    const d = arithmetic.teacherDelegate(p, rng, limits, 'naive');
+    if (!d) throw new Error(`no naive demonstration for ${p.prompt}`);
+    return d;
+  });
+}
+
+/**
+ * Replays texts through the real scheduler: a context whose tokens so far are a prefix of a
+ * script gets a logit spike at that script's next token (as in scheduler.test.ts).
+ */
+class ReplayDecoder implements ContextDecoder {
+  readonly vocabSize = tok.vocabSize;
+  readonly maxPositions = 256; // the `small` model's context
+  private history = new Map<number, number[]>();
+  private nextSlot = 0;
+  constructor(private readonly scripts: number[][]) {}
+  open(): number {
+    this.history.set(this.nextSlot, []);
+    return this.nextSlot++;
+  }
+  close(slot: number): void {
+    this.history.delete(slot);
+  }
+  async feed(slots: number[], tokens: number[][]): Promise<Float32Array> {
+    const V = this.vocabSize;
+    const out = new Float32Array(slots.length * V);
+    slots.forEach((slot, r) => {
+      const h = this.history.get(slot)!;
+      h.push(...tokens[r]);
+      const script = this.scripts.find((s) => s.length > h.length && h.every((t, i) => s[i] === t));
+      if (!script) throw new Error(`no script continues ${tok.decode(h)}`);
+      out[r * V + script[h.length]] = 50;
+    });
+    return out;
+  }
+}
+
+describe('naive teacher', () => {
+  it('draws 1–4 clones uniformly, budgets from every bucket (too small ones included), and reaches the truth', () => {
+    const demos = naiveDemos(400, 21);
+    const counts = [0, 0, 0, 0, 0];
+    const countsLong = [0, 0, 0, 0, 0]; // problems with at least 4 top-level terms: every count possible
+    const budgets = new Map<number, number>();
+    const tooSmall = new Map<number, number>();
+    let clones = 0;
+    for (const d of demos) {
+      const [root, ...cs] = d.contexts;
+      const spawns = spawnsOf(d);
+      expect(spawns.length).toBe(cs.length);
+      counts[cs.length]++;
+      if (parseSum(d.problem.prompt).terms.length >= 4) countsLong[cs.length]++;
+      const answers: (number | null)[] = [];
+      spawns.forEach(({ sub, budget }, j) => {
+        clones++;
+        budgets.set(budget, (budgets.get(budget) ?? 0) + 1);
+        const full = chainText(parseSum(sub));
+        const gen = generatedOf(cs[j]);
+        expect(cs[j].segments[0]).toEqual({ kind: 'prompt', text: `<clone>${sub}<sep>` });
+        // The clone's chain text is the expert's; over budget it is that chain cut at the budget.
+        expect(full.startsWith(gen)).toBe(true);
+        expect(tokenLength(gen)).toBeLessThanOrEqual(budget);
+        if (tokenLength(full) > budget) {
+          tooSmall.set(budget, (tooSmall.get(budget) ?? 0) + 1);
+          expect(tokenLength(gen)).toBe(budget);
+          answers.push(null);
+        } else {
+          expect(gen).toBe(full);
+          answers.push(evaluate(parseSum(sub)));
+        }
+      });
+      // The slices, put back together, are the prompt.
+      expect(spawns.map((s) => s.sub).join('+').replace(/\+-/g, '-')).toBe(d.problem.prompt);
+      expect(root.segments[2]).toEqual({ kind: 'injected', text: answers.map((a) => (a === null ? '<ret><fail>' : `<ret>${a}`)).join('') + '<resume>' });
+      expect(root.segments[3].text.endsWith(`<ans>${d.problem.truth}<eos>`)).toBe(true);
+      for (const c of d.contexts) tok.encode(textOf(c));
+    }
+    const share = (xs: number[], k: number) => xs[k] / xs.reduce((a, b) => a + b, 0);
+    for (let k = 1; k <= 4; k++) {
+      expect(share(counts, k), `${k} clones`).toBeGreaterThan(0.12);
+      expect(share(countsLong, k), `${k} clones, ≥4 terms`).toBeGreaterThan(0.18);
+      expect(share(countsLong, k), `${k} clones, ≥4 terms`).toBeLessThan(0.32);
+    }
+    for (const b of ROLLOUT_DEFAULTS.budgets) {
+      expect((budgets.get(b) ?? 0) / clones, `budget ${b}`).toBeGreaterThan(0.15);
+      expect((budgets.get(b) ?? 0) / clones, `budget ${b}`).toBeLessThan(0.25);
+    }
+    // Too small for their chain: the 8-token bucket often (a lone number fits it), 16 and 32 now and then.
+    for (const b of [8, 16, 32]) expect(tooSmall.get(b) ?? 0, `too small ${b}`).toBeGreaterThan(0);
+    expect(tooSmall.get(8)! / budgets.get(8)!).toBeGreaterThan(0.3);
+  });
+
+  it('cuts anywhere: a lone number is as likely a slice as any other', () => {
+    const s = parseSum('1+2+3+4+5');
+    const p: Problem = { task: 'arithmetic', id: 'x', prompt: formatSum(s), truth: '15', meta: {} };
+    const rng = new Rng(4);
+    const at = [0, 0, 0, 0, 0];
+    for (let i = 0; i < 2000; i++) {
+      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT_DEFAULTS, 'naive')!;
+      const subs = spawnsOf(d).map((x) => x.sub);
+      if (subs.length === 2) at[subs[0].split('+').length]++;
+    }
+    const n = at.reduce((a, b) => a + b, 0);
+    expect(n).toBeGreaterThan(400);
+    // Cut after term 1 or 4 leaves a lone number: each cut a quarter, as uniform cuts give.
+    for (let c = 1; c <= 4; c++) expect(Math.abs(at[c] / n - 0.25), `cut ${c}`).toBeLessThan(0.06);
+  });
+
+  it('keeps to the limits: clones per round, buckets, no round', () => {
+    const limits = { budgets: [16, 64], maxClonesPerRound: 2, maxRounds: 1 };
+    for (const d of naiveDemos(200, 5, limits)) {
+      expect([1, 2]).toContain(d.contexts.length - 1);
+      for (const { budget } of spawnsOf(d)) expect([16, 64]).toContain(budget);
+    }
+    // One clone per round: the whole sum to a single clone.
+    for (const d of naiveDemos(50, 6, { ...limits, maxClonesPerRound: 1 })) expect(spawnsOf(d).map((x) => x.sub)).toEqual([d.problem.prompt]);
+    const rng = new Rng(1);
+    expect(arithmetic.teacherDelegate(arithmetic.generate(rng, arithmetic.defaultOptions, 'y'), rng, { ...limits, maxRounds: 0 }, 'naive')).toBeNull();
+  });
+
+  it('demonstrates every context as the runtime has it: an over-budget clone cut, <fail> injected, the root finishing its slice', async () => {
+    const demos = naiveDemos(120, 33);
+    const scripts: number[][] = [];
+    for (const d of demos) {
+      scripts.push(tok.encode(textOf(d.contexts[0])));
+      // A clone writes its whole chain; the runtime, not the script, stops it at the budget.
+      for (const { sub } of spawnsOf(d)) scripts.push(tok.encode(`<clone>${sub}<sep>${chainText(parseSum(sub))}`));
+    }
+    const scheduler = new RolloutScheduler(new ReplayDecoder(scripts), { ...ROLLOUT_DEFAULTS, greedy: true }, { policyVersion: 0, encode: (t) => tok.encode(t) });
+    demos.forEach((d, i) => scheduler.addEpisode(arithmetic, d.problem, new Rng(i)));
+    const traces = await scheduler.run();
+    let cut = 0;
+    traces.forEach((t, i) => {
+      const d = demos[i];
+      expect(t.contexts.map((c) => c.text)).toEqual(d.contexts.map(textOf));
+      expect(t.answer).toBe(d.problem.truth);
+      const over = spawnsOf(d).filter(({ sub, budget }) => tokenLength(chainText(parseSum(sub))) > budget).length;
+      expect(t.violations.map((v) => v.violation)).toEqual(Array(over).fill('clone_over_budget'));
+      cut += over;
+    });
+    expect(cut).toBeGreaterThan(40);
+    // The strategy summary of these episodes counts the same too-small budgets.
+    const summary = strategyOf(traces, arithmeticProbe);
+    expect(summary.tooSmall).toBe(cut);
+    expect(summary.judged).toBe(summary.clones);
+  });
+
+  it('combines answered and failed slices into a sum of the same value', () => {
+    const s = parseSum('57+77-1+7*7-1');
+    const slices = sliceSum(s, [3, 4]);
+    expect(slices.map(formatSum)).toEqual(['57+77-1', '7*7', '-1']);
+    expect(formatSum(combineSlices(slices, [133, null, -1]))).toBe('133+7*7-1');
+    expect(formatSum(combineSlices(slices, [null, 49, -1]))).toBe('57+77-1+49-1');
+    expect(formatSum(combineSlices(sliceSum(parseSum('-3+4'), [1]), [-3, null]))).toBe('-3+4');
+    expect(formatSum(combineSlices(slices, [133, 49, -1]))).toBe(formatSum(sumOfValues([133, 49, -1])));
+    expect(firstTokens('=49-1=48<ans>48<eos>', 9)).toBe('=49-1=48<ans>');
   });
 });

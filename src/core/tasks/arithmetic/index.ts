@@ -1,10 +1,10 @@
 /** The arithmetic task: generator, exact verifier and teacher. */
 import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
-import type { Problem, Task, Verdict } from '../types';
+import type { Problem, Task, TeacherStyle, Verdict } from '../types';
 import { evaluate, formatSum, operandCount, parseSum } from './expr';
 import { type ArithmeticOptions, ARITHMETIC_DEFAULTS, generateSum, validateArithmeticOptions } from './generate';
-import { delegateContexts, monoContexts } from './teacher';
+import { delegateContexts, monoContexts, naiveDelegateContexts } from './teacher';
 
 export * from './expr';
 export * from './generate';
@@ -45,8 +45,9 @@ export const arithmetic: Task<ArithmeticOptions> = {
     return { problem, style: 'mono', contexts: monoContexts(parseSum(problem.prompt)) };
   },
 
-  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits) {
-    const contexts = delegateContexts(parseSum(problem.prompt), rng, limits);
+  teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits, style: TeacherStyle = 'expert') {
+    const teacher = style === 'naive' ? naiveDelegateContexts : delegateContexts;
+    const contexts = teacher(parseSum(problem.prompt), rng, limits);
     return contexts ? { problem, style: 'delegate', contexts } : null;
   },
 };

@@ -1,19 +1,36 @@
 /**
- * The programmatic teacher: demonstrations of the monolithic chain of thought and of
- * delegation, with varied decompositions and budgets, for the warm start.
+ * The programmatic teachers: demonstrations of the monolithic chain of thought and of
+ * delegation, for the warm start.
  *
  * Chain of thought: `=` then the whole expression after each reduction step, then the
- * answer block. Delegation: the top-level sum is cut into 2–4 contiguous slices; each
- * clone gets a slice (with its leading minus, so the root only has to add) and the
- * smallest budget bucket that fits its chain, sometimes one bucket more; after the join
- * the root adds the clone answers with the same chain-of-thought format. Only the run's spawn
- * limits are demonstrated: its budget buckets and at most its clones per round.
+ * answer block.
+ *
+ * Expert delegation (`delegateContexts`): the top-level sum is cut into 2–4 contiguous slices
+ * (slices that hold work preferred); each clone gets a slice (with its leading minus, so the
+ * root only has to add) and the smallest budget bucket that fits its chain, sometimes one
+ * bucket more; after the join the root adds the clone answers with the same chain-of-thought
+ * format. Only the run's spawn limits are demonstrated: its budget buckets and at most its
+ * clones per round.
+ *
+ * Naive delegation (`naiveDelegateContexts`): the protocol with no strategy, so that RL has
+ * the strategy left to learn. 1 to min(4, clones per round, top-level terms) clones, uniformly
+ * (one clone: the whole sum); cut points uniformly at random (lone numbers as likely as any
+ * slice); each budget uniformly from all the run's buckets, too small ones included. A clone
+ * whose chain fits its budget is demonstrated whole, as the expert's. One whose chain does not
+ * fit is demonstrated as the rollout treats it: the runtime cuts a clone at its budget
+ * (`clone_over_budget`) and injects `<ret><fail>` for it, so its demonstration is its chain cut
+ * at the budget (never a token past it), and the root sees `<fail>`. The root then does the
+ * failed slices itself: it writes the sum with each answered slice replaced by its answer and
+ * each failed slice copied from its prompt, and reduces it. Of the root's honest options this
+ * is the one a runtime episode can actually take — it uses only the injected answers and its
+ * own prompt, and reaches the truth; answering from the answers it has would teach wrong
+ * answers, and spawning the failed slice again with a larger budget would be a strategy.
  */
 import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
 import { BUDGET_BUCKETS } from '../../tokenizer/vocab';
 import type { DemoContext, Segment } from '../types';
-import { type Sum, evaluate, formatSum, reductionChain, sumOfValues } from './expr';
+import { type Sum, evaluate, formatSum, num, reductionChain, sumOfValues } from './expr';
 
 /** The chain of thought text a context generates for an expression, answer block included. */
 export function chainText(s: Sum): string {
@@ -25,6 +42,11 @@ export function chainText(s: Sum): string {
 /** Generated length in tokens of a chain text (special tokens count one). */
 export function tokenLength(text: string): number {
   return text.replace(/<[a-z0-9]+>/g, '#').length;
+}
+
+/** The first `n` tokens of a generated text (special tokens count one), as a budget cuts it. */
+export function firstTokens(text: string, n: number): string {
+  return (text.match(/<[a-z0-9]+>|[\s\S]/g) ?? []).slice(0, n).join('');
 }
 
 /** The smallest of `buckets` (default: all) that holds `tokens`. */
@@ -109,6 +131,65 @@ export function delegateContexts(s: Sum, rng: Rng, limits: ProtocolLimits): Demo
     { kind: 'generated', text: spawns.join('') + '<join>' },
     { kind: 'injected', text: injected },
     // The root first writes the combination, then reduces it like any chain of thought.
+    { kind: 'generated', text: `=${formatSum(combined)}${chainText(combined)}` },
+  ];
+  return [{ role: 'root', segments: rootSegments }, ...clones];
+}
+
+/**
+ * The root's sum after a join: each answered slice replaced by its answer (a number), each
+ * failed one (`null`) as the slice itself. With every slice answered it is `sumOfValues`.
+ */
+export function combineSlices(slices: readonly Sum[], answers: readonly (number | null)[]): Sum {
+  const pieces = slices.map((slice, i) => {
+    const v = answers[i];
+    return v === null ? slice : { terms: [[num(Math.abs(v))]], ops: [], neg: v < 0 };
+  });
+  const out: Sum = { terms: [], ops: [], neg: pieces[0].neg };
+  pieces.forEach((p, i) => {
+    // A piece's leading minus becomes the operator that joins it.
+    if (i > 0) out.ops.push(p.neg ? '-' : '+');
+    out.terms.push(...p.terms);
+    out.ops.push(...p.ops);
+  });
+  return out;
+}
+
+/**
+ * Naive delegation demonstration (see the header): no strategy in the count, the cuts or the
+ * budgets; a clone over its budget is cut there and the root finishes its slice. Null only
+ * when the limits allow no spawn round.
+ */
+export function naiveDelegateContexts(s: Sum, rng: Rng, limits: ProtocolLimits): DemoContext[] | null {
+  if (limits.maxRounds < 1 || limits.maxClonesPerRound < 1 || limits.budgets.length === 0) return null;
+  const nTerms = s.terms.length;
+  const buckets = [...limits.budgets].sort((a, b) => a - b);
+  const parts = rng.int(1, Math.min(4, limits.maxClonesPerRound, nTerms));
+  const slices = sliceSum(s, randomCuts(rng, nTerms, parts));
+  const clones: DemoContext[] = [];
+  const spawns: string[] = [];
+  const answers: (number | null)[] = [];
+  for (const slice of slices) {
+    const sub = formatSum(slice);
+    const budget = rng.pick(buckets);
+    const gen = chainText(slice);
+    const fits = tokenLength(gen) <= budget;
+    spawns.push(`<spawn>${sub}<b${budget}>`);
+    answers.push(fits ? evaluate(slice) : null);
+    clones.push({
+      role: 'clone',
+      segments: [
+        { kind: 'prompt', text: `<clone>${sub}<sep>` },
+        { kind: 'generated', text: fits ? gen : firstTokens(gen, budget) },
+      ],
+    });
+  }
+  const combined = combineSlices(slices, answers);
+  const injected = answers.map((v) => (v === null ? '<ret><fail>' : `<ret>${v}`)).join('') + '<resume>';
+  const rootSegments: Segment[] = [
+    { kind: 'prompt', text: `<root>${formatSum(s)}<sep>` },
+    { kind: 'generated', text: spawns.join('') + '<join>' },
+    { kind: 'injected', text: injected },
     { kind: 'generated', text: `=${formatSum(combined)}${chainText(combined)}` },
   ];
   return [{ role: 'root', segments: rootSegments }, ...clones];

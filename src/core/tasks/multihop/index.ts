@@ -190,6 +190,8 @@ export const multihop: Task<MultihopOptions> = {
 
   /**
    * One round per hop: ask every chunk, follow the one answer that is not `none`.
+   * Both teacher styles demonstrate this (no naive variant yet: asking every chunk is the
+   * protocol's one way to find the holder; a naive one would ask random chunks at random budgets).
    *
    * The root's demonstration is the whole episode. Its clones' are chosen for learning the
    * lookup rather than copied whole: of the chunks × hops clone contexts all but one per round
