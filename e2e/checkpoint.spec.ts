@@ -100,3 +100,29 @@ test('a malformed checkpoint import is reported and keeps the model', async ({ p
   expect(maxAbsDiff(after.logits, before.logits)).toBe(0);
   expect(consoleErrors).toEqual([]);
 });
+
+test('the page starts from the shipped checkpoint the config names, or a labelled random init', async ({ page, backend, openApp, waitForModel }) => {
+  test.skip(backend !== 'wasm', 'loading a checkpoint does not depend on the backend');
+  test.setTimeout(120_000);
+  // The tiny preset starts from the tiny warm start, not from a random init.
+  await openApp(TINY_RUN);
+  await waitForModel();
+  await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart-tiny/');
+  await expect(page.getByTestId('model-note')).toHaveCount(0);
+
+  await page.getByTestId('config-checkpoint').selectOption('random');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('model-note')).toContainText('random init: the config asks for a random init');
+  expect(await page.evaluate(() => location.hash)).toContain('checkpoint=random');
+
+  // A small checkpoint under the tiny preset is refused with the reason, and a random init shown.
+  await page.getByTestId('config-checkpoint').selectOption('warmstart');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('model-note')).toContainText('it is preset small; this link asks for tiny');
+
+  await page.getByTestId('config-checkpoint').selectOption('auto');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart-tiny/');
+  await expect(page.getByTestId('model-note')).toHaveCount(0);
+  await waitForModel();
+});

@@ -58,8 +58,9 @@ test('the page is served with a Content-Security-Policy and trains under it with
   expect(policy).not.toContain("'unsafe-eval'");
   expect(policy).not.toContain("'unsafe-inline'");
   await waitForModel();
-  // The shipped warm start was fetched (connect-src): it loaded and was set aside as another preset.
-  await expect(page.getByTestId('model-note')).toContainText('it is preset small');
+  // The shipped tiny warm start was fetched (connect-src) and loaded.
+  await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart-tiny/');
+  await expect(page.getByTestId('model-note')).toHaveCount(0);
 
   await page.getByTestId('step').click();
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });

@@ -81,6 +81,25 @@ export interface RunConfig {
   // the page's process
   workers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
+  /** The shipped checkpoint the page starts from (auto: the warm start of the preset). */
+  checkpoint: ShippedCheckpoint;
+}
+
+/** Checkpoints shipped under public/checkpoints/, with the preset each one is. */
+export const SHIPPED_CHECKPOINTS = {
+  warmstart: { preset: 'small', label: 'warm start, expert teacher (delegates well already)' },
+  'warmstart-naive': { preset: 'small', label: 'warm start, naive teacher (protocol without strategy)' },
+  'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic' },
+  'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
+} as const;
+export type ShippedName = keyof typeof SHIPPED_CHECKPOINTS;
+export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
+
+/** The shipped checkpoint a config starts from, or null for a random init. */
+export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset'>): ShippedName | null {
+  if (c.checkpoint === 'random') return null;
+  if (c.checkpoint === 'auto') return c.preset === 'tiny' ? 'warmstart-tiny' : 'warmstart';
+  return c.checkpoint;
 }
 
 export type RunConfigKey = keyof RunConfig;
@@ -104,7 +123,7 @@ interface Base<K extends RunConfigKey> {
 
 type NumberKey = { [K in RunConfigKey]: RunConfig[K] extends number ? K : never }[RunConfigKey];
 type BoolKey = { [K in RunConfigKey]: RunConfig[K] extends boolean ? K : never }[RunConfigKey];
-type EnumKey = 'preset' | 'aggregation' | 'gateMode' | 'credit' | 'backend' | 'sftTeacher';
+type EnumKey = 'preset' | 'aggregation' | 'gateMode' | 'credit' | 'backend' | 'sftTeacher' | 'checkpoint';
 
 export type Field =
   | ({ type: 'number'; min: number; max: number; int?: boolean } & Base<NumberKey>)
@@ -184,6 +203,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
+  { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the warm start of the preset; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
 
 export const fieldOf = (key: RunConfigKey): Field => RUN_CONFIG_FIELDS.find((f) => f.key === key)!;

@@ -179,6 +179,7 @@ export class Engine {
         return reply(training.model.report());
       });
     },
+    randomInit: async () => reply(await this.replaceModel(TrainerModel.random(this.config.preset, this.config.seed))),
     stepperStart: async (req) => {
       const training = this.requireTraining();
       if (!Number.isInteger(req.seed)) throw new Error(`stepper: seed must be an integer (got ${JSON.stringify(req.seed)})`);

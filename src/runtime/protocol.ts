@@ -32,6 +32,8 @@ export type EngineRequest =
   | { kind: 'step' }
   /** Back to the loaded checkpoint; metrics and episodes cleared. */
   | { kind: 'reset' }
+  /** A seeded random init of the config's preset in place of the model. */
+  | { kind: 'randomInit' }
   /** Token-by-token stepper over one new rollout. */
   | { kind: 'stepperStart'; seed: number; prompt?: string; allowSpawn: boolean }
   | { kind: 'stepperAdvance'; until: 'token' | 'spawn' | 'end' }
@@ -71,6 +73,7 @@ export interface EngineReplies {
   pause: { policyVersion: number };
   step: { metrics: StepMetrics };
   reset: ModelReport;
+  randomInit: ModelReport;
   stepperStart: StepperState;
   stepperAdvance: StepperState;
   frontier: { points: FrontierPoint[] };

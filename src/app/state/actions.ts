@@ -3,7 +3,7 @@
  * pending, drops replies from a superseded run, and turns failures into a message.
  */
 import { type Method, frontierCsv } from '../../core/eval/frontier';
-import { configToHash, type RunConfig } from '../../core/runConfig';
+import { configToHash, type RunConfig, startCheckpoint } from '../../core/runConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
@@ -69,8 +69,36 @@ export async function applyConfig(config: RunConfig): Promise<void> {
   if (!model) return;
   setState({ config, hashErrors: [] });
   writeHash(config);
-  if (config.preset !== before.preset) showModel(model, null);
+  if (startCheckpoint(config) !== startCheckpoint(before)) await loadStartCheckpoint(config);
+  else if (config.preset !== before.preset) showModel(model, null);
   else setState({ model });
+}
+
+/** Where the page finds a shipped checkpoint. */
+export const checkpointUrl = (name: string) => `${import.meta.env.BASE_URL}checkpoints/${name}/`;
+
+/**
+ * Loads the config's start checkpoint (see `checkpoint` in the run-config table); a random
+ * init of the preset when it asks for one, or, labelled with the reason, when the checkpoint
+ * cannot be loaded or is of another preset.
+ */
+export async function loadStartCheckpoint(config: RunConfig): Promise<void> {
+  const name = startCheckpoint(config);
+  let why = 'the config asks for a random init';
+  if (name !== null) {
+    const url = checkpointUrl(name);
+    why = '';
+    const loaded = await send({ kind: 'loadUrl', baseUrl: url }, { replaces: true, onError: (message) => (why = message) });
+    if (loaded && loaded.preset === config.preset) {
+      showModel(loaded, null);
+      return;
+    }
+    if (loaded) why = `it is preset ${loaded.preset}; this link asks for ${config.preset}`;
+    why = `no usable checkpoint at ${url} (${why || 'unknown reason'})`;
+  }
+  // A fresh model of the configured preset; the note says why it is not a shipped checkpoint.
+  const fresh = await send({ kind: 'randomInit' }, { replaces: true });
+  if (fresh) showModel(fresh, `random init: ${why}`);
 }
 
 export async function train(): Promise<void> {

@@ -1,14 +1,13 @@
 /**
- * Page start: config from the URL hash, engine up, shipped warm start loaded (or a clearly
- * labelled random init when there is none, or when the link asks for another preset).
+ * Page start: config from the URL hash, engine up, the chosen shipped checkpoint loaded (or a
+ * clearly labelled random init when there is none, or when the link asks for another preset).
  */
 import { configFromHash, defaultWorkerCount } from '../../core/runConfig';
 import type { Engine } from '../engine/engine';
-import { applyConfig, attachEngine, errorText, send, showModel } from './actions';
+import { applyConfig, attachEngine, errorText, loadStartCheckpoint, send } from './actions';
 import { handleEvent } from './events';
-import { getState, setState } from './store';
+import { setState } from './store';
 
-export const WARMSTART_URL = `${import.meta.env.BASE_URL}checkpoints/warmstart/`;
 export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
 export async function startPlayground(createEngine: () => Engine): Promise<void> {
@@ -31,22 +30,8 @@ export async function startPlayground(createEngine: () => Engine): Promise<void>
     return;
   }
   setState({ backend: init.backend, workers: init.workers, engineState: 'idle' });
-  await loadWarmStart();
+  await loadStartCheckpoint(config);
   window.addEventListener('hashchange', onHashChange);
-}
-
-async function loadWarmStart(): Promise<void> {
-  const { config } = getState();
-  let why = '';
-  const loaded = await send({ kind: 'loadUrl', baseUrl: WARMSTART_URL }, { replaces: true, onError: (message) => (why = message) });
-  if (loaded && loaded.preset === config.preset) {
-    showModel(loaded, null);
-    return;
-  }
-  if (loaded) why = `it is preset ${loaded.preset}; this link asks for ${config.preset}`;
-  // A fresh model of the configured preset; the note says why it is not the warm start.
-  const fresh = await send({ kind: 'setConfig', config }, { replaces: true });
-  if (fresh) showModel(fresh, `random init: no usable warm start at ${WARMSTART_URL} (${why || 'unknown reason'})`);
 }
 
 /** A link edited by hand: report its problems, apply the good values. */
