@@ -59,6 +59,9 @@ describe('run command flags', () => {
       [['--options', '{"maxValue":0}'], /--options: .*maxValue/],
       [['--options', '{"bogus":1}'], /--options: arithmetic has no option bogus/],
       [['--task', 'arithmetic,multihop'], /--task: train runs one task/],
+      [['--lr', 'abc'], /--lr must be a number in \[1e-7, 0\.1\] \(got "abc"\)/],
+      [['--mini-batch', '3'], /--mini-batch must divide --batch = 8 \(got 3\)/],
+      [['--constructor', '5'], /unknown flag --constructor/],
     ];
     for (const [args, message] of cases) {
       const out = join(dir, 'never');
@@ -67,6 +70,9 @@ describe('run command flags', () => {
       expect(r.stderr, args.join(' ')).toMatch(message);
       expect(existsSync(join(out, 'metrics.jsonl')), args.join(' ')).toBe(false);
     }
+    const noInit = await cli(['train', '--init', join(dir, 'nope'), '--steps', '1', '--out', join(dir, 'never')]);
+    expect(noInit.code).toBe(2);
+    expect(noInit.stderr).toMatch(/--init ".*nope" does not exist/);
     const sft = await cli(['sft', '--steps', '1', '--lr', '2', '--out', join(dir, 'never')]);
     expect(sft.code).toBe(2);
     expect(sft.stderr).toMatch(/--lr must be a number in \[1e-7, 0\.1\] \(got 2\)/);

@@ -85,7 +85,7 @@ describe.each(Object.keys(COMMANDS) as (keyof typeof COMMANDS)[])('%s killed dur
     // mkdir, each file written, the rename, the commit, the views, the removal, done
     expect(points.filter((p) => p.at.startsWith('2:')).length).toBeGreaterThanOrEqual(kind === 'train' ? 18 : 15);
     const expected = await finalState(refDir, kind === 'train');
-    expect(expected.entries).toEqual(kind === 'train' ? ['LATEST', 'metrics.jsonl', 'run.json', 'save-000003', 'traces.jsonl'] : ['LATEST', 'metrics.jsonl', 'run.json', 'save-000003']);
+    expect(expected.entries).toEqual(kind === 'train' ? ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003', 'traces.jsonl'] : ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003']);
     expect(expected.metrics.length).toBe(3);
 
     const outcomes = await pool(

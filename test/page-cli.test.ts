@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAGE_DEFAULTS, type RunConfig, configToHash } from '../src/core/runConfig';
+import { PAGE_DEFAULTS, type RunConfig, configToHash, runConfigFlags } from '../src/core/runConfig';
 import { EngineClient } from '../src/runtime/engineClient';
 import { nodeEndpoint } from '../src/runtime/node/nodeEndpoint';
 import { nodeHost } from '../src/runtime/node/nodeHost';
@@ -56,18 +56,11 @@ const config: RunConfig = {
   sftLr: 2e-3,
   sftBatchTokens: 512,
   sftMicroTokens: 256,
-  sftWarmup: 0,
   sftDelegateFraction: 0.7,
   sftTeacher: 'naive',
+  miniBatch: 1,
+  dualClip: 3,
 };
-
-/** The same config as CLI flags: every field a command takes, from the page's hash. */
-function flagsFor(c: RunConfig, command: 'train' | 'sft'): string[] {
-  const grpo = ['--group', c.group, '--batch', c.batch, '--lr', c.lr, '--beta', c.beta, '--clip', c.clip, '--temperature', c.temperature, '--credit', c.credit, '--root-tau', c.rootTau, '--call-rate', c.callRate, '--gate-mode', c.gateMode, '--budget-rate', c.budgetRate];
-  const sft = ['--preset', c.preset, '--lr', c.sftLr, '--batch-tokens', c.sftBatchTokens, '--micro-tokens', c.sftMicroTokens, '--warmup', c.sftWarmup, '--delegate-fraction', c.sftDelegateFraction, '--teacher', c.sftTeacher];
-  const both = ['--seed', c.seed, '--budgets', c.budgets.join(','), '--max-clones', c.maxClones, '--eval-every', c.evalEvery];
-  return [...(command === 'train' ? grpo : sft), ...both].map(String);
-}
 
 let client: EngineClient;
 let engine: Engine;
@@ -101,7 +94,7 @@ describe('page engine and CLI', () => {
     for (let i = 0; i < 3; i++) page.push((await client.request({ kind: 'step' })).metrics);
 
     const out = join(dir, 'train');
-    const r = await cli(['train', '--init', init, '--steps', '3', '--save-every', '3', ...flagsFor(config, 'train'), '--out', out]);
+    const r = await cli(['train', '--init', init, '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'train'), '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const rows = await readRows(join(out, 'metrics.jsonl'));
     expect(rows).toHaveLength(3);
@@ -116,7 +109,7 @@ describe('page engine and CLI', () => {
     const page = events.flatMap((e) => (e.kind === 'sftMetrics' ? e.rows : []));
 
     const out = join(dir, 'sft');
-    const r = await cli(['sft', '--steps', '3', '--save-every', '3', ...flagsFor(config, 'sft'), '--out', out]);
+    const r = await cli(['sft', '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'sft'), '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const rows = await readRows(join(out, 'metrics.jsonl'));
     expect(rows).toHaveLength(3);

@@ -52,7 +52,7 @@ const message = async (p: Promise<unknown>) => {
 describe('run directory', () => {
   it('keeps only the committed save, with its rows, and reads back as a checkpoint', async () => {
     const dir = await runWith('two-saves', [2, 4]);
-    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000004']);
+    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000004']);
     expect((await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3, 4]);
     expect((await readCheckpointDir(dir)).selfcest.step).toBe(4);
     const again = await RunDir.open(dir, 'sft');
@@ -68,7 +68,7 @@ describe('run directory', () => {
     await writeFile(join(dir, 'metrics.jsonl.tmp-999'), '');
     const run = await RunDir.open(dir, 'sft');
     expect(run.saved?.state.step).toBe(2);
-    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000002']);
+    expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002']);
   });
 
   it('says which file is wrong and how to start over', async () => {
@@ -115,7 +115,7 @@ describe('run directory', () => {
     run.restoreOptimizer(opt);
     await run.save(policy, opt, state(4), 'tiny', { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
     opt.dispose();
-    expect((await readdir(legacy)).sort()).toEqual(['LATEST', 'metrics.jsonl', 'save-000004']);
+    expect((await readdir(legacy)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000004']);
     expect(await readFile(join(legacy, 'metrics.jsonl'), 'utf8')).toBe('{"step":1}\n{"step":2}\n{"step":3}\n{"step":4}\n');
   });
 
@@ -142,5 +142,28 @@ describe('run directory', () => {
     expect(allSkippedError(0, 3)).toMatch(/every step of this session \(3\) was skipped/);
     expect(allSkippedError(1, 3)).toBeNull();
     expect(allSkippedError(0, 0)).toBeNull();
+  });
+
+  it('lets one process at a time use a run directory', async () => {
+    const dir = await runWith('locked', [1]);
+    await writeFile(join(dir, 'LOCK'), `${process.ppid}\n`); // a live process that is not this one
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/is in use by process \d+/);
+    await writeFile(join(dir, 'LOCK'), '999999999\n'); // gone: taken over
+    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(1);
+  });
+
+  it('never replaces the committed save by a save of the same step', async () => {
+    const dir = await runWith('same-step', [2]);
+    const run = await RunDir.open(dir, 'sft');
+    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    expect(await message(run.save(policy, opt, state(2), 'tiny', {}))).toMatch(/already the committed save/);
+    opt.dispose();
+    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(2);
+  });
+
+  it('refuses to resume a run trained under the old clone credit, and says what to do', () => {
+    expect(() => checkResumeConfig({ advantage: { credit: 'ratio', cloneFormatPenalty: 0.05 } }, { advantage: { credit: 'ratio' } }, [])).toThrow(/clone credit of before the reference fix.*25f3c14/);
+    // Missing keys at any depth count as the implied value.
+    expect(() => checkResumeConfig({ loss: { clip: 0.2 } }, { loss: { clip: 0.2, dualClip: null } }, [], { loss: { dualClip: null } })).not.toThrow();
   });
 });

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 /**
  * A small flag parser: `--name value`, `--name=value`, and for booleans `--flag`,
  * `--flag=true|false` and `--no-flag`. A command's own flags (paths, step counts, process
@@ -10,7 +11,7 @@ import { type RunConfig, type RunConfigKey, RunConfigError, checkField, fieldsOf
 export class UsageError extends Error {}
 
 export type FlagSpec =
-  | { type: 'string'; required?: boolean; choices?: readonly string[]; default?: string; help: string }
+  | { type: 'string'; required?: boolean; choices?: readonly string[]; default?: string; help: string; /** The value must name an existing directory. */ dir?: boolean }
   | { type: 'int' | 'number'; required?: boolean; default?: number; min?: number; max?: number; help: string }
   | { type: 'bool'; default?: boolean; help: string };
 
@@ -44,7 +45,9 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
   for (const [k, s] of Object.entries(specs)) out[k] = s.default;
   const fields = new Map(surface ? fieldsOf(surface).map((f) => [flagName(f), f]) : []);
   const partial: Record<string, unknown> = {};
-  const names: Partial<Record<RunConfigKey, string>> = {};
+  // Every field by its flag, so that a rule between fields names both flags.
+  const names: Partial<Record<RunConfigKey, string>> = Object.fromEntries([...fields].map(([flag, f]) => [f.key, `--${flag}`]));
+  const own = (key: string): FlagSpec | undefined => (Object.hasOwn(specs, key) ? specs[key] : undefined);
   const seen = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -56,7 +59,7 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
       inline = key.slice(eq + 1);
       key = key.slice(0, eq);
     }
-    const negated = key.startsWith('no-') && (specs[key.slice(3)]?.type === 'bool' || fields.get(key.slice(3))?.type === 'bool');
+    const negated = key.startsWith('no-') && (own(key.slice(3))?.type === 'bool' || fields.get(key.slice(3))?.type === 'bool');
     if (negated) {
       if (inline !== undefined) throw new UsageError(`--${key} takes no value (got --${key}=${inline})`);
       key = key.slice(3);
@@ -65,7 +68,6 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
     seen.add(key);
     const field = fields.get(key);
     if (field) {
-      names[field.key] = `--${key}`;
       if (field.type === 'bool') {
         partial[field.key] = negated ? false : boolValue(key, inline);
         continue;
@@ -73,12 +75,13 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
       const raw = inline ?? argv[++i];
       if (raw === undefined) throw new UsageError(`--${key} needs a value (${rangeOf(field)})`);
       const value = parseFieldText(field, raw);
-      const err = checkField(field, value, `--${key}`);
+      // A number that does not parse is shown as written.
+      const err = checkField(field, Number.isNaN(value) ? raw : value, `--${key}`);
       if (err) throw new UsageError(err);
       partial[field.key] = value;
       continue;
     }
-    const spec = specs[key];
+    const spec = own(key);
     if (!spec) throw new UsageError(`unknown flag --${key}`);
     if (spec.type === 'bool') {
       out[key] = negated ? false : boolValue(key, inline);
@@ -104,6 +107,7 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
   }
   for (const [k, s] of Object.entries(specs)) {
     if ('required' in s && s.required && out[k] === undefined) throw new UsageError(`--${k} is required`);
+    if (s.type === 'string' && s.dir && typeof out[k] === 'string') checkDirFlag(k, out[k]);
   }
   let config: RunConfig | null = null;
   if (surface) {
@@ -115,6 +119,16 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
     }
   }
   return { flags: out as ParsedFlags<S>, config };
+}
+
+function checkDirFlag(flag: string, path: string): void {
+  let isDir = false;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    throw new UsageError(`--${flag} ${JSON.stringify(path)} does not exist`);
+  }
+  if (!isDir) throw new UsageError(`--${flag} ${JSON.stringify(path)} is not a directory`);
 }
 
 export function describeFlags(specs: FlagSpecs, surface: 'train' | 'sft' | null = null): string {

@@ -61,7 +61,7 @@ async function checkpointFilesDir(dir: string): Promise<string> {
   try {
     const meta = JSON.parse(await readFile(join(dir, CHECKPOINT_FILES.selfcest), 'utf8')) as { step?: unknown } | null;
     if (meta?.step !== step) {
-      throw new Error(`${dir}: ${CHECKPOINT_FILES.selfcest} says step ${JSON.stringify(meta?.step)} but state.json says ${JSON.stringify(step)}: the weights and the run state are from different saves (an interrupted save); resume the run to see which save is complete`);
+      throw new Error(`${dir}: ${CHECKPOINT_FILES.selfcest} says step ${JSON.stringify(meta?.step)} but state.json says ${JSON.stringify(step)}: the weights and the run state are from different saves (an interrupted save); restore model.safetensors, selfcest.json, optimizer.safetensors and state.json from one save, or start over with a new --out`);
     }
   } catch (e) {
     if ((e as Error).message.startsWith(dir)) throw e;

@@ -9,8 +9,8 @@
  *     optimizer.safetensors   AdamW moments and step
  *     state.json              step, run config, counters
  *     metrics.jsonl traces.jsonl   every row up to the save's step
- *   metrics.jsonl traces.jsonl    hard links to the committed save's files, for people, git
- *                         and plots; never read back on resume
+ *   metrics.jsonl traces.jsonl    copies of the committed save's files, for people, git and
+ *                         plots; never read back (`committedRows` reads the save's own)
  *   run.json              the command line and run config of the run's first start (a
  *                         document for people and git; never read back)
  *
@@ -21,8 +21,8 @@
  * and re-links the views. Directories written before this layout (files at the top level,
  * state.json written last) are still read, and converted by their first new save.
  */
-import { closeSync, existsSync, fsyncSync, openSync } from 'node:fs';
-import { access, copyFile, link, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync } from 'node:fs';
+import { access, copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { encodeCheckpoint } from '../core/io';
@@ -40,8 +40,6 @@ export interface RunState {
   elapsedSec: number;
   tokensSeen: number;
   savedAt: string;
-  /** Free-form counters a trainer keeps across resumes. */
-  extra?: Record<string, unknown>;
 }
 
 export interface LoadedRun {
@@ -57,6 +55,8 @@ export const ROW_FILES = ['metrics.jsonl', 'traces.jsonl'] as const;
 type RowFile = (typeof ROW_FILES)[number];
 const LEGACY_FILES = ['model.safetensors', 'config.json', 'tokenizer.json', 'tokenizer_config.json', 'selfcest.json', 'optimizer.safetensors', 'state.json'];
 const SAVE_NAME = /^save-(\d+)$/;
+/** Temporaries this module writes: `<save, LATEST, run.json or a row file>.tmp-<pid>`. */
+const OUR_TMP = /^(save-\d+|LATEST|LOCK|run\.json|metrics\.jsonl|traces\.jsonl)\.tmp-\d+$/;
 /** The row files a kind of run keeps (sft logs no traces). */
 const rowFilesOf = (kind: RunState['kind']): readonly RowFile[] => (kind === 'train' ? ROW_FILES : ['metrics.jsonl']);
 
@@ -164,10 +164,8 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
     throw new Error(`${what}: ${statePath} cannot be read (${(e as Error).message})`);
   }
   const state = parseState(text, statePath);
-  const { policy, meta } = await loadPolicy(dir);
-  if (meta.step !== state.step) {
-    throw new Error(`${what}: ${join(dir, 'selfcest.json')} says step ${meta.step} but ${statePath} says ${state.step} (the weights and the state are from different saves)`);
-  }
+  // readCheckpointDir also checks that selfcest.json and state.json name the same step.
+  const { policy } = await loadPolicy(dir);
   const optPath = join(dir, 'optimizer.safetensors');
   let opt;
   try {
@@ -179,8 +177,9 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
     throw new Error(`${what}: ${optPath} is from step ${opt.metadata.runStep} but ${statePath} says ${state.step} (the optimizer and the state are from different saves)`);
   }
   const optimizerStep = Number(opt.metadata.step);
-  if (!Number.isSafeInteger(optimizerStep) || optimizerStep < 0) {
-    throw new Error(`${optPath}: the optimizer step must be a non-negative integer (got ${JSON.stringify(opt.metadata.step)})`);
+  // Updates per run step: one for sft, mini-batches × epochs (at most 1024 × 16) for train.
+  if (!Number.isSafeInteger(optimizerStep) || optimizerStep < 0 || optimizerStep > state.step * 16_384) {
+    throw new Error(`${optPath}: the optimizer step must be an integer in [0, ${state.step * 16_384}] for run step ${state.step} (got ${JSON.stringify(opt.metadata.step)})`);
   }
   const optimizerTensors = new Map([...opt.tensors].map(([k, t]) => [k, t.data]));
   return { policy, state, optimizerStep, optimizerTensors };
@@ -201,6 +200,7 @@ export class RunDir {
   /** Recovers `dir` (see the file comment) and loads its committed save, if any. */
   static async open(dir: string, kind: RunState['kind']): Promise<RunDir> {
     await checkOutDir(dir);
+    await takeLock(dir);
     const entries = await readdir(dir);
     const latestPath = join(dir, LATEST);
     const recoverHint = `to start over, remove ${dir} or use a new --out`;
@@ -217,17 +217,19 @@ export class RunDir {
       }
       checkKind(saved, kind, dir);
       if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}; ${recoverHint}`);
+      const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
+      if (missing.length > 0) throw new Error(`the committed save ${join(dir, name)} has no ${missing.join(', ')}: it is damaged; ${recoverHint}`);
       // Everything but the committed save and its views is left over from an interrupted save.
       for (const e of entries) {
-        if (e === LATEST || e === name || e === RUN_JSON || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
-        if (SAVE_NAME.test(e) || e.includes('.tmp-') || LEGACY_FILES.includes(e)) await rm(join(dir, e), { recursive: true, force: true });
+        if (e === LATEST || e === name || e === RUN_JSON || e === LOCK || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
+        if (SAVE_NAME.test(e) || OUR_TMP.test(e) || LEGACY_FILES.includes(e)) await rm(join(dir, e), { recursive: true, force: true });
       }
       const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
       return run;
     }
     // No commit yet: temporaries and saves are leftovers of an interrupted first save.
-    for (const e of entries) if (SAVE_NAME.test(e) || e.includes('.tmp-')) await rm(join(dir, e), { recursive: true, force: true });
+    for (const e of entries) if (SAVE_NAME.test(e) || OUR_TMP.test(e)) await rm(join(dir, e), { recursive: true, force: true });
     if (entries.includes('state.json')) {
       // A run written before this layout: its top level is the save, rows past it are dropped.
       const saved = await loadSave(dir, `cannot resume ${dir}`);
@@ -259,8 +261,10 @@ export class RunDir {
       [...tensors].map(([n, data]) => ({ name: n, shape: [data.length], data })),
       { step: String(optStep), runStep: String(state.step) },
     );
-    savePoint('mkdir');
+    if (name === this.committedName) throw new Error(`cannot save ${this.dir} at step ${state.step}: that step is already the committed save`);
+    savePoint('remove stale temporary');
     await rm(tmp, { recursive: true, force: true });
+    savePoint('mkdir');
     await mkdir(tmp);
     try {
       for (const [n, bytes] of files) {
@@ -284,8 +288,9 @@ export class RunDir {
         }
       }
       syncPath(tmp);
-      savePoint('rename save');
+      savePoint('remove uncommitted save of this step');
       await rm(join(this.dir, name), { recursive: true, force: true });
+      savePoint('rename save');
       await rename(tmp, join(this.dir, name));
       syncPath(this.dir);
     } catch (e) {
@@ -293,11 +298,15 @@ export class RunDir {
       throw new Error(`cannot save ${this.dir} at step ${state.step}: ${(e as Error).message} (the previous save is kept)`);
     }
     const latestTmp = join(this.dir, `${LATEST}.tmp-${process.pid}`);
-    savePoint('write LATEST');
-    await writeDurable(latestTmp, name + '\n');
-    savePoint('commit LATEST');
-    await rename(latestTmp, join(this.dir, LATEST));
-    syncPath(this.dir);
+    try {
+      savePoint('write LATEST');
+      await writeDurable(latestTmp, name + '\n');
+      savePoint('commit LATEST');
+      await rename(latestTmp, join(this.dir, LATEST));
+      syncPath(this.dir);
+    } catch (e) {
+      throw new Error(`cannot commit the save of step ${state.step} in ${this.dir}: ${(e as Error).message} (the previous save is kept)`);
+    }
     const previous = this.committedName;
     this.committedName = name;
     this.rows = { dir: join(this.dir, name) };
@@ -331,34 +340,62 @@ export class RunDir {
     await rename(tmp, join(this.dir, RUN_JSON));
   }
 
-  /** Top-level metrics.jsonl / traces.jsonl as hard links to the committed save's files. */
+  /** Top-level metrics.jsonl / traces.jsonl: copies of the committed save's files. */
   private async linkViews(point: (label: string) => void = () => undefined): Promise<void> {
     if (!this.committedName) return;
     for (const f of this.rowFiles) {
-      const source = join(this.dir, this.committedName, f);
-      // Already a link to the committed file (rename between two links of one file does nothing).
-      if (await sameFile(source, join(this.dir, f))) continue;
       const tmp = join(this.dir, `${f}.tmp-${process.pid}`);
-      point(`link ${f}`);
-      await rm(tmp, { force: true });
-      try {
-        await link(join(this.dir, this.committedName, f), tmp);
-      } catch {
-        await copyFile(join(this.dir, this.committedName, f), tmp); // a filesystem without hard links
-      }
+      point(`copy ${f} view`);
+      await copyFile(join(this.dir, this.committedName, f), tmp);
       point(`rename ${f} view`);
       await rename(tmp, join(this.dir, f));
     }
   }
 }
 
-async function sameFile(a: string, b: string): Promise<boolean> {
+export const LOCK = 'LOCK';
+
+/**
+ * One process per run directory: LOCK holds the owner's pid. A lock whose process is gone (a
+ * crash, a kill) is taken over; a live one is refused.
+ */
+async function takeLock(dir: string): Promise<void> {
+  const path = join(dir, LOCK);
   try {
-    const [x, y] = await Promise.all([stat(a), stat(b)]);
-    return x.ino === y.ino && x.dev === y.dev;
-  } catch {
-    return false;
+    const pid = Number((await readFile(path, 'utf8')).trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+      throw new UsageError(`${dir} is in use by process ${pid} (${path}); wait for it or stop it, or use another --out`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
   }
+  const tmp = join(dir, `${LOCK}.tmp-${process.pid}`);
+  await writeFile(tmp, `${process.pid}\n`);
+  await rename(tmp, path);
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The path of a run's committed rows (`metrics.jsonl`, `traces.jsonl`): the committed save's
+ * file in a run directory, else the file at the top (a directory of the older layout, or rows
+ * written by other tools).
+ */
+export function committedRows(dir: string, file: RowFile): string {
+  try {
+    const name = readFileSync(join(dir, LATEST), 'utf8').trim();
+    if (SAVE_NAME.test(name) && existsSync(join(dir, name, file))) return join(dir, name, file);
+  } catch {
+    // no LATEST: not a run directory of this layout
+  }
+  return join(dir, file);
 }
 
 function checkKind(saved: LoadedRun, kind: RunState['kind'], dir: string): void {
@@ -367,6 +404,14 @@ function checkKind(saved: LoadedRun, kind: RunState['kind'], dir: string): void 
 
 /** Fields older runs recorded that no longer exist (they had no effect: RewardConfig.cloneFormatPenalty was never read). */
 const RETIRED: readonly (readonly [string, string])[] = [['reward', 'cloneFormatPenalty']];
+
+/**
+ * Fields whose meaning changed: a run that recorded them trained under other rules, and a
+ * resume under today's would silently mix the two. The message says what to do instead.
+ */
+const CHANGED: readonly (readonly [string, string, string])[] = [
+  ['advantage', 'cloneFormatPenalty', 'the run was trained with the clone credit of before the reference fix (r_clone = R − 0.05 for an answerless clone, protocol gating); resume it at commit 25f3c14 (docs/TRAINING.md) or start a new run with a new --out'],
+];
 
 function withoutRetired(config: Record<string, unknown>): Record<string, unknown> {
   const out = { ...config };
@@ -380,15 +425,32 @@ function withoutRetired(config: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `saved` with every key it lacks (at any depth) taken from `implied`. */
+function withImplied(saved: Record<string, unknown>, implied: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...saved };
+  for (const [k, v] of Object.entries(implied)) {
+    if (!(k in out)) out[k] = v;
+    else if (isRecord(out[k]) && isRecord(v)) out[k] = withImplied(out[k] as Record<string, unknown>, v);
+  }
+  return out;
+}
+
 /**
  * Refuse to resume with a different configuration (the step count may grow). A key that a
- * saved run does not record (it predates the field) counts as the value in `implied`.
+ * saved run does not record, at any depth (it predates the field), counts as the value in
+ * `implied`; retired keys are ignored; keys whose meaning changed refuse with what to do.
  */
 export function checkResumeConfig(saved: Record<string, unknown>, current: Record<string, unknown>, ignore: string[], implied: Record<string, unknown> = {}): void {
-  saved = withoutRetired(saved);
-  for (const key of new Set([...Object.keys(saved), ...Object.keys(current)])) {
+  for (const [parent, field, why] of CHANGED) {
+    const inner = saved[parent];
+    if (isRecord(inner) && field in inner) throw new Error(`cannot resume: ${why}`);
+  }
+  const s = withImplied(withoutRetired(saved), implied);
+  for (const key of new Set([...Object.keys(s), ...Object.keys(current)])) {
     if (ignore.includes(key)) continue;
-    const a = JSON.stringify(key in saved ? saved[key] : implied[key]);
+    const a = JSON.stringify(s[key]);
     const b = JSON.stringify(current[key]);
     if (a !== b) throw new Error(`cannot resume: ${key} was ${a} in the saved run, now ${b} (use a new --out)`);
   }

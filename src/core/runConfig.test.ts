@@ -84,6 +84,17 @@ describe('the run-config table', () => {
     expect(config.group).toBe(3);
     expect(config.lr).toBe(PAGE_DEFAULTS.lr);
     expect(errors).toEqual(['lr must be a number in [1e-7, 0.1] (got 0)', 'gating must be true or false (got "maybe")', 'unknown setting "nope"']);
+    // A mangled link still opens: bad encodings, a mix, a mini-batch that does not divide.
+    expect(configFromHash('#task=%E0&lr=%').errors).toEqual(['task: not a valid URL encoding', 'lr: not a valid URL encoding']);
+    const mix = configFromHash('#task=arithmetic%2Cmultihop');
+    expect(mix.config.task).toBe('arithmetic');
+    expect(mix.errors).toEqual(['task: the page runs one task (got the mix "arithmetic,multihop")']);
+    const mb = configFromHash('#batch=8&miniBatch=3');
+    expect(mb.config).toMatchObject({ batch: 8, miniBatch: PAGE_DEFAULTS.miniBatch });
+    expect(mb.errors).toEqual(['miniBatch must divide batch = 8 (got 3)']);
+    // Machine defaults (the page's rollout workers) are neither written nor lost.
+    expect(configToHash({ ...PAGE_DEFAULTS, workers: 2 }, { workers: 3 })).toBe('workers=2');
+    expect(configFromHash('#', { workers: 3 }).config.workers).toBe(3);
     // A multihop link opens with multihop's clone limits, and writes the task back.
     const multihop = configFromHash('#task=multihop').config;
     expect(multihop).toMatchObject({ task: 'multihop', maxClones: 16, maxRounds: 4 });
@@ -143,7 +154,9 @@ describe('the configs built from it', () => {
   it('hand the spawn limits to the warm start teacher', () => {
     const s = sftConfigOf(validateRunConfig({ budgets: [16, 32], maxClones: 2 }, 'sft'), 10);
     expect(s.limits).toEqual({ budgets: [16, 32], maxClonesPerRound: 2, maxRounds: 3 });
-    expect(sftConfigOf(validateRunConfig({}, 'sft'), 10)).toEqual({ ...SFT_DEFAULTS, task: 'arithmetic', taskOptions: expect.any(Object), steps: 10, seed: 0 });
+    expect(sftConfigOf(validateRunConfig({}, 'sft'), 1000)).toEqual({ ...SFT_DEFAULTS, task: 'arithmetic', taskOptions: expect.any(Object), steps: 1000, seed: 0 });
+    // A short run warms up for at most a tenth of its steps (the page's requests, the CLI alike).
+    expect(sftConfigOf(validateRunConfig({}, 'sft'), 30).warmup).toBe(3);
     expect(sftConfigOf(validateRunConfig({ sftTeacher: 'naive' }, 'sft'), 10).teacher).toBe('naive');
     expect(() => validateRunConfig({ sftTeacher: 'random' as never }, 'sft', { sftTeacher: '--teacher' })).toThrow(/--teacher must be one of expert, naive \(got "random"\)/);
     expect(() => validateRunConfig({ sftTeacher: 'naive' }, 'train')).toThrow(/sftTeacher cannot be set for train \(only page, sft\)/);

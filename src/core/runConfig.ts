@@ -239,7 +239,8 @@ export function runConfigDefaults(surface: Surface, task: string = 'arithmetic')
 /** The page's defaults (the first visit, a Reset of the form). */
 export const PAGE_DEFAULTS: RunConfig = runConfigDefaults('page');
 
-function describeRange(f: Field): string {
+/** The allowed range of a field, in words (for errors, help texts and tooltips). */
+export function rangeOf(f: Field): string {
   switch (f.type) {
     case 'number':
       return `${f.int ? 'an integer' : 'a number'} in [${f.min}, ${f.max}]`;
@@ -260,8 +261,6 @@ function describeRange(f: Field): string {
   }
 }
 
-/** The allowed range of a field, in words (for help texts and tooltips). */
-export const rangeOf = describeRange;
 
 /** The problem with a task mix text, or null. */
 function taskMixError(text: string): string | null {
@@ -281,8 +280,8 @@ function taskMixError(text: string): string | null {
  * field) and the allowed range, or null.
  */
 export function checkField(f: Field, value: unknown, name: string = f.key): string | null {
-  const got = ` (got ${JSON.stringify(value) ?? String(value)})`;
-  const bad = () => `${name} must be ${describeRange(f)}${got}`;
+  const got = ` (got ${typeof value === 'number' && !Number.isFinite(value) ? String(value) : (JSON.stringify(value) ?? String(value))})`;
+  const bad = () => `${name} must be ${rangeOf(f)}${got}`;
   switch (f.type) {
     case 'number': {
       const ok = typeof value === 'number' && Number.isFinite(value) && value >= f.min && value <= f.max && (!f.int || Number.isInteger(value));
@@ -368,11 +367,21 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
     const e = checkField(f, c[f.key], names[f.key] ?? f.key);
     if (e) errors.push(e);
   }
-  const mb = miniBatchError(c as RunConfig, names);
-  if (mb) errors.push(mb);
-  if (surface !== 'sft' && typeof c.task === 'string' && c.task.includes(',')) errors.push(`${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})`);
+  if (errors.length === 0) errors.push(...crossFieldErrors(c as RunConfig, surface, names).map((e) => e.message));
   if (errors.length) throw new RunConfigError(errors);
   return c as RunConfig;
+}
+
+/**
+ * Rules between fields (each field already in its range): the mini-batch splits the batch,
+ * the page and train run one task. Each error names the field to reset.
+ */
+export function crossFieldErrors(c: RunConfig, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): { key: RunConfigKey; message: string }[] {
+  const out: { key: RunConfigKey; message: string }[] = [];
+  const mb = surface === 'sft' ? null : miniBatchError(c, names);
+  if (mb) out.push({ key: 'miniBatch', message: mb });
+  if (surface !== 'sft' && c.task.includes(',')) out.push({ key: 'task', message: `${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})` });
+  return out;
 }
 
 /**
@@ -390,32 +399,45 @@ export function miniBatchError(c: Pick<RunConfig, 'miniBatch' | 'batch'>, names:
   return null;
 }
 
-/** Config → URL hash: the page's fields that differ from the page's defaults for the task. */
-export function configToHash(c: RunConfig): string {
+/**
+ * Config → URL hash: the page's fields that differ from the page's defaults for the task
+ * (`defaults` overrides some, e.g. the rollout workers this machine starts with).
+ */
+export function configToHash(c: RunConfig, defaults: Partial<RunConfig> = {}): string {
   // Fields are compared with the defaults of the config's task; the task with the page's.
-  const defaults = { ...runConfigDefaults('page', c.task), task: PAGE_DEFAULTS.task };
+  const base: RunConfig = { ...runConfigDefaults('page', c.task), task: PAGE_DEFAULTS.task, ...defaults };
   const parts: string[] = [];
   for (const f of fieldsOf('page')) {
     const v = c[f.key];
-    if (JSON.stringify(v) === JSON.stringify(defaults[f.key])) continue;
+    if (JSON.stringify(v) === JSON.stringify(base[f.key])) continue;
     parts.push(`${f.key}=${encodeURIComponent(fieldText(f, v))}`);
   }
   return parts.join('&');
 }
 
+function decoded(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * URL hash → config. Bad values are reported (field, range) and replaced by defaults, so a
- * mangled link still opens; the caller shows the errors.
+ * mangled link still opens; the caller shows the errors. `defaults` as for configToHash.
  */
-export function configFromHash(hash: string): { config: RunConfig; errors: string[] } {
+export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}): { config: RunConfig; errors: string[] } {
   const raw = hash.replace(/^#/, '');
   const entries = (raw ? raw.split('&') : []).map((part) => {
     const eq = part.indexOf('=');
     return eq < 0 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
   });
-  const taskText = entries.find(([k]) => k === 'task')?.[1];
-  const task = taskText !== undefined && checkField(fieldOf('task'), decodeURIComponent(taskText)) === null ? decodeURIComponent(taskText) : 'arithmetic';
-  const config: Record<RunConfigKey, unknown> = runConfigDefaults('page', task);
+  // The task first: the other fields' defaults depend on it. Only one known task counts.
+  const taskText = decoded(entries.find(([k]) => k === 'task')?.[1] ?? '');
+  const task = taskText !== null && isTaskName(taskText) ? taskText : PAGE_DEFAULTS.task;
+  const start: RunConfig = { ...runConfigDefaults('page', task), ...defaults };
+  const config: Record<RunConfigKey, unknown> = { ...start };
   const errors: string[] = [];
   for (const [k, v] of entries) {
     const f = fieldsOf('page').find((x) => x.key === k);
@@ -423,19 +445,37 @@ export function configFromHash(hash: string): { config: RunConfig; errors: strin
       errors.push(`unknown setting ${JSON.stringify(k)}`);
       continue;
     }
-    let text: string;
-    try {
-      text = decodeURIComponent(v);
-    } catch {
+    const text = decoded(v);
+    if (text === null) {
       errors.push(`${k}: not a valid URL encoding`);
       continue;
     }
     const value = parseFieldText(f, text);
-    const err = checkField(f, value) ?? (f.key === 'task' && text.includes(',') ? 'task: the page runs one task' : null);
+    const err = checkField(f, value);
     if (err) errors.push(err);
     else config[f.key] = value;
   }
+  for (const e of crossFieldErrors(config as RunConfig, 'page')) {
+    errors.push(e.message);
+    config[e.key] = start[e.key];
+  }
   return { config: config as RunConfig, errors };
+}
+
+/**
+ * The flags that give a CLI command this config: every field the command takes whose value
+ * is not the command's default (for the config's task). The page shows them as a command line.
+ */
+export function runConfigFlags(c: RunConfig, command: 'train' | 'sft'): string[] {
+  const defaults = runConfigDefaults(command, c.task);
+  const out: string[] = [];
+  for (const f of fieldsOf(command)) {
+    const v = c[f.key];
+    if (JSON.stringify(v) === JSON.stringify(defaults[f.key])) continue;
+    if (f.type === 'bool') out.push(v ? `--${flagName(f)}` : `--no-${flagName(f)}`);
+    else out.push(`--${flagName(f)}`, fieldText(f, v));
+  }
+  return out;
 }
 
 /** The page's rollout workers when the hash does not say: min(4, cores − 1), at least 1. */

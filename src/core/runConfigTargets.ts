@@ -95,7 +95,8 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     lr: c.sftLr,
     batchTokens: c.sftBatchTokens,
     microTokens: c.sftMicroTokens,
-    warmup: c.sftWarmup,
+    // A short run (the page runs one per request) warms up for at most a tenth of its steps.
+    warmup: Math.min(c.sftWarmup, Math.floor(steps / 10)),
     delegateFraction: c.sftDelegateFraction,
     teacher: c.sftTeacher,
     limits: limitsOf(c),

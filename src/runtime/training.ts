@@ -32,7 +32,7 @@ const MAX_ATTEMPTS = 3;
 const PROGRESS_EVERY_MS = 250;
 /** The page trains open-ended: prompts come from (seed, step), `steps` only bounds the schedule. */
 const OPEN_ENDED_STEPS = 10_000_000;
-/** Seed of the fixed held-out set of the frontier (the CLI's `frontier` default too). */
+/** Seed of the page's fixed monitored set (the `monitor` split; the CLI's evaluations default to the `final` split). */
 export const FRONTIER_SEED = 12345;
 
 export class Training {
@@ -147,8 +147,8 @@ export class Training {
 
   /** Supervised warm start; stops early when `stopped()` turns true. */
   async sft(steps: number, encode: Encode, stopped: () => boolean): Promise<{ steps: number; loss: number }> {
-    // Each request is its own cosine schedule, so its warm-up is at most a tenth of it.
-    const cfg = sftConfigOf({ ...this.config, sftWarmup: Math.min(this.config.sftWarmup, Math.floor(steps / 10)) }, steps);
+    // Each request is its own cosine schedule (its warm-up at most a tenth of it).
+    const cfg = sftConfigOf(this.config, steps);
     const { task, opts } = withOptions(this.config.task, cfg.taskOptions);
     const t0 = Date.now();
     let done = 0;

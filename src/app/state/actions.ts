@@ -3,7 +3,7 @@
  * pending, drops replies from a superseded run, and turns failures into a message.
  */
 import { type Method, frontierCsv } from '../../core/eval/frontier';
-import { configToHash, type RunConfig, startCheckpoint } from '../../core/runConfig';
+import { configToHash, defaultWorkerCount, type RunConfig, startCheckpoint } from '../../core/runConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
@@ -57,9 +57,14 @@ export function showModel(model: ModelReport, note: string | null = null): void 
   setState({ model, modelNote: note, policyVersion: model.policyVersion, ...clearedHistory() });
 }
 
+/** Defaults of this machine: the rollout pool starts at min(4, cores − 1) unless the link names a size. */
+export function machineDefaults(): Partial<RunConfig> {
+  return { workers: defaultWorkerCount(navigator.hardwareConcurrency || 2) };
+}
+
 /** Writes the applied config into the URL without firing hashchange. */
 export function writeHash(config: RunConfig): void {
-  const hash = configToHash(config);
+  const hash = configToHash(config, machineDefaults());
   history.replaceState(null, '', `${location.pathname}${location.search}${hash ? `#${hash}` : ''}`);
 }
 

@@ -3,7 +3,7 @@
  * an editable draft value, checked with the same checkField the URL hash, the CLI and the
  * engine use. Pure; the panel renders it.
  */
-import { type Field, type RunConfig, type RunConfigKey, checkField, fieldsOf, fieldText, parseFieldText, runConfigDefaults } from '../../core/runConfig';
+import { type Field, PAGE_DEFAULTS, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldsOf, fieldText, parseFieldText, runConfigDefaults } from '../../core/runConfig';
 
 export type ConfigProp = Field;
 export type ConfigKey = RunConfigKey;
@@ -33,10 +33,14 @@ export function parseDraftValue(prop: ConfigProp, value: string | boolean | numb
 /** Field → error message (field name and allowed range) for every invalid field. */
 export function draftErrors(draft: Draft): Partial<Record<ConfigKey, string>> {
   const errors: Partial<Record<ConfigKey, string>> = {};
+  const values: Record<string, unknown> = {};
   for (const p of PAGE_FIELDS) {
-    const value = parseDraftValue(p, draft[p.key]);
-    const err = checkField(p, value) ?? (p.key === 'task' && String(value).includes(',') ? 'task: the page runs one task' : null);
+    values[p.key] = parseDraftValue(p, draft[p.key]);
+    const err = checkField(p, values[p.key]);
     if (err) errors[p.key] = err;
+  }
+  if (Object.keys(errors).length === 0) {
+    for (const e of crossFieldErrors({ ...PAGE_DEFAULTS, ...values } as RunConfig, 'page')) errors[e.key] = e.message;
   }
   return errors;
 }

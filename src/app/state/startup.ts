@@ -2,18 +2,16 @@
  * Page start: config from the URL hash, engine up, the chosen shipped checkpoint loaded (or a
  * clearly labelled random init when there is none, or when the link asks for another preset).
  */
-import { configFromHash, defaultWorkerCount } from '../../core/runConfig';
+import { configFromHash } from '../../core/runConfig';
 import type { Engine } from '../engine/engine';
-import { applyConfig, attachEngine, errorText, loadStartCheckpoint, send } from './actions';
+import { applyConfig, attachEngine, errorText, loadStartCheckpoint, machineDefaults, send } from './actions';
 import { handleEvent } from './events';
 import { setState } from './store';
 
 export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
 export async function startPlayground(createEngine: () => Engine): Promise<void> {
-  const { config, errors } = configFromHash(location.hash);
-  // The pool defaults to min(4, cores − 1) unless the link names a size.
-  if (!/(^|[#&])workers=/.test(location.hash)) config.workers = defaultWorkerCount(navigator.hardwareConcurrency || 2);
+  const { config, errors } = configFromHash(location.hash, machineDefaults());
   setState({ config, hashErrors: errors });
   let engine: Engine;
   try {
@@ -36,7 +34,7 @@ export async function startPlayground(createEngine: () => Engine): Promise<void>
 
 /** A link edited by hand: report its problems, apply the good values. */
 function onHashChange(): void {
-  const { config, errors } = configFromHash(location.hash);
+  const { config, errors } = configFromHash(location.hash, machineDefaults());
   setState({ hashErrors: errors });
   void applyConfig(config).then(() => setState({ hashErrors: errors }));
 }

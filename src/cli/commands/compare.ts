@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
-import { checkOutDir } from '../runDir';
+import { checkOutDir, committedRows } from '../runDir';
 import { UsageError } from '../args';
 
 interface Row {
@@ -25,11 +25,11 @@ export const compare = defineCommand(
   async (f) => {
     if (f.out !== undefined) await checkOutDir(f.out);
     const runs = await Promise.all(
-      f.runs!.split(',').map(async (entry) => {
+      f.runs.split(',').map(async (entry) => {
         const [label, dir] = entry.includes('=') ? entry.split('=') : [basename(entry), entry];
         let text: string;
         try {
-          text = await readFile(join(dir, 'metrics.jsonl'), 'utf8');
+          text = await readFile(committedRows(dir, 'metrics.jsonl'), 'utf8');
         } catch {
           throw new UsageError(`--runs: ${dir}/metrics.jsonl cannot be read`);
         }
@@ -47,7 +47,7 @@ export const compare = defineCommand(
         return { label, rows };
       }),
     );
-    const k = f.last!;
+    const k = f.last;
     const avg = (rows: Row[], key: keyof Row) => rows.slice(-k).reduce((a, r) => a + r[key], 0) / Math.min(k, rows.length);
     const table = [
       `| run | steps | reward (last ${k}) | accuracy | gate rate | tokens | clones |`,

@@ -1,3 +1,5 @@
+import { UsageError } from '../args';
+import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
 import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
 import { arithmeticProbe, strategyOf } from '../../core/eval/strategy';
@@ -15,8 +17,8 @@ export const evaluate = defineCommand(
   'eval',
   'Accuracy and token costs of a checkpoint on held-out problems (greedy unless --temperature).',
   {
-    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
-    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
@@ -32,21 +34,27 @@ export const evaluate = defineCommand(
   async (f) => {
     await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { task, opts } = withOptions(f.task!, {
-      ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
-      ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
-    });
-    const { policy } = await loadPolicy(f.checkpoint!, false);
+    let entry;
+    try {
+      entry = withOptions(f.task, {
+        ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
+        ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
+      });
+    } catch (e) {
+      throw new UsageError(`--min-operands/--max-operands: ${(e as Error).message}`);
+    }
+    const { task, opts } = entry;
+    const { policy } = await loadPolicy(f.checkpoint, false);
     const cfg = validateRolloutConfig(
       f.temperature === undefined
         ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate' }
         : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
-    const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
+    const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
     let traces;
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     try {
-      traces = await runProblems(decoder, task, problems, cfg, f.seed!, (t) => tok.encode(t));
+      traces = await runProblems(decoder, task, problems, cfg, f.seed, (t) => tok.encode(t));
     } finally {
       close();
     }

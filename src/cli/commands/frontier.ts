@@ -1,3 +1,4 @@
+import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
@@ -12,8 +13,8 @@ export const frontierCommand = defineCommand(
   'frontier',
   'Accuracy–cost points of delegation, monolithic and self-consistency at a sweep of limits, and their Pareto set.',
   {
-    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
-    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, help: 'problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
@@ -27,22 +28,22 @@ export const frontierCommand = defineCommand(
     let methods: Method[];
     let limits: number[];
     try {
-      methods = validateMethods(f.methods!.split(',').map((m) => m.trim()));
-      limits = validateLimits(f.limits!.split(',').map(Number));
+      methods = validateMethods(f.methods.split(',').map((m) => m.trim()));
+      limits = validateLimits(f.limits.split(',').map(Number));
     } catch (e) {
       throw new UsageError(`--${(e as Error).message}`);
     }
     await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { task, opts } = withOptions(f.task!);
-    const { policy } = await loadPolicy(f.checkpoint!, false);
-    const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
+    const { task, opts } = withOptions(f.task);
+    const { policy } = await loadPolicy(f.checkpoint, false);
+    const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     const result = await frontier(
       decoder,
       task,
       problems,
-      { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed! },
+      { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed },
       (t) => tok.encode(t),
       f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
     );

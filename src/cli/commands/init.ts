@@ -17,8 +17,8 @@ export const init = defineCommand(
   async (f) => {
     await checkOutDir(f.out);
     await setupBackend(f.backend);
-    const policy = freshPolicy(f.preset!, f.seed!);
-    await savePolicy(f.out!, policy, { preset: f.preset, step: 0, training: { command: 'init', preset: f.preset, seed: f.seed } });
+    const policy = freshPolicy(f.preset, f.seed);
+    await savePolicy(f.out, policy, { preset: f.preset, step: 0, training: { command: 'init', preset: f.preset, seed: f.seed } });
     console.log(`wrote ${f.preset} (${parameterCount(policy.config)} parameters, seed ${f.seed}) to ${f.out}`);
     disposeParams(policy.params);
   },

@@ -8,16 +8,16 @@ export const logits = defineCommand(
   'logits',
   'Print the token ids and per-position logits of a text (no special tokens added).',
   {
-    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     text: { type: 'string', required: true, help: 'input text (special tokens written <name>)' },
     json: { type: 'bool', default: false, help: 'print {"tokens": [...], "logits": [[...], ...]}' },
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },
   async (f) => {
     await setupBackend(f.backend);
-    const tokens = getTokenizer().encode(f.text!);
+    const tokens = getTokenizer().encode(f.text);
     if (tokens.length === 0) throw new Error('--text is empty');
-    const { policy } = await loadPolicy(f.checkpoint!, false);
+    const { policy } = await loadPolicy(f.checkpoint, false);
     if (tokens.length > policy.config.nPositions) {
       throw new Error(`--text has ${tokens.length} tokens; the model holds ${policy.config.nPositions}`);
     }

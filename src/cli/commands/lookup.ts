@@ -9,7 +9,7 @@ export const lookup = defineCommand(
   'lookup',
   "The multihop clone's lookup on its own: greedy accuracy of a clone asked a variable its chunk assigns (answer the value) or does not (answer none), by chunk size.",
   {
-    checkpoint: { type: 'string', required: true, help: 'checkpoint directory' },
+    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 100, min: 1, max: 5000, help: 'lookups of each kind per chunk size' },
     sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
     seed: { type: 'int', default: 1, min: 0, max: SEED_MAX, help: 'seed of the lookups' },
@@ -21,10 +21,10 @@ export const lookup = defineCommand(
     const sizes = f.sizes.split(',').map((s) => Number(s.trim()));
     const bad = sizes.find((s) => !Number.isInteger(s) || s < 1 || s > 6);
     if (bad !== undefined) throw new UsageError(`--sizes: each chunk size must be an integer in [1, 6] (got ${JSON.stringify(f.sizes)})`);
-    const { policy } = await loadPolicy(f.checkpoint!, false);
+    const { policy } = await loadPolicy(f.checkpoint, false);
     const tok = getTokenizer();
     try {
-      const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n!, f.seed!);
+      const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n, f.seed);
       if (f.json) console.log(JSON.stringify(rows));
       else
         for (const r of rows)

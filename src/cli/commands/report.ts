@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineCommand } from '../command';
-import { checkOutDir } from '../runDir';
+import { LATEST, checkOutDir } from '../runDir';
 import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
@@ -47,17 +47,18 @@ export const report = defineCommand(
     } catch (e) {
       throw new UsageError(`--${(e as Error).message}`);
     }
-    const entries = f.checkpoints!.split(',').map((e) => e.split('=') as [string, string]);
-    const skipped = entries.filter(([, dir]) => !existsSync(join(dir, 'model.safetensors')));
+    const entries = f.checkpoints.split(',').map((e) => e.split('=') as [string, string]);
+    // A checkpoint directory, or a run directory (its committed save).
+    const skipped = entries.filter(([, dir]) => !existsSync(join(dir, 'model.safetensors')) && !existsSync(join(dir, LATEST)));
     const comparisons: { checkpoint: string; setting: string; points: FrontierPoint[]; pareto: number[] }[] = [];
     for (const [label, dir] of entries) {
       if (skipped.some(([l]) => l === label)) continue;
       const { policy } = await loadPolicy(dir, false);
-      const { decoder, close } = await openDecoder(policy, f.workers!, f.backend);
+      const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
       for (const s of SETTINGS) {
         const { task, opts } = withOptions(s.task, s.options);
         const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
-        const r = await frontier(decoder, task, problems, { ...FRONTIER_DEFAULTS, limits, seed: f.seed! }, encode, (p) =>
+        const r = await frontier(decoder, task, problems, { ...FRONTIER_DEFAULTS, limits, seed: f.seed }, encode, (p) =>
           console.log(`${label} | ${s.label} | ${p.method} @${p.limit}: ${(p.accuracy * 100).toFixed(1)}% at ${p.meanTokens.toFixed(0)} tokens`),
         );
         r.points.forEach((p) => (p.checkpoint = label));
@@ -66,7 +67,7 @@ export const report = defineCommand(
       close();
       disposeParams(policy.params);
     }
-    const out = f.out!;
+    const out = f.out;
     await mkdir(out, { recursive: true });
     const meta = { n: f.n, seed: f.seed, split: f.split, limits, checkpoints: Object.fromEntries(entries), skipped: skipped.map(([l, d]) => `${l} (${d}: no checkpoint)`) };
     await writeFile(join(out, 'frontier.json'), JSON.stringify({ ...meta, comparisons }, null, 1) + '\n');

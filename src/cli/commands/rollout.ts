@@ -1,3 +1,4 @@
+import { TASK_NAMES } from '../../core/tasks';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
@@ -11,8 +12,8 @@ export const rollout = defineCommand(
   'rollout',
   'Run one episode and print its delegation tree (or the trace as JSON).',
   {
-    task: { type: 'string', choices: ['arithmetic', 'multihop'], default: 'arithmetic', help: 'task' },
-    checkpoint: { type: 'string', help: 'checkpoint directory (default: a random tiny model)' },
+    task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
+    checkpoint: { type: 'string', dir: true, help: 'checkpoint directory (default: a random tiny model)' },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'problem and sampling seed' },
     temperature: { type: 'number', default: 1, min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sampling temperature' },
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
@@ -24,9 +25,9 @@ export const rollout = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const policy = f.checkpoint ? (await loadPolicy(f.checkpoint, false)).policy : freshPolicy('tiny', 0);
-    const task = getTask(f.task!);
+    const task = getTask(f.task);
     const cfg = validateRolloutConfig({ ...task.rolloutDefaults, temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
-    const rng = new Rng(f.seed!);
+    const rng = new Rng(f.seed);
     const problem = task.generate(rng, task.defaultOptions, `seed${f.seed}`);
     const decoder = new PolicyDecoder(policy);
     const scheduler = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode: (t) => tok.encode(t) });

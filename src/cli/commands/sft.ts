@@ -16,7 +16,7 @@ export const sft = defineRunCommand(
   'sft',
   'Warm start: supervised training on teacher demonstrations. Resumes from --out when it holds a run.',
   {
-    init: { type: 'string', help: 'start from this checkpoint instead of a random model' },
+    init: { type: 'string', dir: true, help: 'start from this checkpoint instead of a random model' },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total optimisation steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 50, min: 1, help: 'steps between saves' },
@@ -25,10 +25,10 @@ export const sft = defineRunCommand(
     backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
   },
   async ({ flags: f, config: rc, argv }) => {
-    await checkOutDir(f.out);
     const renames = { taskOptions: '--options', task: '--task' } as const;
     const mix = usageErrors(() => taskMixOf(rc), renames);
     const cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
+    await checkOutDir(f.out);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);

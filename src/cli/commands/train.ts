@@ -17,7 +17,7 @@ export const train = defineRunCommand(
   'train',
   'GRPO with clone credit and rollout gating from a checkpoint. Resumes from --out when it holds a run.',
   {
-    init: { type: 'string', required: true, help: 'starting checkpoint (also the frozen KL reference)' },
+    init: { type: 'string', dir: true, required: true, help: 'starting checkpoint (also the frozen KL reference)' },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total GRPO steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 10, min: 1, help: 'steps between saves' },
@@ -26,8 +26,8 @@ export const train = defineRunCommand(
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
   },
   async ({ flags: f, config: rc, argv }) => {
-    await checkOutDir(f.out);
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
+    await checkOutDir(f.out);
     const { task, opts } = withOptions(cfg.task, cfg.taskOptions);
     await setupBackend(f.backend);
     const tok = getTokenizer();
