@@ -1,3 +1,4 @@
+import { ScriptedDecoder } from './scriptedDecoder';
 /**
  * The scheduler against a scripted decoder (teacher demonstrations replayed token by
  * token, so every protocol path is exact and hand-checkable) and against a real tiny model
@@ -16,50 +17,17 @@ import { initBackend } from '../../runtime/backend';
 import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
 import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
 import { PolicyDecoder } from './policyDecoder';
-import { type ContextDecoder, RolloutScheduler } from './scheduler';
+import { RolloutScheduler } from './scheduler';
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 const V = tok.vocabSize;
 
-/**
- * Replays scripts: a context whose fed tokens are a prefix of one script gets a logit
- * spike at that script's next token. Used only to drive the scheduler through exact paths.
- */
-class ScriptedDecoder implements ContextDecoder {
-  readonly vocabSize = V;
-  readonly maxPositions = 256;
-  private history = new Map<number, number[]>();
-  private next = 0;
-  maxLive = 0;
-  calls: number[] = [];
-  constructor(private readonly scripts: number[][]) {}
-  open(): number {
-    this.history.set(this.next, []);
-    this.maxLive = Math.max(this.maxLive, this.history.size);
-    return this.next++;
-  }
-  close(slot: number): void {
-    this.history.delete(slot);
-  }
-  async feed(slots: number[], tokens: number[][]): Promise<Float32Array> {
-    this.calls.push(slots.length);
-    const out = new Float32Array(slots.length * V);
-    slots.forEach((slot, r) => {
-      const h = this.history.get(slot)!;
-      h.push(...tokens[r]);
-      const script = this.scripts.find((s) => s.length > h.length && h.every((t, i) => s[i] === t));
-      if (!script) throw new Error(`no script continues ${tok.decode(h)}`);
-      out[r * V + script[h.length]] = 50;
-    });
-    return out;
-  }
-}
 
 const greedy: RolloutConfig = { ...ROLLOUT_DEFAULTS, greedy: true };
 
 async function replay(scripts: string[], problem: Problem, cfg = greedy) {
-  const decoder = new ScriptedDecoder(scripts.map(encode));
+  const decoder = new ScriptedDecoder(scripts.map(encode), V, (h) => tok.decode(h));
   const s = new RolloutScheduler(decoder, cfg, { policyVersion: 3, encode });
   s.addEpisode(arithmetic, problem, new Rng(1));
   const [trace] = await s.run();
@@ -111,7 +79,7 @@ describe('rollout scheduler (scripted decoder)', () => {
   });
 
   it('steps the contexts of many episodes in one batched call', async () => {
-    const decoder = new ScriptedDecoder([ROOT, ...CLONES].map(encode));
+    const decoder = new ScriptedDecoder([ROOT, ...CLONES].map(encode), V, (h) => tok.decode(h));
     const s = new RolloutScheduler(decoder, greedy, { policyVersion: 0, encode });
     for (let i = 0; i < 5; i++) s.addEpisode(arithmetic, { ...problem, id: `p${i}` }, new Rng(i));
     const traces = await s.run();
@@ -162,7 +130,7 @@ describe('rollout scheduler (scripted decoder)', () => {
 
   it('masks spawn tokens for the monolithic method', async () => {
     // The script wants <spawn>; with spawning forbidden the greedy choice must be another token.
-    const decoder = new ScriptedDecoder([encode('<root>1+2<sep><spawn>')]);
+    const decoder = new ScriptedDecoder([encode('<root>1+2<sep><spawn>')], V, (h) => tok.decode(h));
     const s = new RolloutScheduler(decoder, { ...greedy, allowSpawn: false, rootMaxTokens: 1 }, { policyVersion: 0, encode });
     s.addEpisode(arithmetic, { ...problem, prompt: '1+2' }, new Rng(0));
     const [t] = await s.run();
@@ -173,7 +141,7 @@ describe('rollout scheduler (scripted decoder)', () => {
   it('gives the monolithic root the whole context, and records a prompt that does not fit as root_over_max', async () => {
     const long = multihop.generate(new Rng(1), { chunks: 12, perChunk: 4, hops: 2 }, 'long');
     expect(encode(long.monoPrompt!).length).toBeGreaterThan(256);
-    const decoder = new ScriptedDecoder([]);
+    const decoder = new ScriptedDecoder([], V, (h) => tok.decode(h));
     const s = new RolloutScheduler(decoder, { ...greedy, allowSpawn: false }, { policyVersion: 0, encode });
     s.addEpisode(multihop, long, new Rng(0));
     const [t] = await s.run();

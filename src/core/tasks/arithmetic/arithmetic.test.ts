@@ -3,7 +3,8 @@ import type { ProtocolLimits } from '../../protocol/grammar';
 import { describe, expect, it } from 'vitest';
 import { arithmeticProbe, strategyOf } from '../../eval/strategy';
 import { Rng } from '../../rng';
-import { type ContextDecoder, RolloutScheduler } from '../../rollout/scheduler';
+import { RolloutScheduler } from '../../rollout/scheduler';
+import { ScriptedDecoder } from '../../rollout/scriptedDecoder';
 import { Tokenizer } from '../../tokenizer/tokenizer';
 import type { DemoContext, Demonstration, Problem } from '../types';
 import { evaluate, formatSum, parseSum, reductionChain, sumOfValues } from './expr';
@@ -148,36 +149,6 @@ function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT_DE
   });
 }
 
-/**
- * Replays texts through the real scheduler: a context whose tokens so far are a prefix of a
- * script gets a logit spike at that script's next token (as in scheduler.test.ts).
- */
-class ReplayDecoder implements ContextDecoder {
-  readonly vocabSize = tok.vocabSize;
-  readonly maxPositions = 256; // the `small` model's context
-  private history = new Map<number, number[]>();
-  private nextSlot = 0;
-  constructor(private readonly scripts: number[][]) {}
-  open(): number {
-    this.history.set(this.nextSlot, []);
-    return this.nextSlot++;
-  }
-  close(slot: number): void {
-    this.history.delete(slot);
-  }
-  async feed(slots: number[], tokens: number[][]): Promise<Float32Array> {
-    const V = this.vocabSize;
-    const out = new Float32Array(slots.length * V);
-    slots.forEach((slot, r) => {
-      const h = this.history.get(slot)!;
-      h.push(...tokens[r]);
-      const script = this.scripts.find((s) => s.length > h.length && h.every((t, i) => s[i] === t));
-      if (!script) throw new Error(`no script continues ${tok.decode(h)}`);
-      out[r * V + script[h.length]] = 50;
-    });
-    return out;
-  }
-}
 
 describe('naive teacher', () => {
   it('draws 1–4 clones uniformly, budgets from every bucket (too small ones included), and reaches the truth', () => {
@@ -269,7 +240,7 @@ describe('naive teacher', () => {
       // A clone writes its whole chain; the runtime, not the script, stops it at the budget.
       for (const { sub } of spawnsOf(d)) scripts.push(tok.encode(`<clone>${sub}<sep>${chainText(parseSum(sub))}`));
     }
-    const scheduler = new RolloutScheduler(new ReplayDecoder(scripts), { ...ROLLOUT_DEFAULTS, greedy: true }, { policyVersion: 0, encode: (t) => tok.encode(t) });
+    const scheduler = new RolloutScheduler(new ScriptedDecoder(scripts, tok.vocabSize, (h) => tok.decode(h)), { ...ROLLOUT_DEFAULTS, greedy: true }, { policyVersion: 0, encode: (t) => tok.encode(t) });
     demos.forEach((d, i) => scheduler.addEpisode(arithmetic, d.problem, new Rng(i)));
     const traces = await scheduler.run();
     let cut = 0;

@@ -124,16 +124,22 @@ export function delegateContexts(s: Sum, rng: Rng, limits: ProtocolLimits): Demo
       ],
     });
   }
-  const combined = sumOfValues(values);
-  const injected = values.map((v) => `<ret>${v}`).join('') + '<resume>';
-  const rootSegments: Segment[] = [
+  return [delegatingRoot(s, spawns, values, sumOfValues(values)), ...clones];
+}
+
+/**
+ * The root of a delegation: its prompt, the spawn blocks and the join, the injected answers
+ * (null: a failed clone), then the combination `combined` reduced like any chain of thought.
+ */
+function delegatingRoot(s: Sum, spawns: readonly string[], answers: readonly (number | null)[], combined: Sum): DemoContext {
+  const injected = answers.map((v) => (v === null ? '<ret><fail>' : `<ret>${v}`)).join('') + '<resume>';
+  const segments: Segment[] = [
     { kind: 'prompt', text: `<root>${formatSum(s)}<sep>` },
     { kind: 'generated', text: spawns.join('') + '<join>' },
     { kind: 'injected', text: injected },
-    // The root first writes the combination, then reduces it like any chain of thought.
     { kind: 'generated', text: `=${formatSum(combined)}${chainText(combined)}` },
   ];
-  return [{ role: 'root', segments: rootSegments }, ...clones];
+  return { role: 'root', segments };
 }
 
 /**
@@ -184,13 +190,5 @@ export function naiveDelegateContexts(s: Sum, rng: Rng, limits: ProtocolLimits):
       ],
     });
   }
-  const combined = combineSlices(slices, answers);
-  const injected = answers.map((v) => (v === null ? '<ret><fail>' : `<ret>${v}`)).join('') + '<resume>';
-  const rootSegments: Segment[] = [
-    { kind: 'prompt', text: `<root>${formatSum(s)}<sep>` },
-    { kind: 'generated', text: spawns.join('') + '<join>' },
-    { kind: 'injected', text: injected },
-    { kind: 'generated', text: `=${formatSum(combined)}${chainText(combined)}` },
-  ];
-  return [{ role: 'root', segments: rootSegments }, ...clones];
+  return [delegatingRoot(s, spawns, answers, combineSlices(slices, answers)), ...clones];
 }
