@@ -3,11 +3,13 @@
  * in one run (so machine speed cancels out) and its numbers are copied to docs/BENCHMARKS.md.
  */
 import { runDecodeBench } from './decode';
+import { runPageBench } from './page';
 import { runPoolBench } from './pool';
 import { runSftBench } from './sft';
 
 const BENCHES: Record<string, (args: string[]) => Promise<void>> = {
   decode: runDecodeBench,
+  page: runPageBench,
   pool: runPoolBench,
   sft: runSftBench,
 };

@@ -1,9 +1,6 @@
 /** Checkpoint file sets as they reach the engine: fetched from a served folder, or chosen by the user. */
-import { CHECKPOINT_FILES } from '../core/io/checkpoint';
+import { OPTIONAL_CHECKPOINT_FILES as OPTIONAL, REQUIRED_CHECKPOINT_FILES as REQUIRED } from '../core/io/checkpoint';
 import type { CheckpointFiles } from './protocol';
-
-const REQUIRED: readonly string[] = [CHECKPOINT_FILES.weights, CHECKPOINT_FILES.config, CHECKPOINT_FILES.tokenizer, CHECKPOINT_FILES.selfcest];
-const OPTIONAL: readonly string[] = [CHECKPOINT_FILES.tokenizerConfig];
 
 /** `baseUrl` + name, whether or not the base ends with a slash. */
 export function fileUrl(baseUrl: string, name: string): string {

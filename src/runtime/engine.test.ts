@@ -135,6 +135,7 @@ describe('engine', () => {
     expect(episodes[0].traces).toHaveLength(4);
     expect(episodes[0].traces.every((t) => t.policyVersion === 0 && t.reward !== undefined)).toBe(true);
     expect(ofKind('status').map((e) => e.state)).toEqual(['training', 'paused']);
+    expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual([1]);
     expect((await client.request({ kind: 'pause' })).policyVersion).toBe(1);
     const csv = (await client.request({ kind: 'exportMetrics', format: 'csv' })).text.trim().split('\n');
     expect(csv).toHaveLength(2);
@@ -150,8 +151,11 @@ describe('engine', () => {
     const training = client.request({ kind: 'train' });
     await expect(client.request({ kind: 'step' })).rejects.toThrow(/busy with train/);
     while (ofKind('episodes').length < 2) await new Promise((r) => setTimeout(r, 20));
+    // The page's status bar follows every step while the run goes on, not only on pause.
+    expect(ofKind('policyVersion').map((e) => e.policyVersion).slice(0, 2)).toEqual([2, 3]);
     const { policyVersion } = await client.request({ kind: 'pause' });
     const { steps } = await training;
+    expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual(Array.from({ length: steps }, (_, i) => 2 + i));
     expect(steps).toBeGreaterThanOrEqual(2);
     expect(policyVersion).toBe(1 + steps);
     // Each step's episodes were sampled by the version its predecessor's update produced.

@@ -311,10 +311,11 @@ export class Engine {
     this.setStatus('idle');
   }
 
-  /** Keeps a step's results and tells the page: its episodes now, its metrics in batches. */
+  /** Keeps a step's results and tells the page: the new policy version and its episodes now, its metrics in batches. */
   private recordStep(r: { metrics: StepMetrics; episodes: ScoredEpisode[] }): void {
     const traces = r.episodes.map(scoredTrace);
     this.log.add(r.metrics, traces);
+    this.emit({ kind: 'policyVersion', policyVersion: this.requireTraining().model.version });
     this.emit({ kind: 'episodes', step: r.metrics.step, traces: traces.slice(0, EPISODES_PER_EVENT) });
     this.pendingMetrics.push(r.metrics);
     if (Date.now() - this.lastMetricsFlush >= METRICS_EVERY_MS) this.flushMetrics();

@@ -101,6 +101,8 @@ export interface ModelReport {
 export type EngineEvent =
   | { kind: 'backend'; report: BackendReport }
   | { kind: 'status'; state: 'idle' | 'sft' | 'training' | 'paused'; policyVersion: number }
+  /** A GRPO step finished: the policy version its updates produced (status events come only with a change of state). */
+  | { kind: 'policyVersion'; policyVersion: number }
   /** Sent in batches (every few steps), never per token. */
   | { kind: 'metrics'; rows: StepMetrics[] }
   /** The most recent episodes of a step (for the rollout table and the tree view). */

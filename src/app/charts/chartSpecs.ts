@@ -67,6 +67,18 @@ export const CHARTS: readonly ChartSpec[] = [
     series: [{ label: 'kl', color: PALETTE[3], value: (p) => p.metrics.kl }],
   },
   {
+    id: 'ppo-kl',
+    title: 'PPO KL (behaviour ‖ current, k3)',
+    yMin: 0,
+    series: [{ label: 'approx KL', color: PALETTE[6], value: (p) => p.metrics.approxKl }],
+  },
+  {
+    id: 'entropy',
+    title: 'Policy entropy (nats / token)',
+    yMin: 0,
+    series: [{ label: 'entropy', color: PALETTE[2], value: (p) => p.metrics.entropy }],
+  },
+  {
     id: 'loss',
     title: 'Loss, clip fraction',
     series: [

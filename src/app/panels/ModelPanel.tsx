@@ -1,4 +1,5 @@
 /** Checkpoint import (validated by the engine) and every export: weights, traces, metrics. */
+import { IMPORT_HELP } from '../files/checkpointTar';
 import { exportMetrics, exportTraces, exportWeights, importFiles } from '../state/actions';
 import { usePlayground } from '../state/store';
 
@@ -6,14 +7,15 @@ export function ModelPanel() {
   const pending = usePlayground((s) => s.pending);
   const engineState = usePlayground((s) => s.engineState);
   const importError = usePlayground((s) => s.importError);
+  const importNote = usePlayground((s) => s.importNote);
   const hasModel = usePlayground((s) => s.model !== null);
   const running = engineState === 'training' || engineState === 'sft';
   const free = hasModel && pending === null;
   return (
     <section className="panel" aria-label="Checkpoint">
       <h2>Checkpoint</h2>
-      <label className="row" title="model.safetensors and config.json (tokenizer.json, selfcest.json optional)">
-        Import files{' '}
+      <label className="row" title={IMPORT_HELP}>
+        Import .tar or files{' '}
         <input
           type="file"
           multiple
@@ -26,6 +28,11 @@ export function ModelPanel() {
           }}
         />
       </label>
+      {importNote && !importError && (
+        <p className="muted" data-testid="import-note">
+          {importNote}
+        </p>
+      )}
       {importError && (
         <p className="error" role="alert" data-testid="import-error">
           Import failed, model kept: {importError}

@@ -7,7 +7,7 @@ import { configToHash, defaultWorkerCount, type RunConfig, startCheckpoint } fro
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
-import { tarArchive } from '../files/tar';
+import { checkpointFilesOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
 import { addMetrics } from './events';
 import { clearedHistory, getState, setState, type TreeSource } from './store';
 
@@ -54,7 +54,7 @@ export async function send<K extends EngineRequestKind>(req: RequestOf<K>, opts:
 
 /** A new model (loaded, reset, re-initialised): its own history starts empty. */
 export function showModel(model: ModelReport, note: string | null = null): void {
-  setState({ model, modelNote: note, policyVersion: model.policyVersion, ...clearedHistory() });
+  setState({ model, modelNote: note, importNote: null, policyVersion: model.policyVersion, ...clearedHistory() });
 }
 
 /** Defaults of this machine: the rollout pool starts at min(4, cores − 1) unless the link names a size. */
@@ -133,22 +133,35 @@ export async function warmStart(steps: number): Promise<void> {
   if (reply) setState({ log: [...getState().log, { level: 'info', message: `warm start: ${reply.steps} steps, loss ${reply.loss.toFixed(4)}` }] });
 }
 
-/** Reads the chosen files and hands them to the engine, which validates them. */
+/**
+ * Reads the chosen files (the exported .tar, or loose files), keeps the checkpoint's own and
+ * hands them to the engine, which validates them; the note names what was loaded and what ignored.
+ */
 export async function importFiles(files: readonly File[]): Promise<void> {
-  setState({ importError: null });
+  setState({ importError: null, importNote: null });
   if (files.length === 0) return;
+  let pick: CheckpointPick;
+  try {
+    pick = checkpointFilesOf(await Promise.all(files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) }))));
+  } catch (err) {
+    setState({ importError: errorText(err) });
+    return;
+  }
+  const ignored = pick.ignored.length > 0 ? `; ignored (not part of a checkpoint): ${pick.ignored.join(', ')}` : '';
+  // Each kept file owns its buffer (File.arrayBuffer, untar's copies), so it can be transferred whole.
   const buffers: Record<string, ArrayBuffer> = {};
-  for (const f of files) buffers[f.name] = await f.arrayBuffer();
-  const model = await send({ kind: 'loadFiles', files: buffers }, { replaces: true, onError: (message) => setState({ importError: message }) });
-  if (model) showModel(model, null);
+  for (const [name, bytes] of pick.files) buffers[name] = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
+  const model = await send({ kind: 'loadFiles', files: buffers }, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
+  if (!model) return;
+  showModel(model, null);
+  setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${ignored}` });
 }
 
 export async function exportWeights(): Promise<void> {
   const reply = await send({ kind: 'exportWeights' });
   if (!reply) return;
-  const files = Object.entries(reply.files).map(([name, bytes]) => ({ name, bytes }));
-  const folder = `selfcest-${getState().model?.preset ?? 'model'}-v${getState().policyVersion}`;
-  download(`${folder}.tar`, tarArchive(folder, files), 'application/x-tar');
+  const { filename, bytes } = weightsTar(getState().model?.preset ?? 'model', getState().policyVersion, reply.files);
+  download(filename, bytes, 'application/x-tar');
 }
 
 export async function exportTraces(): Promise<void> {

@@ -36,6 +36,9 @@ export function handleEvent(event: EngineEvent): void {
     case 'status':
       setState({ engineState: event.state, policyVersion: event.policyVersion });
       return;
+    case 'policyVersion':
+      setState({ policyVersion: event.policyVersion });
+      return;
     case 'metrics':
       addMetrics(event.rows);
       return;

@@ -62,6 +62,8 @@ export interface PlaygroundState {
   /** The last failed request, shown in the status bar. */
   error: string | null;
   importError: string | null;
+  /** What the last import loaded and which picked files it ignored. */
+  importNote: string | null;
   metrics: MetricPoint[];
   /** Newest first. */
   episodes: EpisodeRow[];
@@ -94,6 +96,7 @@ export const INITIAL_STATE: PlaygroundState = {
   pending: null,
   error: null,
   importError: null,
+  importNote: null,
   metrics: [],
   episodes: [],
   tree: null,

@@ -31,12 +31,15 @@ export const CHECKPOINT_FILES = {
   tokenizerConfig: 'tokenizer_config.json',
 } as const;
 
-const REQUIRED_FILES = [
+/** The files decodeCheckpoint cannot do without (selfcest.json carries the vocabulary check). */
+export const REQUIRED_CHECKPOINT_FILES: readonly string[] = [
   CHECKPOINT_FILES.weights,
   CHECKPOINT_FILES.config,
   CHECKPOINT_FILES.tokenizer,
   CHECKPOINT_FILES.selfcest,
 ];
+/** Read when present; every other file of a folder is not part of the checkpoint. */
+export const OPTIONAL_CHECKPOINT_FILES: readonly string[] = [CHECKPOINT_FILES.tokenizerConfig];
 
 export interface SelfcestMeta {
   format: typeof CHECKPOINT_FORMAT;
@@ -145,9 +148,9 @@ function jsonBytes(value: unknown): Uint8Array {
 // Decode
 
 export function decodeCheckpoint(files: ReadonlyMap<string, Uint8Array>): Checkpoint {
-  const missing = REQUIRED_FILES.filter((f) => !files.has(f));
+  const missing = REQUIRED_CHECKPOINT_FILES.filter((f) => !files.has(f));
   if (missing.length > 0) {
-    fail(`missing file${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (a checkpoint holds ${REQUIRED_FILES.join(', ')})`);
+    fail(`missing file${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (a checkpoint holds ${REQUIRED_CHECKPOINT_FILES.join(', ')})`);
   }
   const get = (name: string) => files.get(name) as Uint8Array;
 

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench -- page [--steps N] [--workers 1,3] [--hash k=v&...]`: wall time per GRPO step in
+ * the real page (headless Chromium, the production build in dist/, backend wasm), once per
+ * rollout-worker count, in one run so that the ratio compares like with like.
+ *
+ * The page is opened with its default run configuration (what a user who presses Train gets)
+ * plus `backend=wasm`, `workers=W`, `evalEvery=0` (the monitor evaluation would add its own
+ * time to some steps) and anything in --hash. Train is pressed, the first step is not counted
+ * (it includes worker start-up and weight transfer), and the step times are the engine's own
+ * `wallSec` rows read through `window.selfcest`.
+ *
+ * Needs `npm run build` first (dist/) and a Chromium (the Debian package or Playwright's).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chromium, type Page } from '@playwright/test';
+import { chromiumLaunchOptions } from '../e2e/chromium';
+
+const PORT = 4190;
+
+interface PageStepResult {
+  workers: number;
+  steps: number;
+  meanSec: number;
+  medianSec: number;
+  rolloutTokensPerSec: number;
+}
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+async function startPreview(): Promise<ChildProcess> {
+  if (!existsSync('dist/index.html')) throw new Error('bench page: dist/ is missing; run `npm run build` first');
+  const server = spawn('npx', ['vite', 'preview', '--port', String(PORT), '--strictPort'], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`http://localhost:${PORT}/`)).ok) return server;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  server.kill();
+  throw new Error(`bench page: vite preview did not answer on port ${PORT}`);
+}
+
+async function stepRows(page: Page): Promise<{ wallSec: number; rolloutTokensPerSec: number }[]> {
+  return page.evaluate(() => window.selfcest!.state().metrics.map((p) => ({ wallSec: p.metrics.wallSec, rolloutTokensPerSec: p.metrics.rolloutTokensPerSec })));
+}
+
+async function measure(page: Page, workers: number, steps: number, extra: string): Promise<PageStepResult> {
+  const params = new URLSearchParams(extra);
+  params.set('backend', 'wasm');
+  params.set('workers', String(workers));
+  if (!params.has('evalEvery')) params.set('evalEvery', '0');
+  await page.goto(`http://localhost:${PORT}/#${params.toString()}`);
+  await page.getByTestId('step').waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="step"]:not([disabled])') !== null, undefined, { timeout: 300_000 });
+  await page.getByTestId('train').first().click();
+  await page.waitForFunction((n) => (window.selfcest?.state().metrics.length ?? 0) >= n, steps + 1, { timeout: 1_800_000, polling: 500 });
+  await page.getByTestId('pause').click();
+  const rows = (await stepRows(page)).slice(1, steps + 1);
+  const secs = rows.map((r) => r.wallSec).sort((a, b) => a - b);
+  return {
+    workers,
+    steps: rows.length,
+    meanSec: secs.reduce((a, b) => a + b, 0) / secs.length,
+    medianSec: secs[Math.floor(secs.length / 2)],
+    rolloutTokensPerSec: rows.reduce((a, r) => a + r.rolloutTokensPerSec, 0) / rows.length,
+  };
+}
+
+export async function runPageBench(args: string[]): Promise<void> {
+  const steps = Number(option(args, 'steps') ?? 10);
+  const workerCounts = (option(args, 'workers') ?? '1,3').split(',').map(Number);
+  if (!(Number.isInteger(steps) && steps >= 1)) throw new Error(`bench page: --steps must be an integer ≥ 1 (got ${option(args, 'steps')})`);
+  if (!workerCounts.every((w) => Number.isInteger(w) && w >= 1 && w <= 16)) throw new Error(`bench page: --workers must be a comma list of integers in [1, 16]`);
+  const extra = option(args, 'hash') ?? '';
+  const server = await startPreview();
+  const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
+  try {
+    const results: PageStepResult[] = [];
+    for (const w of workerCounts) {
+      const page = await browser.newPage();
+      results.push(await measure(page, w, steps, extra));
+      await page.close();
+      const r = results[results.length - 1];
+      console.log(`workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`);
+    }
+    const base = results[0];
+    for (const r of results.slice(1)) {
+      console.log(`ratio workers ${r.workers} / workers ${base.workers}: ${(r.meanSec / base.meanSec).toFixed(2)} (step time), ${(r.rolloutTokensPerSec / base.rolloutTokensPerSec).toFixed(2)} (rollout tokens/s)`);
+    }
+  } finally {
+    await browser.close();
+    server.kill();
+  }
+}

@@ -1,0 +1,91 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeCheckpoint } from '../../core/io/checkpoint';
+import { initBackend } from '../../runtime/backend';
+import { TrainerModel } from '../../runtime/trainerModel';
+import { IMPORT_HELP, checkpointFilesOf, weightsTar, type PickedFile } from './checkpointTar';
+import { tarArchive } from './tar';
+
+const SHIPPED = 'public/checkpoints/warmstart-tiny';
+const shipped: PickedFile[] = readdirSync(SHIPPED)
+  .sort()
+  .map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
+const shippedMap = () => new Map(shipped.map((f) => [f.name, f.bytes]));
+const text = (s: string) => new TextEncoder().encode(s);
+/** What a CLI run folder holds beside the checkpoint. */
+const runExtras = [
+  { name: 'metrics.jsonl', bytes: text('{"step":1}\n') },
+  { name: 'traces.jsonl', bytes: text('{}\n') },
+  { name: 'state.json', bytes: text('{"step":1}') },
+];
+
+beforeAll(async () => {
+  await initBackend('cpu');
+});
+
+describe('checkpoint .tar', () => {
+  it('the export path (engine files → .tar) imports back and decodes to the same weights', async () => {
+    const original = decodeCheckpoint(shippedMap());
+    const model = TrainerModel.fromCheckpoint(original, SHIPPED);
+    let files: Map<string, Uint8Array>;
+    try {
+      files = await model.exportFiles({ playground: { preset: 'tiny' } }); // what the engine's exportWeights sends
+    } finally {
+      model.dispose();
+    }
+    const { filename, bytes } = weightsTar('tiny', 7, Object.fromEntries(files));
+    expect(filename).toBe('selfcest-tiny-v7.tar');
+
+    // The user picks the .tar alone.
+    const pick = checkpointFilesOf([{ name: filename, bytes }]);
+    expect([...pick.files.keys()].sort()).toEqual([...files.keys()].sort());
+    expect(pick.origins.get('model.safetensors')).toBe('selfcest-tiny-v7.tar: selfcest-tiny-v7/model.safetensors');
+    expect(pick.ignored).toEqual([]);
+    const back = decodeCheckpoint(pick.files);
+    expect(back.config).toEqual(original.config);
+    expect(back.tensors.size).toBe(original.tensors.size);
+    for (const [name, values] of original.tensors) expect(back.tensors.get(name), name).toEqual(values);
+  });
+
+  it('keeps the checkpoint files of a run folder tar and names the others as ignored', () => {
+    const tar = tarArchive('run', [...shipped, ...runExtras], 0);
+    const pick = checkpointFilesOf([{ name: 'run.tar', bytes: tar }]);
+    expect([...pick.files.keys()].sort()).toEqual(['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(pick.ignored).toEqual(['run.tar: run/metrics.jsonl', 'run.tar: run/traces.jsonl', 'run.tar: run/state.json']);
+    for (const f of shipped) expect(Array.from(pick.files.get(f.name) ?? []), f.name).toEqual(Array.from(f.bytes));
+    expect(() => decodeCheckpoint(pick.files)).not.toThrow();
+  });
+
+  it('takes loose files as they are, and names the ones that are not part of a checkpoint', () => {
+    const pick = checkpointFilesOf([...shipped, ...runExtras]);
+    expect([...pick.files.keys()]).toEqual(shipped.map((f) => f.name));
+    expect(pick.ignored).toEqual(['metrics.jsonl', 'traces.jsonl', 'state.json']);
+    expect(decodeCheckpoint(pick.files).config).toEqual(decodeCheckpoint(shippedMap()).config);
+  });
+
+  it('refuses a file given twice, a compressed tar and a damaged tar, naming the file', () => {
+    const twoFolders = [...tarArchive('a', shipped, 0).subarray(0, -1024), ...tarArchive('b', shipped, 0)];
+    expect(() => checkpointFilesOf([{ name: 'two.tar', bytes: Uint8Array.from(twoFolders) }])).toThrow(
+      'config.json is given twice (two.tar: a/config.json and two.tar: b/config.json); pick the files of one checkpoint',
+    );
+    const tar = tarArchive('ckpt', shipped, 0);
+    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar }, shipped[0]])).toThrow(/^config\.json is given twice \(ckpt\.tar: ckpt\/config\.json and config\.json\)/);
+    expect(() => checkpointFilesOf([{ name: 'ckpt.tar.gz', bytes: Uint8Array.of(0x1f, 0x8b, 8, 0) }])).toThrow(/^ckpt\.tar\.gz is a compressed tar/);
+    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar.slice(0, 5000) }])).toThrow(/^ckpt\.tar: tar: truncated: ckpt\/model\.safetensors .* \(size beyond end\)$/);
+  });
+
+  it('the help names exactly the files decodeCheckpoint requires, and the optional one', () => {
+    expect(IMPORT_HELP).toBe(
+      'The exported .tar, or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. Optional: tokenizer_config.json. Other files are ignored.',
+    );
+    for (const name of ['model.safetensors', 'config.json', 'tokenizer.json', 'selfcest.json']) {
+      const files = shippedMap();
+      files.delete(name);
+      expect(() => decodeCheckpoint(files), name).toThrow(`missing file ${name}`);
+    }
+    const withoutOptional = shippedMap();
+    withoutOptional.delete('tokenizer_config.json');
+    expect(decodeCheckpoint(withoutOptional).tokenizerConfig).toBeUndefined();
+  });
+});

@@ -1,0 +1,73 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { decodeCheckpoint } from '../../core/io/checkpoint';
+import { filesFromRecord } from '../../runtime/checkpointFiles';
+import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
+import type { Engine, RequestOf } from '../engine/engine';
+import { tarArchive } from '../files/tar';
+import { attachEngine, importFiles } from './actions';
+import { handleEvent } from './events';
+import { INITIAL_STATE, getState, setState } from './store';
+
+const SHIPPED = 'public/checkpoints/warmstart-tiny';
+const shipped = readdirSync(SHIPPED).map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
+
+/** An engine that validates loadFiles as the real one does (decodeCheckpoint) and names its files as the source. */
+function fakeEngine(requests: EngineRequest[]): Engine {
+  return {
+    async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
+      const r: EngineRequest = req;
+      requests.push(r);
+      if (r.kind !== 'loadFiles') throw new Error(`unexpected request ${r.kind}`);
+      const files = filesFromRecord(r.files);
+      decodeCheckpoint(files);
+      const report: EngineReplies['loadFiles'] = { preset: 'tiny', parameters: 1, policyVersion: 0, source: [...files.keys()].join(', ') };
+      return report as EngineReplies[K];
+    },
+    on: () => () => undefined,
+    terminate: () => undefined,
+  };
+}
+
+beforeEach(() => setState({ ...INITIAL_STATE }, true));
+
+describe('import', () => {
+  it('loads the exported .tar picked alone; files the import does not use are reported as ignored, not loaded', async () => {
+    const requests: EngineRequest[] = [];
+    attachEngine(fakeEngine(requests));
+    const extras = [{ name: 'metrics.jsonl', bytes: new TextEncoder().encode('{"step":1}\n') }];
+    const tar = tarArchive('selfcest-tiny-v3', [...shipped, ...extras], 0);
+    await importFiles([new File([tar], 'selfcest-tiny-v3.tar')]);
+    const s = getState();
+    expect(s.importError).toBeNull();
+    expect(s.model?.source.split(', ').sort()).toEqual(['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(s.importNote).toMatch(/^loaded selfcest-tiny-v3\.tar: selfcest-tiny-v3\/\S+/);
+    expect(s.importNote).toMatch(/; ignored \(not part of a checkpoint\): selfcest-tiny-v3\.tar: selfcest-tiny-v3\/metrics\.jsonl$/);
+    expect(requests).toHaveLength(1);
+  });
+
+  it('a damaged .tar is reported with what is wrong and never reaches the engine', async () => {
+    const requests: EngineRequest[] = [];
+    attachEngine(fakeEngine(requests));
+    const tar = tarArchive('ckpt', shipped, 0);
+    tar[3] ^= 0x01; // inside the first header's name: a bad checksum
+    await importFiles([new File([tar], 'ckpt.tar')]);
+    expect(getState().importError).toMatch(/^ckpt\.tar: tar: bad header checksum for entry 1 at byte 0/);
+    expect(getState().model).toBeNull();
+    expect(requests).toEqual([]);
+  });
+});
+
+describe('policy version in the status bar', () => {
+  it('follows every GRPO step of a run, not only the status changes', () => {
+    handleEvent({ kind: 'status', state: 'training', policyVersion: 4 });
+    expect(getState()).toMatchObject({ engineState: 'training', policyVersion: 4 });
+    for (const v of [5, 6, 7]) {
+      handleEvent({ kind: 'policyVersion', policyVersion: v });
+      expect(getState()).toMatchObject({ engineState: 'training', policyVersion: v });
+    }
+    handleEvent({ kind: 'status', state: 'paused', policyVersion: 7 });
+    expect(getState()).toMatchObject({ engineState: 'paused', policyVersion: 7 });
+  });
+});
