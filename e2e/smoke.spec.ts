@@ -11,22 +11,32 @@ test('the page loads on the project backend without console errors', async ({ pa
     await expect(page.getByTestId('adapter')).toHaveCount(0);
   }
   await expect(page.getByTestId('backend-notes')).toHaveCount(0);
+  // An explicit backend is used as asked, software adapter or not.
+  await expect(page.getByTestId('backend-reason')).toHaveCount(0);
   // A model is always shown with where it came from (the warm start, or a labelled random init).
   await expect(page.getByTestId('model-source')).not.toHaveText('loading…');
   expect(consoleErrors).toEqual([]);
 });
 
-test('without a backend in the link the engine prefers webgpu', async ({ page, backend, consoleErrors }) => {
+/** What 'auto' says next to wasm when it passes over this machine's adapter (SwiftShader: vendor google, architecture swiftshader). */
+const SOFTWARE_REASON = '(WebGPU adapter is software: SwiftShader; choose webgpu in the config to use it anyway)';
+
+test('without a backend in the link the engine passes over the software adapter for wasm and says why', async ({ page, backend, consoleErrors }) => {
   test.skip(backend !== 'webgpu', 'the default choice does not depend on the project');
   await page.goto('/');
-  await expect(page.getByTestId('backend')).toHaveText('webgpu');
+  await expect(page.getByTestId('backend')).toHaveText('wasm');
+  await expect(page.getByTestId('backend-reason')).toHaveText(SOFTWARE_REASON);
+  await expect(page.getByTestId('adapter')).toHaveCount(0);
+  await expect(page.getByTestId('backend-notes')).toHaveCount(0);
   expect(consoleErrors).toEqual([]);
 });
 
 test('an unknown backend value in the link is reported and not applied', async ({ page, backend, openApp, consoleErrors }) => {
   test.skip(backend !== 'webgpu', 'the link handling does not depend on the project');
   await openApp('backend=gpu9000');
-  await expect(page.getByTestId('backend')).toHaveText('webgpu');
+  // Not applied: the default ('auto') chose, and on this software adapter that is wasm.
+  await expect(page.getByTestId('backend')).toHaveText('wasm');
+  await expect(page.getByTestId('backend-reason')).toHaveText(SOFTWARE_REASON);
   await expect(page.getByTestId('hash-errors')).toContainText('backend must be one of auto, webgpu, wasm, cpu (got "gpu9000")');
   await expect(page.getByTestId('config-backend')).toHaveValue('auto');
   expect(consoleErrors).toEqual([]);

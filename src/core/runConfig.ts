@@ -202,7 +202,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftDelegateFraction', type: 'number', min: 0, max: 1, flag: 'delegate-fraction', label: 'Delegation demos', help: 'share of delegation demonstrations', target: 'sft', surfaces: SFT, default: 0.5 },
   { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
-  { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
+  { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page; auto passes over a software WebGPU adapter for wasm', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
   { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the warm start of the preset; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
 

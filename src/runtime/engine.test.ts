@@ -137,6 +137,8 @@ describe('engine', () => {
     expect(ofKind('status').map((e) => e.state)).toEqual(['training', 'paused']);
     expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual([1]);
     expect((await client.request({ kind: 'pause' })).policyVersion).toBe(1);
+    // With nothing running, a pause still reports the state, so a page showing "pausing…" settles.
+    expect(ofKind('status').map((e) => e.state)).toEqual(['training', 'paused', 'paused']);
     const csv = (await client.request({ kind: 'exportMetrics', format: 'csv' })).text.trim().split('\n');
     expect(csv).toHaveLength(2);
     expect(csv[0]).toMatch(/^step,meanReward,.*violations\.clone_over_budget/);
@@ -161,7 +163,12 @@ describe('engine', () => {
     // Each step's episodes were sampled by the version its predecessor's update produced.
     expect(ofKind('episodes').map((e) => e.traces[0].policyVersion)).toEqual(Array.from({ length: steps }, (_, i) => 1 + i));
     expect(ofKind('metrics').flatMap((e) => e.rows.map((r) => r.step))).toEqual(Array.from({ length: steps }, (_, i) => 2 + i));
-    expect(ofKind('status').map((e) => e.state)).toEqual(['training', 'paused']);
+    // The pause is reported at once, naming the step the loop still finishes: its last one.
+    expect(ofKind('status')).toEqual([
+      { kind: 'status', state: 'training', policyVersion: 1 },
+      { kind: 'status', state: 'pausing', finishing: `step ${1 + steps}`, policyVersion: expect.any(Number) },
+      { kind: 'status', state: 'paused', policyVersion: 1 + steps },
+    ]);
   });
 
   it('evaluates the frontier in the rollout workers, and every evalEvery steps of a run', async () => {

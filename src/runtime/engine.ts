@@ -36,6 +36,7 @@ const METRICS_EVERY_MS = 1000;
 
 type Handlers = { [K in EngineRequestKind]: (req: Extract<EngineRequest, { kind: K }>) => Promise<Reply<EngineReplies[K]>> };
 type Status = Extract<EngineEvent, { kind: 'status' }>['state'];
+type SettledStatus = Exclude<Status, 'pausing'>;
 type BusyKind = 'sft' | 'train' | 'step' | 'frontier';
 /** Methods of the live frontier evaluation during training (at the training root limit). */
 const LIVE_METHODS = ['delegate', 'mono'] as const;
@@ -51,6 +52,8 @@ export class Engine {
   private readonly serial = new Serial();
   private readonly stepperSerial = new Serial();
   private status: Status = 'idle';
+  /** What the running loop is doing now (the "finishing …" of a pausing status). */
+  private activity = 'the current step';
   private readonly log = new RunLog();
   private stepper: Stepper | null = null;
   private tokenizer: Tokenizer | null = null;
@@ -144,9 +147,9 @@ export class Engine {
         this.setStatus('training');
         let n = 0;
         // The starting point of the run's frontier trajectory.
-        if (this.requireTraining().model.grpoSteps === 0) await this.liveFrontier(0);
+        if (this.runId === run && this.requireTraining().model.grpoSteps === 0) await this.liveFrontier(0);
         while (this.runId === run) {
-          const r = await this.requireTraining().grpoStep(this.encode);
+          const r = await this.grpoStep();
           this.recordStep(r);
           n++;
           if (this.runId === run) await this.liveFrontier(r.metrics.step);
@@ -157,13 +160,17 @@ export class Engine {
       return reply({ steps });
     },
     pause: async () => {
+      // The page shows "pausing…" until a status event says otherwise; one always comes before this reply.
+      const loop = this.busy === 'train' || this.busy === 'sft' || this.busy === 'step';
+      if (loop) this.setPausing(this.busy === 'sft' ? 'the current warm-start step' : this.activity);
       await this.stopActive();
+      if (!loop) this.setStatus(this.status === 'pausing' ? 'paused' : this.status);
       return reply({ policyVersion: this.training?.model.version ?? 0 });
     },
     step: async () => {
       const metrics = await this.runBusy('step', async () => {
         this.setStatus('training');
-        const r = await this.requireTraining().grpoStep(this.encode);
+        const r = await this.grpoStep();
         this.recordStep(r);
         await this.liveFrontier(r.metrics.step);
         return r.metrics;
@@ -272,7 +279,7 @@ export class Engine {
       this.busy = null;
       this.flushMetrics();
       // An evaluation leaves the run's state as it was.
-      this.setStatus(kind === 'frontier' ? before : 'paused');
+      this.setStatus(kind === 'frontier' && before !== 'pausing' ? before : 'paused');
     }
   }
 
@@ -281,6 +288,7 @@ export class Engine {
     const every = this.config.evalEvery;
     if (every === 0 || step % every !== 0) return;
     const training = this.requireTraining();
+    this.activity = `the evaluation at step ${step}`;
     await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint);
   }
 
@@ -327,9 +335,21 @@ export class Engine {
     this.emit({ kind: 'metrics', rows: this.pendingMetrics.splice(0) });
   }
 
-  private setStatus(state: Status): void {
+  private setStatus(state: SettledStatus): void {
     this.status = state;
     this.emit({ kind: 'status', state, policyVersion: this.training?.model.version ?? 0 });
+  }
+
+  private setPausing(finishing: string): void {
+    this.status = 'pausing';
+    this.emit({ kind: 'status', state: 'pausing', finishing, policyVersion: this.training?.model.version ?? 0 });
+  }
+
+  /** One GRPO step of a run or of Step, named for a pause that has to wait for it. */
+  private grpoStep(): ReturnType<Training['grpoStep']> {
+    const training = this.requireTraining();
+    this.activity = `step ${training.model.grpoSteps + 1}`;
+    return training.grpoStep(this.encode);
   }
 
   private teardown(): void {

@@ -88,6 +88,11 @@ export interface BackendReport {
   adapter: { vendor: string; architecture: string; description: string } | null;
   /** Why an earlier choice was not used (e.g. "webgpu: device lost, fell back to wasm"). */
   notes: string[];
+  /**
+   * Why 'auto' deliberately chose this backend over WebGPU (a software adapter), shown next to
+   * the backend; null when nothing was passed over by choice.
+   */
+  reason: string | null;
 }
 
 export interface ModelReport {
@@ -101,6 +106,8 @@ export interface ModelReport {
 export type EngineEvent =
   | { kind: 'backend'; report: BackendReport }
   | { kind: 'status'; state: 'idle' | 'sft' | 'training' | 'paused'; policyVersion: number }
+  /** Pause arrived while a loop or step runs: it stops after `finishing` (e.g. "step 12", "the evaluation at step 10"). */
+  | { kind: 'status'; state: 'pausing'; policyVersion: number; finishing: string }
   /** A GRPO step finished: the policy version its updates produced (status events come only with a change of state). */
   | { kind: 'policyVersion'; policyVersion: number }
   /** Sent in batches (every few steps), never per token. */

@@ -5,10 +5,12 @@
  * A backend counts only after a small matMul reads back the right numbers: a misconfigured
  * (software) WebGPU can initialise fine and still return zeros. A preference starts the search
  * at that backend; if it fails, the later ones are still tried, and the notes say why.
+ * 'auto' passes over a software WebGPU adapter (softwareAdapter.ts) and says so in `reason`.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { BackendReport } from './protocol';
 import { initBackend } from './backend';
+import { type AdapterFacts, webgpuPassedOver } from './softwareAdapter';
 
 export type BackendName = BackendReport['backend'];
 export type BackendPreference = 'auto' | BackendName;
@@ -30,10 +32,13 @@ interface GpuAdapterInfoLike {
   architecture?: string;
   description?: string;
   device?: string;
+  isFallbackAdapter?: boolean;
 }
 interface GpuAdapterLike {
   info?: GpuAdapterInfoLike;
   requestAdapterInfo?: () => Promise<GpuAdapterInfoLike>;
+  /** Deprecated in favour of info.isFallbackAdapter; older Chromium has only this one. */
+  isFallbackAdapter?: boolean;
 }
 interface GpuLike {
   requestAdapter(): Promise<GpuAdapterLike | null>;
@@ -44,9 +49,29 @@ function navigatorGpu(): GpuLike | undefined {
   return nav?.gpu;
 }
 
-async function adapterInfo(adapter: GpuAdapterLike): Promise<AdapterInfo> {
-  const info = adapter.info ?? (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
-  return { vendor: info.vendor ?? '', architecture: info.architecture ?? '', description: info.description || info.device || '' };
+/** The adapter's facts, or why there is none. GPUAdapterInfo's members are getters: read them one by one. */
+async function findAdapter(): Promise<AdapterFacts | string> {
+  try {
+    const gpu = navigatorGpu();
+    if (!gpu) return 'navigator.gpu is missing';
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) return 'no WebGPU adapter';
+    const info = adapter.info ?? (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
+    const facts: AdapterFacts = {};
+    for (const key of ['vendor', 'architecture', 'device', 'description'] as const) {
+      const value = info[key];
+      if (typeof value === 'string') facts[key] = value;
+    }
+    const fallback = adapter.isFallbackAdapter ?? info.isFallbackAdapter;
+    if (typeof fallback === 'boolean') facts.isFallbackAdapter = fallback;
+    return facts;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+function adapterInfo(facts: AdapterFacts): AdapterInfo {
+  return { vendor: facts.vendor ?? '', architecture: facts.architecture ?? '', description: facts.description || facts.device || '' };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -72,23 +97,16 @@ async function checkMatMul(timeoutMs: number): Promise<string | null> {
   }
 }
 
-async function tryBackend(name: BackendName, opts: SelectOptions): Promise<{ reason: string | null; adapter: AdapterInfo | null }> {
-  let adapter: AdapterInfo | null = null;
+/** Initialises and checks one backend; the reason it cannot be used, or null. */
+async function tryBackend(name: BackendName, opts: SelectOptions): Promise<string | null> {
   try {
-    if (name === 'webgpu') {
-      const gpu = navigatorGpu();
-      if (!gpu) return { reason: 'navigator.gpu is missing', adapter: null };
-      const found = await gpu.requestAdapter();
-      if (!found) return { reason: 'no WebGPU adapter', adapter: null };
-      adapter = await adapterInfo(found);
-    }
     await initBackend(name, opts.wasmPaths === undefined ? {} : { wasmPaths: opts.wasmPaths });
     const reason = await checkMatMul(opts.checkTimeoutMs ?? 30_000);
     if (reason !== null && tf.findBackend(name)) tf.removeBackend(name);
-    return { reason, adapter };
+    return reason;
   } catch (e) {
     if (name !== 'cpu' && tf.findBackend(name)) tf.removeBackend(name);
-    return { reason: e instanceof Error ? e.message : String(e), adapter: null };
+    return e instanceof Error ? e.message : String(e);
   }
 }
 
@@ -97,12 +115,24 @@ export async function selectBackend(pref: BackendPreference, opts: SelectOptions
   const start = pref === 'auto' ? 0 : BACKEND_ORDER.indexOf(pref);
   if (start < 0) throw new Error(`backend must be one of auto, ${BACKEND_ORDER.join(', ')} (got ${JSON.stringify(pref)})`);
   const notes: string[] = [];
+  let passedOver: string | null = null;
   for (const name of BACKEND_ORDER.slice(start)) {
-    const { reason, adapter } = await tryBackend(name, opts);
-    if (reason === null) return { backend: name, adapter, notes };
+    let adapter: AdapterInfo | null = null;
+    if (name === 'webgpu') {
+      const found = await findAdapter();
+      if (typeof found === 'string') {
+        notes.push(`webgpu: ${found}`);
+        continue;
+      }
+      passedOver = webgpuPassedOver(pref, found);
+      if (passedOver !== null) continue; // a deliberate choice, not a failure: `reason`, not a note
+      adapter = adapterInfo(found);
+    }
+    const reason = await tryBackend(name, opts);
+    if (reason === null) return { backend: name, adapter, notes, reason: passedOver };
     notes.push(`${name}: ${reason}`);
   }
-  throw new Error(`no tfjs backend works here (${notes.join('; ')})`);
+  throw new Error(`no tfjs backend works here (${[...(passedOver === null ? [] : [`webgpu: ${passedOver}`]), ...notes].join('; ')})`);
 }
 
 /**

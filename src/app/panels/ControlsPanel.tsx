@@ -1,7 +1,7 @@
 /** Warm start, Train, Pause/Resume, Step and Reset, with the warm-start progress. */
 import { useState } from 'react';
 import { pause, reset, step, train, warmStart } from '../state/actions';
-import { usePlayground, type SftProgress } from '../state/store';
+import { canStartWork, usePlayground, type SftProgress } from '../state/store';
 
 function formatEta(sec: number): string {
   if (!Number.isFinite(sec) || sec < 0) return '—';
@@ -27,11 +27,12 @@ export function ControlsPanel() {
   const engineState = usePlayground((s) => s.engineState);
   const pending = usePlayground((s) => s.pending);
   const hasModel = usePlayground((s) => s.model !== null);
+  // Also false while pausing: Train and Step wait until the engine reports the loop stopped.
+  const free = usePlayground(canStartWork);
   const sft = usePlayground((s) => s.sft);
   const [sftSteps, setSftSteps] = useState('200');
   const running = engineState === 'training' || engineState === 'sft';
   const ready = hasModel && engineState !== 'starting' && engineState !== 'failed';
-  const free = ready && !running && pending === null;
   const steps = Number(sftSteps);
   const stepsOk = Number.isInteger(steps) && steps >= 1 && steps <= 1_000_000;
   return (

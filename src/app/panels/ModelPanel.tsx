@@ -1,7 +1,7 @@
 /** Checkpoint import (validated by the engine) and every export: weights, traces, metrics. */
 import { IMPORT_HELP } from '../files/checkpointTar';
 import { exportMetrics, exportTraces, exportWeights, importFiles } from '../state/actions';
-import { usePlayground } from '../state/store';
+import { loopActive, usePlayground } from '../state/store';
 
 export function ModelPanel() {
   const pending = usePlayground((s) => s.pending);
@@ -9,7 +9,7 @@ export function ModelPanel() {
   const importError = usePlayground((s) => s.importError);
   const importNote = usePlayground((s) => s.importNote);
   const hasModel = usePlayground((s) => s.model !== null);
-  const running = engineState === 'training' || engineState === 'sft';
+  const running = loopActive(engineState);
   const free = hasModel && pending === null;
   return (
     <section className="panel" aria-label="Checkpoint">

@@ -1,5 +1,5 @@
 /** The always-visible line: backend, model, policy version, engine state, and the last error. */
-import { usePlayground } from '../state/store';
+import { engineStateText, usePlayground } from '../state/store';
 
 function formatParams(n: number): string {
   return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n);
@@ -11,6 +11,7 @@ export function StatusBar() {
   const model = usePlayground((s) => s.model);
   const modelNote = usePlayground((s) => s.modelNote);
   const engineState = usePlayground((s) => s.engineState);
+  const finishing = usePlayground((s) => s.finishing);
   const policyVersion = usePlayground((s) => s.policyVersion);
   const pending = usePlayground((s) => s.pending);
   const error = usePlayground((s) => s.error);
@@ -24,6 +25,11 @@ export function StatusBar() {
         <dd data-testid="backend" data-state={backendState} className="strong">
           {backend ? backend.backend : backendState === 'pending' ? 'starting…' : 'none'}
         </dd>
+        {backend?.reason && (
+          <dd data-testid="backend-reason" className="warn">
+            ({backend.reason})
+          </dd>
+        )}
         {adapter && (
           <dd data-testid="adapter" title={adapter.description}>
             {[adapter.vendor, adapter.architecture].filter(Boolean).join(' / ') || 'unnamed adapter'}
@@ -39,7 +45,7 @@ export function StatusBar() {
         <dd data-testid="policy-version">v{policyVersion}</dd>
         <dt>state</dt>
         <dd data-testid="engine-state" data-state={engineState} className="strong">
-          {engineState}
+          {engineStateText(engineState, finishing)}
           {pending ? ` · ${pending}…` : ''}
         </dd>
       </dl>

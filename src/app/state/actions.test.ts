@@ -6,9 +6,9 @@ import { filesFromRecord } from '../../runtime/checkpointFiles';
 import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { tarArchive } from '../files/tar';
-import { attachEngine, importFiles } from './actions';
+import { attachEngine, importFiles, pause } from './actions';
 import { handleEvent } from './events';
-import { INITIAL_STATE, getState, setState } from './store';
+import { INITIAL_STATE, canStartWork, engineStateText, getState, setState } from './store';
 
 const SHIPPED = 'public/checkpoints/warmstart-tiny';
 const shipped = readdirSync(SHIPPED).map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
@@ -69,5 +69,72 @@ describe('policy version in the status bar', () => {
     }
     handleEvent({ kind: 'status', state: 'paused', policyVersion: 7 });
     expect(getState()).toMatchObject({ engineState: 'paused', policyVersion: 7 });
+  });
+});
+
+describe('pause', () => {
+  /** An engine whose pause reply waits until `finish` (a long step finishing); events are fed to handleEvent by hand. */
+  function slowPauseEngine(requests: EngineRequest[]): { engine: Engine; finish: (policyVersion: number) => void } {
+    let finish: (policyVersion: number) => void = () => undefined;
+    const engine: Engine = {
+      async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
+        const r: EngineRequest = req;
+        requests.push(r);
+        if (r.kind !== 'pause') throw new Error(`unexpected request ${r.kind}`);
+        const policyVersion = await new Promise<number>((resolve) => (finish = resolve));
+        const reply: EngineReplies['pause'] = { policyVersion };
+        return reply as EngineReplies[K];
+      },
+      on: () => () => undefined,
+      terminate: () => undefined,
+    };
+    return { engine, finish: (v) => finish(v) };
+  }
+
+  it('shows pausing at once and keeps Train and Step disabled until the engine reports paused', async () => {
+    const requests: EngineRequest[] = [];
+    const { engine, finish } = slowPauseEngine(requests);
+    attachEngine(engine);
+    setState({ model: { preset: 'tiny', parameters: 1, policyVersion: 2, source: 'test' } });
+    handleEvent({ kind: 'status', state: 'paused', policyVersion: 2 });
+    expect(canStartWork(getState())).toBe(true);
+    handleEvent({ kind: 'status', state: 'training', policyVersion: 2 });
+    expect(canStartWork(getState())).toBe(false);
+
+    const paused = pause();
+    // Before the engine has said anything: the page already shows the pause.
+    expect(getState()).toMatchObject({ engineState: 'pausing', finishing: null });
+    expect(engineStateText(getState().engineState, getState().finishing)).toBe('pausing…');
+    expect(canStartWork(getState())).toBe(false);
+    expect(requests.map((r) => r.kind)).toEqual(['pause']);
+
+    // A 'training' sent before the engine saw the pause does not undo it; its policy version is kept.
+    handleEvent({ kind: 'status', state: 'training', policyVersion: 3 });
+    expect(getState()).toMatchObject({ engineState: 'pausing', policyVersion: 3 });
+    handleEvent({ kind: 'status', state: 'pausing', finishing: 'step 4', policyVersion: 3 });
+    expect(engineStateText(getState().engineState, getState().finishing)).toBe('pausing… (finishing step 4)');
+    // Steps finishing meanwhile still move the policy version; the buttons stay disabled.
+    handleEvent({ kind: 'policyVersion', policyVersion: 4 });
+    expect(getState()).toMatchObject({ engineState: 'pausing', policyVersion: 4 });
+    expect(canStartWork(getState())).toBe(false);
+
+    handleEvent({ kind: 'status', state: 'paused', policyVersion: 4 });
+    expect(getState()).toMatchObject({ engineState: 'paused', finishing: null });
+    expect(canStartWork(getState())).toBe(true);
+    finish(4);
+    await paused;
+    expect(getState()).toMatchObject({ engineState: 'paused', policyVersion: 4, pending: null, error: null });
+  });
+
+  it('a warm start being paused shows pausing as well', () => {
+    setState({ model: { preset: 'tiny', parameters: 1, policyVersion: 0, source: 'test' } });
+    handleEvent({ kind: 'status', state: 'sft', policyVersion: 0 });
+    attachEngine(slowPauseEngine([]).engine);
+    void pause();
+    handleEvent({ kind: 'status', state: 'sft', policyVersion: 0 });
+    expect(getState().engineState).toBe('pausing');
+    handleEvent({ kind: 'status', state: 'pausing', finishing: 'the current warm-start step', policyVersion: 0 });
+    expect(engineStateText(getState().engineState, getState().finishing)).toBe('pausing… (finishing the current warm-start step)');
+    expect(canStartWork(getState())).toBe(false);
   });
 });

@@ -111,7 +111,9 @@ export async function train(): Promise<void> {
   await send({ kind: 'train' }, { blocking: false });
 }
 
+/** "pausing…" at once: the engine stops only after its current step or evaluation, which can take minutes. */
 export async function pause(): Promise<void> {
+  setState({ engineState: 'pausing', finishing: null });
   const reply = await send({ kind: 'pause' }, { blocking: false });
   if (reply) setState({ policyVersion: reply.policyVersion });
 }

@@ -34,7 +34,12 @@ export function handleEvent(event: EngineEvent): void {
       setState({ backend: event.report });
       return;
     case 'status':
-      setState({ engineState: event.state, policyVersion: event.policyVersion });
+      setState((s) => {
+        // Pause was pressed: a late report that the loop started (sent before the engine saw the pause) does not undo it.
+        const stale = s.engineState === 'pausing' && (event.state === 'training' || event.state === 'sft');
+        if (stale) return { policyVersion: event.policyVersion };
+        return { engineState: event.state, finishing: event.state === 'pausing' ? event.finishing : null, policyVersion: event.policyVersion };
+      });
       return;
     case 'policyVersion':
       setState({ policyVersion: event.policyVersion });

@@ -10,7 +10,23 @@ import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
 
-export type EngineState = 'starting' | 'idle' | 'sft' | 'training' | 'paused' | 'failed';
+/** The engine's status, plus the page's own 'starting' and 'failed'; 'pausing' is set the moment Pause is pressed. */
+export type EngineState = 'starting' | 'idle' | 'sft' | 'training' | 'pausing' | 'paused' | 'failed';
+
+/** A loop runs or is still finishing after Pause: controls that start work wait until it is settled. */
+export function loopActive(state: EngineState): boolean {
+  return state === 'training' || state === 'sft' || state === 'pausing';
+}
+
+/** Whether Train, Step and Warm start may start work now. */
+export function canStartWork(s: Pick<PlaygroundState, 'model' | 'engineState' | 'pending'>): boolean {
+  return s.model !== null && s.engineState !== 'starting' && s.engineState !== 'failed' && !loopActive(s.engineState) && s.pending === null;
+}
+
+/** The status bar's state text. */
+export function engineStateText(state: EngineState, finishing: string | null): string {
+  return state === 'pausing' ? `pausing…${finishing ? ` (finishing ${finishing})` : ''}` : state;
+}
 
 /** One step's metrics and how many episodes it averaged over (for violation rates). */
 export interface MetricPoint {
@@ -56,6 +72,8 @@ export interface PlaygroundState {
   /** Why the model is what it is, when that needs saying (e.g. no shipped warm start). */
   modelNote: string | null;
   engineState: EngineState;
+  /** While pausing: what the engine finishes before it stops (e.g. "step 12"), once it has said. */
+  finishing: string | null;
   policyVersion: number;
   /** The control request in flight, if any (buttons wait for it). */
   pending: EngineRequestKind | null;
@@ -92,6 +110,7 @@ export const INITIAL_STATE: PlaygroundState = {
   model: null,
   modelNote: null,
   engineState: 'starting',
+  finishing: null,
   policyVersion: 0,
   pending: null,
   error: null,
