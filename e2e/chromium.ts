@@ -51,7 +51,7 @@ export interface BackendOption {
 }
 
 /** A run small enough for software WebGPU: the tiny preset, 2 prompts × 2 rollouts, one worker. */
-export const TINY_RUN = 'preset=tiny&group=2&batch=2&workers=1';
+export const TINY_RUN = 'preset=tiny&group=2&batch=2&miniBatch=2&workers=1';
 
 interface AppFixtures {
   /** Console errors and uncaught page errors, collected from the start of the test. */

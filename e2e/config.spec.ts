@@ -9,7 +9,7 @@ test('the config panel validates fields and keeps the applied config in the URL 
   const hashErrors = page.getByTestId('hash-errors');
   await expect(hashErrors).toContainText('lr must be a number in [1e-7, 0.1]');
   await expect(hashErrors).toContainText('group must be an integer in [2, 64] (got 1)');
-  await expect(page.getByTestId('config-lr')).toHaveValue('0.0001');
+  await expect(page.getByTestId('config-lr')).toHaveValue('0.00002');
   await expect(page.getByTestId('config-group')).toHaveValue('2');
 
   // A field error names the field and its range, and blocks Apply.

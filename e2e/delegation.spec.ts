@@ -23,7 +23,7 @@ test('the shipped warm start delegates: a stepper rollout shows clone nodes in i
   const preset = shippedPreset();
   test.skip(preset === null, `waits for the shipped warm-start checkpoint (${SHIPPED}/, from public/checkpoints/warmstart/)`);
   test.setTimeout(600_000);
-  await openApp(`preset=${preset}&group=2&batch=2&workers=1`);
+  await openApp(`preset=${preset}&group=2&batch=2&miniBatch=2&workers=1`);
   await waitForModel();
   await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart');
   await expect(page.getByTestId('model-note')).toHaveCount(0);
@@ -63,7 +63,7 @@ const TINY = 'public/checkpoints/warmstart-tiny';
 test('on WebGPU, an imported tiny warm start delegates and its tree shows the clones', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
   test.skip(backend !== 'webgpu', 'the wasm project runs the shipped small warm start above');
   test.setTimeout(600_000);
-  await openApp('preset=tiny&group=2&batch=2&workers=1');
+  await openApp('preset=tiny&group=2&batch=2&miniBatch=2&workers=1');
   await waitForModel();
   const files = readdirSync(TINY).map((name) => `${TINY}/${name}`);
   await page.getByTestId('import-files').setInputFiles(files);

@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 const TRAIN = ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '1'];
-const SMALL = ['--group', '2', '--batch', '2'];
+const SMALL = ['--group', '2', '--batch', '2', '--mini-batch', '2'];
 const stateOf = async (out: string) => JSON.parse(await readFile(join(out, 'save-000001', 'state.json'), 'utf8')) as { config: { advantage: { gating: boolean; gateRoots: boolean } } };
 
 describe('run command flags', () => {
@@ -60,7 +60,7 @@ describe('run command flags', () => {
       [['--options', '{"bogus":1}'], /--options: arithmetic has no option bogus/],
       [['--task', 'arithmetic,multihop'], /--task: train runs one task/],
       [['--lr', 'abc'], /--lr must be a number in \[1e-7, 0\.1\] \(got "abc"\)/],
-      [['--mini-batch', '3'], /--mini-batch must divide --batch = 8 \(got 3\)/],
+      [['--mini-batch', '3'], /--mini-batch must divide --batch = 16 \(got 3\)/],
       [['--constructor', '5'], /unknown flag --constructor/],
     ];
     for (const [args, message] of cases) {

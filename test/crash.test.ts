@@ -72,7 +72,7 @@ afterAll(async () => {
 
 const COMMANDS = {
   sft: ['sft', '--preset', 'tiny', '--steps', '3', '--batch-tokens', '256', '--micro-tokens', '256', '--save-every', '1', '--seed', '4'],
-  train: ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '3', '--group', '2', '--batch', '2', '--save-every', '1', '--seed', '4'],
+  train: ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '3', '--group', '2', '--batch', '2', '--mini-batch', '2', '--save-every', '1', '--seed', '4'],
 };
 
 describe.each(Object.keys(COMMANDS) as (keyof typeof COMMANDS)[])('%s killed during a save', (kind) => {

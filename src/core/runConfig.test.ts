@@ -76,9 +76,9 @@ describe('the run-config table', () => {
   });
 
   it('round-trips through the URL hash, writing only what differs, and reports bad entries', () => {
-    const c = { ...PAGE_DEFAULTS, lr: 2e-5, gating: false, budgets: [16, 32], sftLr: 1e-3, seed: 2 ** 40 };
+    const c = { ...PAGE_DEFAULTS, lr: 3e-5, gating: false, budgets: [16, 32], sftLr: 1e-3, seed: 2 ** 40 };
     const hash = configToHash(c);
-    expect(hash).toBe('seed=1099511627776&lr=0.00002&gating=false&budgets=16%2C32&sftLr=0.001');
+    expect(hash).toBe('seed=1099511627776&lr=0.00003&gating=false&budgets=16%2C32&sftLr=0.001');
     expect(configFromHash(`#${hash}`)).toEqual({ config: c, errors: [] });
     const { config, errors } = configFromHash('#lr=0&gating=maybe&nope=1&group=3');
     expect(config.group).toBe(3);
@@ -104,7 +104,7 @@ describe('the run-config table', () => {
 });
 
 describe('the configs built from it', () => {
-  it('give the GRPO config the CLI built by hand before the table (defaults unchanged)', () => {
+  it('give the recipe the runs found to learn as the defaults of the CLI and the page (docs/TRAINING.md)', () => {
     const c = grpoConfigOf(validateRunConfig({}, 'train'), 80);
     expect(c).toEqual({
       ...GRPO_DEFAULTS,
@@ -112,16 +112,22 @@ describe('the configs built from it', () => {
       taskOptions: { minOperands: 3, maxOperands: 8, maxValue: 99, productRate: 0.3, groupRate: 0.15 },
       steps: 80,
       seed: 0,
-      loss: POLICY_LOSS_DEFAULTS,
+      // The recipe: 16 prompts × 4 in 4 clipped mini-batches, lr 2e-5, dual clip 3, β 5e-4, root limit 48.
+      batch: 16,
+      miniBatch: 4,
+      lr: 2e-5,
+      loss: { ...POLICY_LOSS_DEFAULTS, beta: 5e-4, dualClip: 3 },
       advantage: ADVANTAGE_DEFAULTS,
       reward: REWARD_DEFAULTS,
-      rollout: { ...ROLLOUT_DEFAULTS, temperature: 1 },
+      rollout: { ...ROLLOUT_DEFAULTS, rootMaxTokens: 48, temperature: 1 },
     });
     // Credit and gating as the reference; no budget cost.
     expect(c.advantage).toEqual({ stdNormalize: true, credit: 'ratio', gating: true, gateMode: 'reference', gatedKl: true, gateRoots: false, eps: 1e-6, ratioClamp: 1.5 });
     expect(c.reward.budgetRate).toBe(0);
-    // One full-batch update per rollout batch, no dual clip, no dynamic sampling.
-    expect(c).toMatchObject({ miniBatch: null, innerEpochs: 1, dynamicSampling: null, loss: { dualClip: null } });
+    expect(c).toMatchObject({ innerEpochs: 1, dynamicSampling: null });
+    // The page's Train gets the same.
+    const page = grpoConfigOf(validateRunConfig({}, 'page'), 80);
+    expect({ ...page, seed: 0 }).toEqual(c);
   });
 
   it('give PPO its mini-batches, dual clip and dynamic sampling, and check the mini-batch against the batch', () => {
@@ -130,10 +136,10 @@ describe('the configs built from it', () => {
     // The factor and rounds only act with dynamic sampling on.
     expect(grpoConfigOf(validateRunConfig({ oversample: 3 }, 'train'), 5).dynamicSampling).toBeNull();
     expect(() => validateRunConfig({ batch: 8, miniBatch: 3 }, 'train', { miniBatch: '--mini-batch', batch: '--batch' })).toThrow(/^--mini-batch must divide --batch = 8 \(got 3\)$/);
-    expect(() => validateRunConfig({ miniBatch: 16 }, 'page')).toThrow(/^miniBatch must be at most batch = 8 \(got 16\)$/);
+    expect(() => validateRunConfig({ miniBatch: 32 }, 'page')).toThrow(/^miniBatch must be at most batch = 16 \(got 32\)$/);
     expect(() => validateRunConfig({ miniBatch: 2.5, dualClip: 1 }, 'train')).toThrow(/miniBatch must be an integer in \[1, 1024\], or unset \(got 2.5\); dualClip must be a number in \[1.01, 100\], or unset \(got 1\)/);
     // The builder checks too (a config that did not come through validation).
-    expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 8 \(got 5\)/);
+    expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 16 \(got 5\)/);
     expect(fieldsOf('page').map((f) => f.key)).toEqual(expect.arrayContaining(['miniBatch', 'dualClip', 'dynamicSampling', 'oversample', 'sampleRounds']));
   });
 

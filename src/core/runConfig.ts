@@ -81,7 +81,7 @@ export interface RunConfig {
   // the page's process
   workers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
-  /** The shipped checkpoint the page starts from (auto: the warm start of the preset). */
+  /** The shipped checkpoint the page starts from (auto: the naive warm start for small, the tiny one for tiny). */
   checkpoint: ShippedCheckpoint;
 }
 
@@ -98,7 +98,8 @@ export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
 /** The shipped checkpoint a config starts from, or null for a random init. */
 export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset'>): ShippedName | null {
   if (c.checkpoint === 'random') return null;
-  if (c.checkpoint === 'auto') return c.preset === 'tiny' ? 'warmstart-tiny' : 'warmstart';
+  // The recipe's start: GRPO learns from the naive warm start (docs/TRAINING.md); the expert one has little left to learn.
+  if (c.checkpoint === 'auto') return c.preset === 'tiny' ? 'warmstart-tiny' : 'warmstart-naive';
   return c.checkpoint;
 }
 
@@ -161,19 +162,19 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'preset', type: 'enum', values: ['tiny', 'small'], label: 'Model preset', help: 'model size of a fresh model', target: 'model', surfaces: SFT, default: 'small' },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
   { key: 'group', type: 'number', min: 2, max: 64, int: true, label: 'Group size G', help: 'episodes per prompt (G)', target: 'grpo', surfaces: GRPO, default: 4 },
-  { key: 'batch', type: 'number', min: 1, max: 1024, int: true, label: 'Prompts per step B', help: 'prompts per step (B)', target: 'grpo', surfaces: GRPO, default: 8 },
-  { key: 'miniBatch', type: 'optionalNumber', min: 1, max: 1024, int: true, label: 'Prompts per mini-batch', help: 'prompts per PPO mini-batch, one optimizer update each; must divide the batch (default: the whole batch, one update)', target: 'grpo', surfaces: GRPO, default: null },
-  { key: 'lr', type: 'number', min: 1e-7, max: 0.1, label: 'Learning rate', help: 'GRPO learning rate', target: 'grpo', surfaces: GRPO, default: 1e-4 },
+  { key: 'batch', type: 'number', min: 1, max: 1024, int: true, label: 'Prompts per step B', help: 'prompts per step (B)', target: 'grpo', surfaces: GRPO, default: 16 },
+  { key: 'miniBatch', type: 'optionalNumber', min: 1, max: 1024, int: true, label: 'Prompts per mini-batch', help: 'prompts per PPO mini-batch, one optimizer update each; must divide the batch (empty: the whole batch, one update)', target: 'grpo', surfaces: GRPO, default: 4 },
+  { key: 'lr', type: 'number', min: 1e-7, max: 0.1, label: 'Learning rate', help: 'GRPO learning rate', target: 'grpo', surfaces: GRPO, default: 2e-5 },
   { key: 'weightDecay', type: 'number', min: 0, max: 0.5, label: 'Weight decay', help: 'AdamW weight decay (GRPO)', target: 'grpo', surfaces: TRAIN_ONLY, default: 0 },
   { key: 'gradClip', type: 'number', min: 0, max: 100, label: 'Gradient clip', help: 'global gradient-norm clip (0 = off)', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
   { key: 'epochs', type: 'number', min: 1, max: 16, int: true, label: 'Inner epochs', help: 'optimizer passes over each rollout batch (each reshuffles the mini-batches)', target: 'grpo', surfaces: TRAIN_ONLY, default: 1 },
   { key: 'dynamicSampling', type: 'bool', label: 'Dynamic sampling', help: 'over-sample prompts and train only on groups whose rewards differ (DAPO)', target: 'grpo', surfaces: GRPO, default: false },
   { key: 'oversample', type: 'number', min: 1, max: 8, label: 'Over-sampling factor', help: 'dynamic sampling: prompts a round samples per group still missing (1: the first round is the plain batch)', target: 'grpo', surfaces: GRPO, default: 1.5 },
   { key: 'sampleRounds', type: 'number', min: 1, max: 16, int: true, label: 'Sampling rounds', help: 'dynamic sampling: rounds at most, then train on the groups kept', target: 'grpo', surfaces: GRPO, default: 3 },
-  { key: 'beta', type: 'number', min: 0, max: 1, label: 'KL β', help: 'KL coefficient against the starting weights', target: 'loss', surfaces: GRPO, default: 0.001 },
+  { key: 'beta', type: 'number', min: 0, max: 1, label: 'KL β', help: 'KL coefficient against the starting weights', target: 'loss', surfaces: GRPO, default: 5e-4 },
   { key: 'clip', type: 'number', min: 0.01, max: 0.99, label: 'Clip ε', help: 'ratio clip ε (low, and high unless --clip-high)', target: 'loss', surfaces: GRPO, default: 0.2 },
   { key: 'clipHigh', type: 'optionalNumber', min: 0.01, max: 9.99, label: 'Clip ε high', help: 'upper ratio clip ε (default: the same as clip)', target: 'loss', surfaces: TRAIN_ONLY, default: null },
-  { key: 'dualClip', type: 'optionalNumber', min: 1.01, max: 100, label: 'Dual clip c', help: 'dual-clip PPO: the objective of a token with A < 0 is at least c·A (the reference: 3; default off)', target: 'loss', surfaces: GRPO, default: null },
+  { key: 'dualClip', type: 'optionalNumber', min: 1.01, max: 100, label: 'Dual clip c', help: 'dual-clip PPO: the objective of a token with A < 0 is at least c·A (the reference: 3; empty: off)', target: 'loss', surfaces: GRPO, default: 3 },
   { key: 'aggregation', type: 'enum', values: ['token-mean', 'sequence-mean'], label: 'Loss aggregation', help: 'loss aggregation', target: 'loss', surfaces: TRAIN_ONLY, default: 'token-mean' },
   { key: 'temperature', type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, label: 'Temperature', help: 'rollout sampling temperature', target: 'rollout', surfaces: GRPO, default: 1 },
   { key: 'gating', type: 'bool', label: 'Rollout gating', help: 'rollout gating (--no-gating for the ablation)', target: 'advantage', surfaces: GRPO, default: true },
@@ -192,7 +193,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
-  { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode', target: 'rollout', surfaces: TRAIN_ONLY, default: 224 },
+  { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode (48: a long monolithic chain does not fit, so delegation pays)', target: 'rollout', surfaces: GRPO, default: 48 },
   { key: 'evalEvery', type: 'number', min: 0, max: 100000, int: true, label: 'Held-out eval every (steps)', help: 'steps between held-out evaluations (0 = off; the page adds frontier points)', target: 'eval', surfaces: ALL, default: 0, pageDefault: 10 },
   { key: 'evalN', type: 'number', min: 1, max: 2000, int: true, label: 'Held-out eval problems', help: 'problems per held-out evaluation (a fixed set)', target: 'eval', surfaces: ['page', 'train', 'sft'], default: 64, pageDefault: 32 },
   { key: 'sftLr', type: 'number', min: 1e-7, max: 0.1, flag: 'lr', label: 'Warm-start learning rate', help: 'peak learning rate of the warm start (cosine schedule)', target: 'sft', surfaces: SFT, default: 3e-3 },
@@ -203,7 +204,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page; auto passes over a software WebGPU adapter for wasm', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
-  { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the warm start of the preset; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
+  { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the naive warm start for small, the tiny warm start for tiny; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
 
 export const fieldOf = (key: RunConfigKey): Field => RUN_CONFIG_FIELDS.find((f) => f.key === key)!;

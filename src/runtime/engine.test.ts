@@ -20,7 +20,7 @@ import { nodeHost } from './node/nodeHost';
 import type { EngineEvent } from './protocol';
 import { serveEngine } from './serveEngine';
 
-const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
+const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, miniBatch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
 const TEXT = '<root>12+3*4<sep>=12+12';
 
 let client: EngineClient;
@@ -199,8 +199,8 @@ describe('engine', () => {
     const { metrics } = await client.request({ kind: 'step' });
     const live = ofKind('frontier').flatMap((e) => e.points);
     expect(live.map((p) => [p.method, p.limit, p.n, p.step, p.checkpoint])).toEqual([
-      ['delegate', 224, 2, metrics.step, `step ${metrics.step}`],
-      ['mono', 224, 2, metrics.step, `step ${metrics.step}`],
+      ['delegate', 48, 2, metrics.step, `step ${metrics.step}`],
+      ['mono', 48, 2, metrics.step, `step ${metrics.step}`],
     ]);
     await client.request({ kind: 'setConfig', config });
   });

@@ -5,7 +5,7 @@ import { changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft } from '.
 describe('config form', () => {
   it('holds numbers as text and gives back the same config', () => {
     const draft = draftOf(PAGE_DEFAULTS);
-    expect(draft.lr).toBe('0.0001');
+    expect(draft.lr).toBe('0.00002');
     expect(draftErrors(draft)).toEqual({});
     expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual(PAGE_DEFAULTS);
     expect(changedKeys(draft, PAGE_DEFAULTS)).toEqual([]);
@@ -23,9 +23,9 @@ describe('config form', () => {
   });
 
   it('compares values, not spellings', () => {
-    const draft = { ...draftOf(PAGE_DEFAULTS), lr: '1e-4', batch: '16', gating: false };
+    const draft = { ...draftOf(PAGE_DEFAULTS), lr: '2e-5', batch: '32', gating: false };
     expect(changedKeys(draft, PAGE_DEFAULTS)).toEqual(['batch', 'gating']);
-    expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual({ ...PAGE_DEFAULTS, batch: 16, gating: false });
+    expect(configOfDraft(draft, PAGE_DEFAULTS)).toEqual({ ...PAGE_DEFAULTS, batch: 32, gating: false });
   });
 
   it('moves fields still at the old task default to the new task, keeping typed values', () => {
