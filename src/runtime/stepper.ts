@@ -14,7 +14,7 @@ import { Rng } from '../core/rng';
 import type { RolloutConfig } from '../core/rollout/config';
 import { PolicyDecoder } from '../core/rollout/policyDecoder';
 import { RolloutScheduler } from '../core/rollout/scheduler';
-import { evaluate, parseSum } from '../core/tasks/arithmetic';
+import { evaluateExact, parseSum } from '../core/tasks/arithmetic';
 import type { AnyTask, Problem } from '../core/tasks';
 import { VOCAB } from '../core/tokenizer/vocab';
 import { yieldToEvents } from './async';
@@ -99,12 +99,12 @@ export class Stepper {
   }
 }
 
-/** A problem from the user's own prompt (arithmetic: the truth is the expression's value). */
+/** A problem from the user's own prompt (arithmetic: the truth is the expression's exact value). */
 export function problemFromPrompt(task: AnyTask, prompt: string): Problem {
   if (task.name !== 'arithmetic') throw new Error(`stepper: own prompts are supported for arithmetic only (task ${task.name})`);
-  let truth: number;
+  let truth: bigint;
   try {
-    truth = evaluate(parseSum(prompt));
+    truth = evaluateExact(parseSum(prompt));
   } catch (e) {
     throw new Error(`stepper: prompt is not an arithmetic expression: ${(e as Error).message}`);
   }

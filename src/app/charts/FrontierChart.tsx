@@ -3,18 +3,20 @@
  * Wilson interval, log cost axis (total or critical-path tokens), the Pareto front over all
  * points, and the training run's own points joined in step order per method, so the frontier
  * can be watched moving. Drawn with attributes only, so the exported SVG stands on its own.
+ * Markers per method and the spreading of coincident points: frontierMarks.ts.
  */
 import { axisBottom, axisLeft, format, scaleLinear, scaleLog, select, type Selection } from 'd3';
 import { useEffect, useRef, useState } from 'react';
 import { type FrontierPoint, paretoOf } from '../../core/eval/frontier';
 import { colourOf } from '../../core/eval/frontierSvg';
+import { type Placed, markerOf, placePoints } from './frontierMarks';
 
 export type CostAxis = 'total' | 'critical';
 
 const W = 520;
 const H = 300;
 const M = { top: 20, right: 14, bottom: 38, left: 44 };
-const LEGEND_H = 16;
+const LEGEND_ROW = 14;
 
 export const costOf = (p: FrontierPoint, cost: CostAxis): number => Math.max(1, cost === 'total' ? p.meanTokens : p.meanCriticalPathTokens);
 
@@ -28,8 +30,57 @@ export function describePoint(p: FrontierPoint): string {
   }`;
 }
 
+/** The legend's rows: each method's marker, then the marks that need saying (only those drawn). */
+function drawLegend(
+  svg: Selection<SVGSVGElement, unknown, null, undefined>,
+  methods: readonly string[],
+  shown: { pareto: boolean; trajectory: boolean; faded: boolean; interval: boolean; spread: boolean },
+): void {
+  const items: { kind: string; text: string; mark: (g: Selection<SVGGElement, unknown, null, undefined>) => void }[] = methods.map((m) => ({
+    kind: m,
+    text: m,
+    mark: (g) => marker(g.append('circle').attr('cx', 6).attr('cy', 0), m, false),
+  }));
+  const grey = '#6b7280';
+  if (shown.pareto) items.push({ kind: 'pareto', text: 'Pareto front (all points)', mark: (g) => void g.append('path').attr('d', 'M0,3H6V-3H14').attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '4 3') });
+  if (shown.trajectory) items.push({ kind: 'trajectory', text: 'training run, in step order', mark: (g) => void g.append('path').attr('d', 'M0,3L6,-2L14,1').attr('fill', 'none').attr('stroke', grey).attr('opacity', 0.6) });
+  if (shown.faded) items.push({ kind: 'faded', text: 'older steps faded', mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 4).attr('fill', grey).attr('fill-opacity', 0.3) });
+  if (shown.interval) items.push({ kind: 'interval', text: 'bar: 95% Wilson interval', mark: (g) => void g.append('line').attr('x1', 6).attr('x2', 6).attr('y1', -5).attr('y2', 5).attr('stroke', grey) });
+  if (shown.spread) items.push({ kind: 'spread', text: 'coincident points spread 5 px', mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 5).attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '1 2') });
+  const legend = svg.append('g').attr('data-testid', 'frontier-legend');
+  let lx = M.left;
+  let row = 0;
+  for (const item of items) {
+    const width = 22 + item.text.length * 5.2; // 9 px sans: about 5 px a character
+    if (lx + width > W - M.right && lx > M.left) {
+      lx = M.left;
+      row++;
+    }
+    const g = legend.append('g').attr('transform', `translate(${lx},${H + 4 + row * LEGEND_ROW})`).attr('data-testid', 'frontier-legend-item').attr('data-kind', item.kind);
+    item.mark(g);
+    g.append('text').attr('x', 17).attr('y', 3).attr('font-size', 9).attr('fill', 'currentColor').text(item.text);
+    lx += width + 8;
+  }
+  svg.attr('viewBox', `0 0 ${W} ${H + 6 + (row + 1) * LEGEND_ROW}`);
+}
+
+/** A method's marker on `c` (a circle): filled disc or ring, faded for older steps of a run. */
+function marker<E extends SVGCircleElement>(c: Selection<E, unknown, null, undefined>, method: string, faded: boolean): Selection<E, unknown, null, undefined> {
+  const m = markerOf(method);
+  const colour = colourOf(method);
+  const opacity = faded ? 0.35 : 0.95;
+  return c
+    .attr('r', m.r)
+    .attr('fill', m.filled ? colour : 'none')
+    .attr('fill-opacity', m.filled ? opacity : 0)
+    .attr('stroke', colour)
+    .attr('stroke-opacity', opacity)
+    .attr('stroke-width', m.strokeWidth)
+    .attr('stroke-dasharray', m.dash);
+}
+
 function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: CostAxis, onHover: (p: FrontierPoint | null, ev: MouseEvent | null) => void): void {
-  const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${H + LEGEND_H}`).attr('data-points', points.length).attr('data-cost', cost);
+  const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${H + LEGEND_ROW}`).attr('data-points', points.length).attr('data-cost', cost);
   svg.selectAll('*').remove();
   svg
     .append('text')
@@ -59,12 +110,21 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
     .attr('data-testid', 'frontier-x-label')
     .text(`${cost === 'total' ? 'generated tokens per problem (root + clones)' : 'critical-path tokens per problem (root + longest clone per round)'}, log scale`);
 
+  // Where each point is drawn: its place, or spread around it when others share it.
+  const placed = placePoints(
+    points,
+    points.map((p) => ({ x: x(costOf(p, cost)), y: y(p.accuracy) })),
+  );
+  const at = new Map(points.map((p, i) => [p, placed[i]]));
+
   // The training run's trajectory per method (points that carry a step).
   const methods = [...new Set(points.map((p) => p.method))];
+  let trajectories = 0;
   for (const m of methods) {
     const run = points.filter((p) => p.method === m && p.step !== undefined).sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
     if (run.length < 2) continue;
-    const d = run.map((p, i) => `${i ? 'L' : 'M'}${x(costOf(p, cost)).toFixed(1)},${y(p.accuracy).toFixed(1)}`).join('');
+    trajectories++;
+    const d = run.map((p, i) => `${i ? 'L' : 'M'}${(at.get(p) as Placed).x.toFixed(1)},${(at.get(p) as Placed).y.toFixed(1)}`).join('');
     svg.append('path').attr('d', d).attr('fill', 'none').attr('stroke', colourOf(m)).attr('stroke-width', 1).attr('opacity', 0.45).attr('data-testid', 'frontier-trajectory').attr('data-method', m);
   }
 
@@ -82,25 +142,24 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
   }
 
   const latestStep = Math.max(-1, ...points.map((p) => p.step ?? -1));
+  let faded = 0;
   const g = svg.append('g');
-  for (const p of points) {
-    const px = x(costOf(p, cost));
+  // Rings (mono, self-consistency) first, discs on top, so a disc inside a ring stays clickable.
+  const drawOrder = [...points].sort((a, b) => Number(markerOf(a.method).filled) - Number(markerOf(b.method).filled));
+  for (const p of drawOrder) {
+    const { x: px, y: py, spread } = at.get(p) as Placed;
     const colour = colourOf(p.method);
-    g.append('line').attr('x1', px).attr('x2', px).attr('y1', y(p.interval[0])).attr('y2', y(p.interval[1])).attr('stroke', colour).attr('opacity', 0.4);
     // Older points of the training run fade; the newest and every non-run point are solid.
-    const faded = p.step !== undefined && p.step < latestStep;
-    g.append('circle')
-      .attr('cx', px)
-      .attr('cy', y(p.accuracy))
-      .attr('r', 4)
-      .attr('fill', colour)
-      .attr('fill-opacity', faded ? 0.35 : 0.9)
-      .attr('stroke', p.step === undefined ? '#000' : 'none')
-      .attr('stroke-width', 0.6)
+    const old = p.step !== undefined && p.step < latestStep;
+    if (old) faded++;
+    g.append('line').attr('x1', px).attr('x2', px).attr('y1', y(p.interval[0])).attr('y2', y(p.interval[1])).attr('stroke', colour).attr('opacity', 0.4).attr('data-testid', 'frontier-interval');
+    marker(g.append('circle').attr('cx', px).attr('cy', py), p.method, old)
       .attr('data-testid', 'frontier-point')
       .attr('data-method', p.method)
       .attr('data-limit', p.limit)
+      .attr('data-n', p.n)
       .attr('data-label', p.checkpoint ?? '')
+      .attr('data-spread', spread ? 'true' : null)
       .style('cursor', 'default')
       .on('mouseenter', (ev: MouseEvent) => onHover(p, ev))
       .on('mouseleave', () => onHover(null, null))
@@ -108,11 +167,7 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
       .text(describePoint(p));
   }
 
-  methods.forEach((m, i) => {
-    const lx = M.left + i * 78;
-    svg.append('circle').attr('cx', lx).attr('cy', H + 6).attr('r', 4).attr('fill', colourOf(m));
-    svg.append('text').attr('x', lx + 7).attr('y', H + 9).attr('font-size', 9).attr('fill', 'currentColor').text(m);
-  });
+  drawLegend(svg, methods, { pareto: front.length > 0, trajectory: trajectories > 0, faded: faded > 0, interval: points.length > 0, spread: placed.some((q) => q.spread) });
   if (points.length === 0) {
     svg.append('text').attr('x', M.left + 8).attr('y', M.top + 16).attr('font-size', 10).attr('fill', 'currentColor').text('no points yet: evaluate, or train with "held-out eval every" > 0');
   }

@@ -1,17 +1,36 @@
 /**
  * One live line chart (d3 on SVG: a few series of at most a few hundred points). Everything
  * is drawn with attributes, not page CSS, so the exported SVG looks the same on its own.
+ *
+ * With smoothing, each series is drawn twice: the raw values faint behind, the debiased EMA
+ * (smoothing.ts) on top. Sparse charts (held-out evaluations) draw a dot per value, joined
+ * across the steps without one, with the value's interval as an error bar; they are not smoothed.
  */
 import { axisBottom, axisLeft, extent, format, line, scaleLinear, select, type Selection } from 'd3';
 import { useEffect, useRef } from 'react';
-import type { MetricPoint } from '../state/store';
-import { thin, type ChartSpec } from './chartSpecs';
+import { type ChartData, thinIndices } from './chartSpecs';
+import { emaSmooth } from './smoothing';
 import { exportSvg } from './svgExport';
 
 const W = 300;
 const PLOT_H = 112;
 const M = { top: 18, right: 10, bottom: 18, left: 40 };
 const LEGEND_ROW = 12;
+const SUBTITLE_H = 11;
+
+export interface LineChartProps {
+  id: string;
+  title: string;
+  /** A second, smaller title line (e.g. which problems and how many). */
+  subtitle?: string;
+  data: ChartData;
+  yMin?: number;
+  yMax?: number;
+  /** EMA weight in [0, 1); 0 draws the raw values only. */
+  smoothing: number;
+  /** Dots per value (held-out evaluations), never smoothed. */
+  sparse?: boolean;
+}
 
 function fmt(v: number): string {
   if (!Number.isFinite(v)) return String(v);
@@ -19,72 +38,90 @@ function fmt(v: number): string {
   return a !== 0 && (a < 1e-3 || a >= 1e4) ? v.toExponential(2) : v.toFixed(a < 1 ? 3 : a < 100 ? 2 : 0);
 }
 
-function draw(svgEl: SVGSVGElement, spec: ChartSpec, all: readonly MetricPoint[]): void {
-  const points = thin(all);
-  const series = spec.hideZero ? spec.series.filter((s) => points.some((p) => s.value(p) !== 0)) : spec.series;
-  const legendRows = Math.ceil(Math.max(1, series.length) / 2);
-  const height = M.top + PLOT_H + M.bottom + legendRows * LEGEND_ROW + 4;
-  const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', all.length);
-  svg.selectAll('*').remove();
-  svg.append('text').attr('x', 2).attr('y', 11).attr('font-size', 11).attr('font-weight', 600).attr('fill', 'currentColor').text(spec.title);
+const lastFinite = (values: readonly number[]): number => {
+  for (let i = values.length - 1; i >= 0; i--) if (Number.isFinite(values[i])) return values[i];
+  return NaN;
+};
 
-  const steps = points.map((p) => p.metrics.step);
+function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
+  const { data, sparse } = p;
+  const smoothing = sparse ? 0 : p.smoothing;
+  const rows = thinIndices(data.steps.length);
+  const top = M.top + (p.subtitle ? SUBTITLE_H : 0);
+  const legendRows = Math.ceil(Math.max(1, data.series.length) / 2);
+  const height = top + PLOT_H + M.bottom + legendRows * LEGEND_ROW + 4;
+  const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', data.steps.length).attr('data-smoothing', smoothing);
+  svg.selectAll('*').remove();
+  svg.append('text').attr('x', 2).attr('y', 11).attr('font-size', 11).attr('font-weight', 600).attr('fill', 'currentColor').text(p.title);
+  if (p.subtitle) svg.append('text').attr('x', 2).attr('y', 22).attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-subtitle-${p.id}`).text(p.subtitle);
+
+  const steps = rows.map((i) => data.steps[i]);
   const [x0, x1] = extent(steps) as [number | undefined, number | undefined];
   const x = scaleLinear()
-    .domain([x0 ?? 0, Math.max((x1 ?? 1), (x0 ?? 0) + 1)])
+    .domain([x0 ?? 0, Math.max(x1 ?? 1, (x0 ?? 0) + 1)])
     .range([M.left, W - M.right]);
-  const values = series.flatMap((s) => points.map((p) => s.value(p))).filter(Number.isFinite);
-  let [lo, hi] = [Math.min(...values, spec.yMin ?? Infinity), Math.max(...values, spec.yMax ?? -Infinity)];
-  if (!Number.isFinite(lo) || !Number.isFinite(hi)) [lo, hi] = [spec.yMin ?? 0, spec.yMax ?? 1];
+  const drawn = data.series.map((s) => ({ ...s, smooth: emaSmooth(s.values, smoothing) }));
+  const values = drawn.flatMap((s) => [...rows.map((i) => s.values[i]), ...rows.flatMap((i) => s.intervals?.[i] ?? [])]).filter(Number.isFinite);
+  let [lo, hi] = [Math.min(...values, p.yMin ?? Infinity), Math.max(...values, p.yMax ?? -Infinity)];
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) [lo, hi] = [p.yMin ?? 0, p.yMax ?? 1];
   if (hi - lo < 1e-9) [lo, hi] = [lo - 0.5, hi + 0.5];
-  const y = scaleLinear().domain([lo, hi]).nice(4).range([M.top + PLOT_H, M.top]);
+  const y = scaleLinear().domain([lo, hi]).nice(4).range([top + PLOT_H, top]);
 
   const axisStyle = (g: Selection<SVGGElement, unknown, null, undefined>) => {
     g.attr('font-size', 9).attr('color', 'currentColor').attr('opacity', 0.75);
     g.selectAll('.domain').attr('stroke-opacity', 0.5);
   };
   const stepTicks = x.ticks(5).filter(Number.isInteger); // steps are whole numbers
-  svg.append('g').attr('transform', `translate(0,${M.top + PLOT_H})`).call(axisBottom(x).tickValues(stepTicks).tickFormat(format('d')).tickSizeOuter(0)).call(axisStyle);
+  svg.append('g').attr('transform', `translate(0,${top + PLOT_H})`).call(axisBottom(x).tickValues(stepTicks).tickFormat(format('d')).tickSizeOuter(0)).call(axisStyle);
   svg.append('g').attr('transform', `translate(${M.left},0)`).call(axisLeft(y).ticks(4).tickFormat(format('~g'))).call(axisStyle);
 
-  for (const s of series) {
-    const path = line<MetricPoint>()
-      .defined((p) => Number.isFinite(s.value(p)))
-      .x((p) => x(p.metrics.step))
-      .y((p) => y(s.value(p)));
-    svg.append('path').datum(points).attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.4).attr('d', path).attr('data-series', s.label);
-    if (points.length === 1) {
-      svg.append('circle').attr('cx', x(points[0].metrics.step)).attr('cy', y(s.value(points[0]))).attr('r', 2).attr('fill', s.color);
+  const pathOf = (vs: readonly number[], idx: readonly number[]) =>
+    line<number>()
+      .defined((i) => Number.isFinite(vs[i]))
+      .x((i) => x(data.steps[i]))
+      .y((i) => y(vs[i]))(idx) ?? '';
+  for (const s of drawn) {
+    if (sparse) {
+      const at = rows.filter((i) => Number.isFinite(s.values[i]));
+      svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.2).attr('d', pathOf(s.values, at)).attr('data-series', s.label);
+      for (const i of at) {
+        const iv = s.intervals?.[i];
+        if (iv) svg.append('line').attr('x1', x(data.steps[i])).attr('x2', x(data.steps[i])).attr('y1', y(iv[0])).attr('y2', y(iv[1])).attr('stroke', s.color).attr('stroke-opacity', 0.45);
+        svg.append('circle').attr('cx', x(data.steps[i])).attr('cy', y(s.values[i])).attr('r', 2.4).attr('fill', s.color).attr('data-testid', `chart-dot-${p.id}`).append('title').text(`step ${data.steps[i]}: ${s.label} ${fmt(s.values[i])}${iv ? ` [${fmt(iv[0])}, ${fmt(iv[1])}]` : ''}`);
+      }
+      continue;
     }
+    // The raw values faint behind the smoothed line; the line named by data-series is the one read.
+    if (smoothing > 0) svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1).attr('stroke-opacity', 0.25).attr('d', pathOf(s.values, rows)).attr('data-raw', s.label);
+    svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.4).attr('d', pathOf(s.smooth, rows)).attr('data-series', s.label);
+    if (rows.length === 1 && Number.isFinite(s.values[0])) svg.append('circle').attr('cx', x(data.steps[0])).attr('cy', y(s.values[0])).attr('r', 2).attr('fill', s.color);
   }
 
-  const last = all[all.length - 1];
-  series.forEach((s, i) => {
+  drawn.forEach((s, i) => {
     const lx = M.left - 30 + (i % 2) * (W / 2);
-    const ly = M.top + PLOT_H + M.bottom + Math.floor(i / 2) * LEGEND_ROW + 8;
+    const ly = top + PLOT_H + M.bottom + Math.floor(i / 2) * LEGEND_ROW + 8;
+    const raw = lastFinite(s.values);
+    const smooth = lastFinite(s.smooth);
+    // The smoothed value, and the raw one in brackets where they differ.
+    const value = Number.isFinite(raw) ? ` ${fmt(smooth)}${smoothing > 0 && fmt(smooth) !== fmt(raw) ? ` (${fmt(raw)})` : ''}` : '';
     svg.append('rect').attr('x', lx).attr('y', ly - 7).attr('width', 8).attr('height', 8).attr('fill', s.color);
-    svg
-      .append('text')
-      .attr('x', lx + 11)
-      .attr('y', ly)
-      .attr('font-size', 9)
-      .attr('fill', 'currentColor')
-      .text(`${s.label}${last ? ` ${fmt(s.value(last))}` : ''}`);
+    svg.append('text').attr('x', lx + 11).attr('y', ly).attr('font-size', 9).attr('fill', 'currentColor').text(`${s.label}${value}`);
   });
-  if (series.length === 0) {
-    svg.append('text').attr('x', M.left).attr('y', M.top + PLOT_H + M.bottom + 8).attr('font-size', 9).attr('fill', 'currentColor').text('none so far');
+  if (drawn.length === 0) {
+    svg.append('text').attr('x', M.left).attr('y', top + PLOT_H + M.bottom + 8).attr('font-size', 9).attr('fill', 'currentColor').text(sparse ? 'no evaluations yet' : 'none so far');
   }
 }
 
-export function LineChart({ spec, points }: { spec: ChartSpec; points: readonly MetricPoint[] }) {
+export function LineChart(props: LineChartProps) {
   const ref = useRef<SVGSVGElement>(null);
+  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse } = props;
   useEffect(() => {
-    if (ref.current) draw(ref.current, spec, points);
-  }, [spec, points]);
+    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse });
+  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse]);
   return (
-    <figure className="chart" data-testid={`chart-${spec.id}`}>
-      <svg ref={ref} xmlns="http://www.w3.org/2000/svg" role="img" aria-label={spec.title} data-testid={`chart-svg-${spec.id}`} />
-      <button type="button" className="chart-export" title="Download this chart as SVG" data-testid={`chart-export-${spec.id}`} onClick={() => ref.current && exportSvg(ref.current, `${spec.id}.svg`)}>
+    <figure className="chart" data-testid={`chart-${id}`}>
+      <svg ref={ref} xmlns="http://www.w3.org/2000/svg" role="img" aria-label={title} data-testid={`chart-svg-${id}`} />
+      <button type="button" className="chart-export" title="Download this chart as SVG" data-testid={`chart-export-${id}`} onClick={() => ref.current && exportSvg(ref.current, `${id}.svg`)}>
         SVG
       </button>
     </figure>

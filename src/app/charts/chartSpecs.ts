@@ -1,5 +1,11 @@
-/** Which curves the charts panel draws, each as series over the step metrics. */
+/**
+ * Which curves the charts panel draws, each as series over the step metrics, and the plain
+ * data (steps × series values) the line chart draws from them. Pure.
+ */
+import type { FrontierPoint } from '../../core/eval/frontier';
+import { colourOf } from '../../core/eval/frontierSvg';
 import { VIOLATIONS } from '../../core/protocol/violations';
+import type { StepMetrics } from '../../core/rl/train';
 import type { MetricPoint } from '../state/store';
 
 export interface SeriesSpec {
@@ -88,11 +94,99 @@ export const CHARTS: readonly ChartSpec[] = [
   },
 ];
 
-/** At most `max` points per series: every k-th point, always keeping the last. */
-export function thin<T>(points: readonly T[], max = 400): readonly T[] {
-  if (points.length <= max) return points;
-  const k = Math.ceil(points.length / max);
-  const out = points.filter((_, i) => i % k === 0);
-  if (out[out.length - 1] !== points[points.length - 1]) out.push(points[points.length - 1]);
+/** What a line chart draws: one x (the step) per row, and per series one value per row (NaN: none). */
+export interface ChartData {
+  steps: number[];
+  series: ChartSeries[];
+}
+
+export interface ChartSeries {
+  label: string;
+  color: string;
+  values: number[];
+  /** Per row, a 95% interval drawn as an error bar (held-out points), or null. */
+  intervals?: ([number, number] | null)[];
+}
+
+export function chartDataOf(spec: ChartSpec, points: readonly MetricPoint[]): ChartData {
+  const series = spec.series.map((s) => ({ label: s.label, color: s.color, values: points.map(s.value) }));
+  return {
+    steps: points.map((p) => p.metrics.step),
+    series: spec.hideZero ? series.filter((s) => s.values.some((v) => v !== 0)) : series,
+  };
+}
+
+/**
+ * The fields the CLI's `train --eval-every` adds to a metrics row on the steps where it evaluated
+ * the monitor set (greedy): accuracy, mean tokens, mean reward; `evalN` where the row says it.
+ */
+export interface HeldOutFields {
+  evalAccuracy: number;
+  evalTokens: number;
+  evalReward: number;
+  evalN: number;
+}
+
+const finiteOr = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
+
+/**
+ * The held-out accuracy over training: the periodic evaluations of the page's own run (frontier
+ * points that carry a step, one series per method, with their Wilson intervals) and the monitor
+ * evaluations recorded in metrics rows (CLI runs). Rows only where an evaluation ran; `ns` are
+ * the problem counts of the points drawn (for the label).
+ */
+export function heldOutDataOf(points: readonly MetricPoint[], frontier: readonly FrontierPoint[]): HeldOutData {
+  const rows = points.map((p) => p.metrics as StepMetrics & Partial<HeldOutFields>).filter((m) => Number.isFinite(finiteOr(m.evalAccuracy)));
+  const live = frontier.filter((p): p is FrontierPoint & { step: number } => p.step !== undefined);
+  const steps = [...new Set([...rows.map((m) => m.step), ...live.map((p) => p.step)])].sort((a, b) => a - b);
+  const at = new Map(steps.map((s, i) => [s, i]));
+  const series: ChartSeries[] = [];
+  const ns = new Set<number>();
+  let nUnrecorded = false;
+  for (const method of [...new Set(live.map((p) => p.method))]) {
+    const values = steps.map(() => NaN);
+    const intervals: ([number, number] | null)[] = steps.map(() => null);
+    for (const p of live) {
+      if (p.method !== method) continue;
+      const i = at.get(p.step) as number;
+      values[i] = p.accuracy;
+      intervals[i] = p.interval;
+      ns.add(p.n);
+    }
+    series.push({ label: method, color: colourOf(method), values, intervals });
+  }
+  if (rows.length > 0) {
+    const values = steps.map(() => NaN);
+    for (const m of rows) {
+      values[at.get(m.step) as number] = finiteOr(m.evalAccuracy);
+      if (Number.isInteger(m.evalN)) ns.add(m.evalN as number);
+      else nUnrecorded = true;
+    }
+    series.push({ label: 'monitor eval (run log)', color: PALETTE[4], values });
+  }
+  return { steps, series, ns: [...ns].sort((a, b) => a - b), nUnrecorded };
+}
+
+export interface HeldOutData extends ChartData {
+  /** The problem counts of the evaluations drawn, ascending. */
+  ns: number[];
+  /** Some run-log rows do not say their n. */
+  nUnrecorded: boolean;
+}
+
+/** Which problems the chart shows: "n = 200", "n = 2, 200" for a mix, and where n was not recorded. */
+export function heldOutSubtitle(d: Pick<HeldOutData, 'ns' | 'nUnrecorded'>): string {
+  const known = d.ns.length > 0 ? `n = ${d.ns.join(', ')}` : '';
+  const n = d.nUnrecorded ? (known ? `${known}; run log: n not recorded` : 'n not recorded') : known || 'n = –';
+  return `monitor set, greedy, ${n}`;
+}
+
+/** Indices of at most `max` rows: every k-th, always keeping the last. */
+export function thinIndices(length: number, max = 400): number[] {
+  const all = Array.from({ length }, (_, i) => i);
+  if (length <= max) return all;
+  const k = Math.ceil(length / max);
+  const out = all.filter((i) => i % k === 0);
+  if (out[out.length - 1] !== length - 1) out.push(length - 1);
   return out;
 }

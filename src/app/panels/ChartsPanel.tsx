@@ -1,10 +1,25 @@
 /** Live training curves, one small d3 chart per quantity, fed from batched 'metrics' events. */
-import { CHARTS } from '../charts/chartSpecs';
+import { Fragment, useMemo, useState } from 'react';
+import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, type ChartSpec } from '../charts/chartSpecs';
 import { LineChart } from '../charts/LineChart';
-import { usePlayground } from '../state/store';
+import { DEFAULT_SMOOTHING, SMOOTHING_WEIGHTS } from '../charts/smoothing';
+import { type MetricPoint, usePlayground } from '../state/store';
+
+function SpecChart({ spec, points, smoothing }: { spec: ChartSpec; points: readonly MetricPoint[]; smoothing: number }) {
+  const data = useMemo(() => chartDataOf(spec, points), [spec, points]);
+  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} />;
+}
+
+function HeldOutChart() {
+  const points = usePlayground((s) => s.metrics);
+  const frontier = usePlayground((s) => s.frontier);
+  const data = useMemo(() => heldOutDataOf(points, frontier), [points, frontier]);
+  return <LineChart id="heldout" title="Held-out accuracy" subtitle={heldOutSubtitle(data)} data={data} yMin={0} yMax={1} smoothing={0} sparse />;
+}
 
 export function ChartsPanel() {
   const points = usePlayground((s) => s.metrics);
+  const [smoothing, setSmoothing] = useState<number>(DEFAULT_SMOOTHING);
   const last = points[points.length - 1]?.metrics;
   return (
     <section className="panel" aria-label="Training curves">
@@ -16,9 +31,24 @@ export function ChartsPanel() {
             : 'no steps yet'}
         </span>
       </h2>
+      <div className="row small">
+        <label title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets).">
+          smoothing{' '}
+          <select data-testid="chart-smoothing" value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))}>
+            {SMOOTHING_WEIGHTS.map((w) => (
+              <option key={w} value={w}>
+                {w === 0 ? '0 (raw)' : w}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
       <div className="charts">
         {CHARTS.map((spec) => (
-          <LineChart key={spec.id} spec={spec} points={points} />
+          <Fragment key={spec.id}>
+            <SpecChart spec={spec} points={points} smoothing={smoothing} />
+            {spec.id === 'accuracy' && <HeldOutChart />}
+          </Fragment>
         ))}
       </div>
     </section>

@@ -6,6 +6,7 @@
 import { useRef, useState } from 'react';
 import { validateLimits, validateMethods, validateProblemCount } from '../../core/eval/frontier';
 import { type CostAxis, FrontierChart } from '../charts/FrontierChart';
+import { nSummary } from '../charts/frontierMarks';
 import { exportSvg } from '../charts/svgExport';
 import { errorText, evaluateFrontier, exportFrontierCsv } from '../state/actions';
 import { usePlayground } from '../state/store';
@@ -40,7 +41,7 @@ export function FrontierPanel() {
       <h2>
         Frontier{' '}
         <span className="muted" data-testid="frontier-status">
-          {evaluating ? 'evaluating…' : `${points.length} points · held-out set of ${evalN}${evalEvery > 0 ? ` · during training every ${evalEvery} steps` : ''}`}
+          {evaluating ? 'evaluating…' : `${points.length === 0 ? 'no points yet' : `${points.length} points · monitor set, ${nSummary(points)}`}${evalEvery > 0 ? ` · during training every ${evalEvery} steps at n = ${evalN}` : ''}`}
         </span>
       </h2>
       <div className="row">
@@ -60,12 +61,15 @@ export function FrontierPanel() {
       {!form.ok && <p className="field-error" data-testid="frontier-form-error">{form.error}</p>}
       <div className="row">
         <span className="muted">cost</span>
-        <button type="button" data-testid="frontier-cost-total" aria-pressed={cost === 'total'} disabled={cost === 'total'} onClick={() => setCost('total')}>
-          total tokens
-        </button>
-        <button type="button" data-testid="frontier-cost-critical" aria-pressed={cost === 'critical'} disabled={cost === 'critical'} onClick={() => setCost('critical')}>
-          critical path
-        </button>
+        {/* A toggle: the chosen axis is pressed (drawn active), not disabled. */}
+        <span className="toggle" role="group" aria-label="cost axis">
+          <button type="button" data-testid="frontier-cost-total" aria-pressed={cost === 'total'} onClick={() => setCost('total')}>
+            total tokens
+          </button>
+          <button type="button" data-testid="frontier-cost-critical" aria-pressed={cost === 'critical'} onClick={() => setCost('critical')}>
+            critical path
+          </button>
+        </span>
         <button type="button" data-testid="frontier-export-svg" disabled={points.length === 0} onClick={() => svgRef.current && exportSvg(svgRef.current, `frontier-${cost}.svg`)}>
           SVG
         </button>

@@ -6,7 +6,8 @@ import { useState } from 'react';
 import type { ContextTrace } from '../../core/rollout/trace';
 import type { StepperState } from '../../runtime/protocol';
 import { openTree, stepperAdvance, stepperStart } from '../state/actions';
-import { usePlayground } from '../state/store';
+import { type Advance, advanceNote } from '../state/stepperNote';
+import { getState, usePlayground } from '../state/store';
 import { TokenText, WriterLegend } from './ContextView';
 
 type Live = StepperState['live'][number];
@@ -52,6 +53,13 @@ export function StepperPanel() {
   const [seed, setSeed] = useState('0');
   const [prompt, setPrompt] = useState('');
   const [allowSpawn, setAllowSpawn] = useState(true);
+  const [note, setNote] = useState<string | null>(null);
+  const advance = async (until: Advance) => {
+    const before = getState().stepper;
+    setNote(null);
+    await stepperAdvance(until);
+    setNote(advanceNote(before, getState().stepper, until));
+  };
   const seedNum = Number(seed);
   const seedOk = Number.isInteger(seedNum) && seedNum >= 0 && seedNum < 2 ** 31;
   // The engine steps a snapshot of the weights, so this works while training goes on.
@@ -72,22 +80,30 @@ export function StepperPanel() {
         <label>
           <input type="checkbox" data-testid="stepper-allow-spawn" checked={allowSpawn} onChange={(e) => setAllowSpawn(e.target.checked)} /> allow spawn
         </label>
-        <button type="button" data-testid="stepper-start" disabled={!free || !seedOk} onClick={() => void stepperStart(seedNum, prompt, allowSpawn)}>
+        <button type="button" data-testid="stepper-start" disabled={!free || !seedOk} onClick={() => {
+            setNote(null);
+            void stepperStart(seedNum, prompt, allowSpawn);
+          }}>
           Start
         </button>
-        <button type="button" data-testid="stepper-token" disabled={!canAdvance} onClick={() => void stepperAdvance('token')}>
+        <button type="button" data-testid="stepper-token" disabled={!canAdvance} onClick={() => void advance('token')}>
           Next token
         </button>
-        <button type="button" data-testid="stepper-spawn" disabled={!canAdvance} onClick={() => void stepperAdvance('spawn')}>
+        <button type="button" data-testid="stepper-spawn" disabled={!canAdvance} title="Until the next spawn or join; without one, to the end of the episode (and it says so)" onClick={() => void advance('spawn')}>
           To next spawn
         </button>
-        <button type="button" data-testid="stepper-end" disabled={!canAdvance} onClick={() => void stepperAdvance('end')}>
+        <button type="button" data-testid="stepper-end" disabled={!canAdvance} onClick={() => void advance('end')}>
           To end
         </button>
         <button type="button" data-testid="stepper-tree" disabled={!stepper} onClick={() => openTree({ kind: 'stepper' })}>
           Open tree
         </button>
       </div>
+      {note && (
+        <p className="warn small" data-testid="stepper-note" role="status">
+          {note}
+        </p>
+      )}
       {stepper && (
         <>
           <div className="small">

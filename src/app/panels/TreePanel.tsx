@@ -1,7 +1,7 @@
 /** The delegation tree of the chosen rollout (a table row or the stepper's), and one context. */
-import { useMemo } from 'react';
+import { useEffect, useMemo, useRef } from 'react';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import { DelegationTree } from '../tree/DelegationTree';
+import { DelegationTree, TreeLegend } from '../tree/DelegationTree';
 import { openContext } from '../state/actions';
 import { usePlayground } from '../state/store';
 import { ContextView } from './ContextView';
@@ -33,16 +33,34 @@ function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
   );
 }
 
+/**
+ * Opening a tree from elsewhere (the stepper's "Open tree", a row of a table scrolled away) brings
+ * the panel into view; a panel already in view stays where it is.
+ */
+function useScrollIntoViewOnOpen(ref: React.RefObject<HTMLElement | null>): void {
+  const tree = usePlayground((s) => s.tree);
+  useEffect(() => {
+    const el = ref.current;
+    if (!tree || !el) return;
+    const { top } = el.getBoundingClientRect();
+    // The sticky status bar covers the top: .tree-panel has a scroll-margin-top for it.
+    if (top < 40 || top > window.innerHeight - 80) el.scrollIntoView({ block: 'start', behavior: 'smooth' });
+  }, [tree, ref]);
+}
+
 export function TreePanel() {
   const { trace, live, label } = useTreeTrace();
   const selected = usePlayground((s) => s.context);
   const ctx = trace?.contexts.find((c) => c.id === selected) ?? null;
+  const panel = useRef<HTMLElement>(null);
+  useScrollIntoViewOnOpen(panel);
   return (
-    <section className="panel tree-panel" aria-label="Delegation tree">
+    <section className="panel tree-panel" aria-label="Delegation tree" data-testid="tree-panel" ref={panel}>
       <h2>Delegation tree</h2>
       {trace ? (
         <>
           <Summary trace={trace} label={label} />
+          <TreeLegend />
           <div className="scroll-x">
             <DelegationTree trace={trace} live={live} selected={selected} onSelect={openContext} />
           </div>

@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { PAGE_DEFAULTS } from '../../core/runConfig';
-import { changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft } from './configForm';
+import { PAGE_DEFAULTS, TASK_NAMES } from '../../core/runConfig';
+import { TASKS } from '../../core/tasks';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft } from './configForm';
 
 describe('config form', () => {
+  it('offers every task of the registry in the task list', () => {
+    // The panel draws a 'task' field as a select over TASK_NAMES.
+    expect(PAGE_FIELDS.find((f) => f.key === 'task')?.type).toBe('task');
+    expect([...TASK_NAMES].sort()).toEqual(Object.keys(TASKS).sort());
+    expect(TASK_NAMES).toEqual(expect.arrayContaining(['arithmetic', 'multihop']));
+  });
+
   it('holds numbers as text and gives back the same config', () => {
     const draft = draftOf(PAGE_DEFAULTS);
     expect(draft.lr).toBe('0.00002');

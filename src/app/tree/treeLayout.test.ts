@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { countTokens, TRACE_SCHEMA, type ContextTrace, type EpisodeTrace } from '../../core/rollout/trace';
-import { NODE_H, NODE_W, layoutTree } from './treeLayout';
+import { BADGE_FONT, HEAD_FONT, MAX_NODE_W, NODE_H, NODE_W, PAD_L, PAD_R, badgeWidth, fitText, layoutTree, nodeLabels, textWidth } from './treeLayout';
 
 function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = {}): ContextTrace {
   return {
@@ -34,7 +34,7 @@ describe('layoutTree', () => {
       ctx(1, 'clone', { violation: 'clone_over_budget', answer: null }),
       ctx(2, 'clone', { credit: { advantage: 0, weight: 0, gated: true, reward: 0 } }),
     ]);
-    const { nodes, links, width, height } = layoutTree(trace);
+    const { nodes, links, width, height, nodeW } = layoutTree(trace);
     const root = nodes.find((n) => n.ctx.role === 'root')!;
     const clones = nodes.filter((n) => n.ctx.role === 'clone');
     expect(root.x).toBe(0);
@@ -46,9 +46,45 @@ describe('layoutTree', () => {
     expect(root.y).toBeCloseTo((Math.min(...ys) + Math.max(...ys)) / 2);
     expect(Math.min(...nodes.map((n) => n.y))).toBe(0);
     expect(links).toHaveLength(3);
-    expect(width).toBe(clones[0].x + NODE_W);
+    expect(width).toBe(clones[0].x + nodeW);
     expect(height).toBe(Math.max(...ys) + NODE_H);
     expect(Object.fromEntries(nodes.map((n) => [n.ctx.id, n.outcome]))).toEqual({ 0: 'correct', 1: 'violation', 2: 'gated', 3: 'answered' });
+  });
+
+  it('tells a gated clone from an ungated violating one', () => {
+    const gate = { advantage: 0, weight: 1, gated: true, reward: 0 };
+    const trace = episode([
+      ctx(0, 'root'),
+      ctx(1, 'clone', { violation: 'clone_no_answer', answer: null, credit: gate }),
+      ctx(2, 'clone', { violation: 'clone_no_answer', answer: null, credit: { ...gate, gated: false, reward: 0.5 } }),
+    ]);
+    const byId = Object.fromEntries(layoutTree(trace).nodes.map((n) => [n.ctx.id, n]));
+    expect(byId[1].outcome).toBe('gated');
+    expect(byId[2].outcome).toBe('violation');
+    expect(nodeLabels(byId[1].ctx, 'gated').badge).toBe('gated');
+    expect(nodeLabels(byId[2].ctx, 'violation').badge).toBe('clone_no_answer');
+  });
+
+  it('sizes the boxes so that head and badge do not overlap, and cuts what cannot fit', () => {
+    const trace = episode([ctx(0, 'root'), ctx(12, 'clone', { round: 1, budget: 128, violation: 'clone_over_budget', answer: null })]);
+    const { nodes, nodeW } = layoutTree(trace);
+    expect(nodeW).toBeGreaterThan(NODE_W);
+    expect(nodeW).toBeLessThanOrEqual(MAX_NODE_W);
+    for (const n of nodes) {
+      const { head, badge } = nodeLabels(n.ctx, n.outcome);
+      // Head from the left pad, badge ending at the right pad, at least 8 px apart.
+      expect(PAD_L + textWidth(head, HEAD_FONT, 'sans-bold') + 8).toBeLessThanOrEqual(nodeW - PAD_R - badgeWidth(badge));
+    }
+    // Clones that all answered keep the narrow box; the clone column starts past it.
+    const plain = layoutTree(episode([ctx(0, 'root'), ctx(1, 'clone'), ctx(2, 'clone')]));
+    expect(plain.nodeW).toBe(NODE_W);
+    expect(plain.nodes[1].x).toBeGreaterThanOrEqual(NODE_W);
+    // A label wider than its room is cut with an ellipsis and then fits.
+    const cut = fitText('12+34*5-6*78+90-12*3+45', 80, 11, 'mono');
+    expect(cut.endsWith('…')).toBe(true);
+    expect(textWidth(cut, 11, 'mono')).toBeLessThanOrEqual(80);
+    expect(fitText('root #0', 80, 11)).toBe('root #0');
+    expect(badgeWidth('gated')).toBeCloseTo(textWidth('gated', BADGE_FONT, 'sans-bold') + 8, 9);
   });
 
   it('marks a wrong root, a root violation and live contexts', () => {

@@ -7,7 +7,7 @@ import { RolloutScheduler } from '../../rollout/scheduler';
 import { ScriptedDecoder } from '../../rollout/scriptedDecoder';
 import { Tokenizer } from '../../tokenizer/tokenizer';
 import type { DemoContext, Demonstration, Problem } from '../types';
-import { evaluate, formatSum, parseSum, reductionChain, sumOfValues } from './expr';
+import { evaluate, evaluateExact, formatSum, parseSum, reductionChain, sumOfValues } from './expr';
 import { arithmetic, parseIntegerAnswer } from './index';
 import { chainText, combineSlices, firstTokens, sliceSum, tokenLength } from './teacher';
 
@@ -76,6 +76,28 @@ describe('verifier', () => {
     for (const a of ['05', '5.0', '+5', '', null, '6', '-5']) expect(arithmetic.verify(p, a).correct).toBe(false);
     expect(parseIntegerAnswer('-0')).toBeNull();
     expect(arithmetic.verify(p, '6').value).toBe(6);
+  });
+
+  it('is exact beyond 2^53: 123456789*987654321 = 121932631112635269', () => {
+    const s = parseSum('123456789*987654321');
+    expect(evaluateExact(s)).toBe(121932631112635269n);
+    // The doubles round it (to …5264), and a neighbour rounds to the same double.
+    expect(String(evaluate(s))).not.toBe('121932631112635269');
+    expect(Number('121932631112635268')).toBe(Number('121932631112635269'));
+    const big = { task: 'arithmetic', id: 'big', prompt: '123456789*987654321', truth: String(evaluateExact(s)), meta: {} };
+    expect(big.truth).toBe('121932631112635269');
+    expect(arithmetic.verify(big, '121932631112635269').correct).toBe(true);
+    expect(arithmetic.verify(big, '121932631112635268').correct).toBe(false);
+    expect(evaluateExact(parseSum('-(2+3)*4-10000000000*10000000000'))).toBe(-100000000000000000020n);
+    expect(() => evaluateExact(parseSum('99999999999999999*2'))).toThrow(/operand .* above 2\^53 − 1/);
+  });
+
+  it('gives generated problems the same truth as the double evaluation (all well below 2^53)', () => {
+    const rng = new Rng(3);
+    for (let i = 0; i < 200; i++) {
+      const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
+      expect(p.truth).toBe(String(evaluate(parseSum(p.prompt))));
+    }
   });
 });
 

@@ -44,6 +44,26 @@ export function evaluate(s: Sum): number {
   return total;
 }
 
+/**
+ * The exact value (BigInt): a product such as 123456789*987654321 = 121932631112635269 is above
+ * 2^53, where `evaluate`'s doubles round. Throws for an operand that is not a safe integer (it
+ * was already rounded when parsed), naming it.
+ */
+export function evaluateExact(s: Sum): bigint {
+  let total = 0n;
+  s.terms.forEach((term, i) => {
+    let v = term.reduce((p, f) => p * (f.kind === 'num' ? exactOperand(f.value) : evaluateExact(f.sum)), 1n);
+    if (i === 0 && s.neg) v = -v;
+    total = i === 0 ? v : s.ops[i - 1] === '+' ? total + v : total - v;
+  });
+  return total;
+}
+
+function exactOperand(v: number): bigint {
+  if (!Number.isSafeInteger(v)) throw new Error(`operand ${v} is above 2^53 − 1 = ${Number.MAX_SAFE_INTEGER}: it cannot be read exactly`);
+  return BigInt(v);
+}
+
 export function operandCount(s: Sum): number {
   return s.terms.reduce((n, t) => n + t.reduce((m, f) => m + (f.kind === 'num' ? 1 : operandCount(f.sum)), 0), 0);
 }

@@ -2,7 +2,7 @@
 import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
 import type { Problem, Task, TeacherStyle, Verdict } from '../types';
-import { evaluate, formatSum, operandCount, parseSum } from './expr';
+import { evaluateExact, formatSum, operandCount, parseSum } from './expr';
 import { type ArithmeticOptions, ARITHMETIC_DEFAULTS, generateSum, validateArithmeticOptions } from './generate';
 import { delegateContexts, monoContexts, naiveDelegateContexts } from './teacher';
 
@@ -30,7 +30,7 @@ export const arithmetic: Task<ArithmeticOptions> = {
       task: 'arithmetic',
       id,
       prompt: formatSum(s),
-      truth: String(evaluate(s)),
+      truth: String(evaluateExact(s)),
       meta: { operands: operandCount(s), terms: s.terms.length },
     };
   },
@@ -38,7 +38,8 @@ export const arithmetic: Task<ArithmeticOptions> = {
   verify(problem: Problem, answer: string | null): Verdict {
     const value = parseIntegerAnswer(answer);
     const truthValue = Number(problem.truth);
-    return { correct: value !== null && value === truthValue, value, truthValue };
+    // Exact: both are canonical integer texts, so equal values are equal strings (beyond 2^53 the doubles may round together).
+    return { correct: value !== null && answer === problem.truth, value, truthValue };
   },
 
   teacherMono(problem: Problem) {
