@@ -11,6 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { type FrontierPoint, validateLimits, validateMethods, validateProblemCount } from '../core/eval/frontier';
 import { decodeCheckpoint } from '../core/io/checkpoint';
+import { type ModelCounters, makeProvenance } from '../core/io/provenance';
 import { forwardLogits } from '../core/model/gpt';
 import { type RunConfig, PAGE_DEFAULTS, validateRunConfig } from '../core/runConfig';
 import type { ScoredEpisode, StepMetrics } from '../core/rl/train';
@@ -109,7 +110,17 @@ export class Engine {
       const files = filesFromRecord(req.files);
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt);
-      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, [...files.keys()].join(', '))));
+      const source = [...files.keys()].join(', ');
+      if (req.resume === undefined) return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, source)));
+      // A resumed model: its counters, and its origin when that is not the loaded weights.
+      const resume = req.resume;
+      const counters = checkCounters(resume.counters, 'resume.counters');
+      const name = resume.source === undefined ? source : String(resume.source);
+      if (resume.origin === undefined) return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, name, counters)));
+      const origin = decodeCheckpoint(filesFromRecord(resume.origin.files));
+      await probeCheckpoint(origin);
+      const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
+      return reply(await this.replaceModel(TrainerModel.resumed(origin, originCounters, ckpt, counters, name)));
     },
     setConfig: async (req) => {
       const training = this.requireTraining();
@@ -239,10 +250,15 @@ export class Engine {
         out.dispose();
       }
     },
-    exportWeights: async () => {
-      const files = await this.requireTraining().model.exportFiles({ playground: this.config });
+    exportWeights: async (req) => {
+      const { model } = this.requireTraining();
+      const which = req.origin === true ? 'origin' : 'current';
+      if (req.provenance !== undefined && !Array.isArray(req.provenance)) throw new Error('exportWeights: provenance must be an array of events');
+      // Counters and weights are read in this same turn (exportFiles reads before its first await), so they agree.
+      const provenance = req.provenance === undefined ? {} : { provenance: makeProvenance(model.counters(which), req.provenance) };
+      const { files, counters } = await model.exportFiles({ playground: this.config, ...provenance }, which);
       const record: Record<string, Uint8Array> = Object.fromEntries(files);
-      return reply({ files: record }, [...new Set([...files.values()].map((b) => b.buffer as ArrayBuffer))]);
+      return reply({ files: record, counters }, [...new Set([...files.values()].map((b) => b.buffer as ArrayBuffer))]);
     },
     exportTraces: async () => reply({ jsonl: this.log.tracesJsonl() }),
     exportMetrics: async (req) => {
@@ -362,4 +378,14 @@ export class Engine {
   get state(): { status: Status; backend: BackendReport | null } {
     return { status: this.status, backend: this.training?.backendReport() ?? null };
   }
+}
+
+/** Counters from a message: non-negative integers, named when not. */
+function checkCounters(c: unknown, name: string): ModelCounters {
+  const o = (typeof c === 'object' && c !== null ? c : {}) as Record<string, unknown>;
+  for (const k of ['policyVersion', 'grpoSteps', 'sftSteps']) {
+    const v = o[k];
+    if (!Number.isInteger(v) || (v as number) < 0) throw new Error(`loadFiles: ${name}.${k} must be a non-negative integer (got ${JSON.stringify(v)})`);
+  }
+  return { policyVersion: o.policyVersion as number, grpoSteps: o.grpoSteps as number, sftSteps: o.sftSteps as number };
 }

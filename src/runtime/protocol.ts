@@ -6,6 +6,7 @@
  * This file is the contract the runtime and the app are built against.
  */
 import type { FrontierPoint, Method } from '../core/eval/frontier';
+import type { ModelCounters, ProvenanceEvent } from '../core/io/provenance';
 import type { RunConfig } from '../core/runConfig';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import type { StepMetrics } from '../core/rl/train';
@@ -20,7 +21,7 @@ export type EngineRequest =
   /** Fetch and load a served checkpoint directory (e.g. 'checkpoints/warmstart/'). */
   | { kind: 'loadUrl'; baseUrl: string }
   /** Load checkpoint files chosen by the user. Validated; on failure the current model stays. */
-  | { kind: 'loadFiles'; files: CheckpointFiles }
+  | { kind: 'loadFiles'; files: CheckpointFiles; resume?: ResumeModel }
   /** Apply a validated config (a preset change re-initialises the model). */
   | { kind: 'setConfig'; config: RunConfig }
   /** Supervised warm start for `steps` steps (progress events; interruptible by pause). */
@@ -45,12 +46,26 @@ export type EngineRequest =
   | { kind: 'frontier'; methods: Method[]; limits: number[]; n?: number }
   /** Logits of a text under the current weights (for checks against the CLI). */
   | { kind: 'logits'; text: string }
-  /** Files to download. */
-  | { kind: 'exportWeights' }
+  /**
+   * Files to download. `origin`: the weights of the model's origin (its KL reference, what Reset
+   * returns to) instead of the current ones; `provenance`, with the counters of the exported
+   * weights, is written into selfcest.json's `training` (the provenance.json format).
+   */
+  | { kind: 'exportWeights'; origin?: boolean; provenance?: ProvenanceEvent[] }
   | { kind: 'exportTraces' }
   | { kind: 'exportMetrics'; format: 'jsonl' | 'csv' };
 
 export type EngineRequestKind = EngineRequest['kind'];
+
+/** loadFiles of a model that goes on where it was (a saved page session, an export with its provenance). */
+export interface ResumeModel {
+  /** Counters of the loaded weights (instead of all 0). */
+  counters: ModelCounters;
+  /** The model's origin when it is not the loaded weights: the KL reference, what Reset returns to. */
+  origin?: { files: CheckpointFiles; counters: ModelCounters };
+  /** The report's source (default: the file names). */
+  source?: string;
+}
 
 export interface StepperState {
   /** The episode so far (contexts, events, violations). */
@@ -78,7 +93,8 @@ export interface EngineReplies {
   stepperAdvance: StepperState;
   frontier: { points: FrontierPoint[] };
   logits: { tokens: number[]; logits: number[][] };
-  exportWeights: { files: Record<string, Uint8Array> };
+  /** The files, and the counters of the weights in them (read in the same turn, so they agree). */
+  exportWeights: { files: Record<string, Uint8Array>; counters: ModelCounters };
   exportTraces: { jsonl: string };
   exportMetrics: { text: string };
 }

@@ -1,5 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeCheckpoint } from '../core/io/checkpoint';
+import { ZERO_COUNTERS } from '../core/io/provenance';
 import { initBackend } from './backend';
 import { TrainerModel } from './trainerModel';
 
@@ -27,5 +29,50 @@ describe('trainer model optimizers', () => {
     expect(fresh.step).toBe(0);
     grads.forEach((g) => g.dispose());
     model.dispose();
+  });
+});
+
+describe('a resumed model', () => {
+  it('trains on the saved weights at their counters, measures KL against its origin and resets to it', async () => {
+    const origin = TrainerModel.random('tiny', 1);
+    const originFiles = (await origin.exportFiles({})).files;
+    const trained = TrainerModel.random('tiny', 2); // stands for the origin after some training
+    const current = await trained.exportFiles({});
+    trained.dispose();
+    origin.dispose();
+    const counters = { policyVersion: 9, grpoSteps: 7, sftSteps: 2 };
+    const model = TrainerModel.resumed(decodeCheckpoint(originFiles), ZERO_COUNTERS, decodeCheckpoint(current.files), counters, 'checkpoints/x/');
+    expect(model.report()).toMatchObject({ policyVersion: 9, source: 'checkpoints/x/' });
+    expect(model.counters()).toEqual(counters);
+    const wte = 'transformer.wte.weight';
+    const values = async (p: Map<string, tf.Variable>) => Array.from(await (p.get(wte) as tf.Variable).data());
+    expect(await values(model.policy.params)).toEqual(Array.from(decodeCheckpoint(current.files).tensors.get(wte) as Float32Array));
+    expect(await values(model.reference)).toEqual(Array.from(decodeCheckpoint(originFiles).tensors.get(wte) as Float32Array));
+    // The export of the origin carries the origin's counters; that of the weights, theirs.
+    expect((await model.exportFiles({}, 'origin')).counters).toEqual(ZERO_COUNTERS);
+    expect((await model.exportFiles({})).counters).toEqual(counters);
+    const reset = model.fresh();
+    expect(reset.counters()).toEqual(ZERO_COUNTERS);
+    expect(await values(reset.policy.params)).toEqual(await values(model.reference));
+    reset.dispose();
+    model.dispose();
+  });
+
+  it('an import with provenance resumes at its counters, and Reset goes back to them; another shape is refused', async () => {
+    const tiny = TrainerModel.random('tiny', 1);
+    const files = (await tiny.exportFiles({})).files;
+    tiny.dispose();
+    const counters = { policyVersion: 5, grpoSteps: 5, sftSteps: 0 };
+    const model = TrainerModel.fromCheckpoint(decodeCheckpoint(files), 'run.tar', counters);
+    model.version++;
+    model.grpoSteps++;
+    const reset = model.fresh();
+    expect(reset.counters()).toEqual(counters);
+    reset.dispose();
+    model.dispose();
+    const small = TrainerModel.random('small', 1);
+    const other = (await small.exportFiles({})).files;
+    small.dispose();
+    expect(() => TrainerModel.resumed(decodeCheckpoint(files), ZERO_COUNTERS, decodeCheckpoint(other), counters, 'x')).toThrow(/^loadFiles: the origin weights are of another shape than the current ones \(nLayer/);
   });
 });

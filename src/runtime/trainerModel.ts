@@ -4,6 +4,7 @@
  * policy version (one more for every optimizer update).
  */
 import { type Checkpoint, encodeCheckpoint } from '../core/io/checkpoint';
+import { type ModelCounters, ZERO_COUNTERS } from '../core/io/provenance';
 import { type ModelConfig, PRESETS, parameterCount, presetConfig } from '../core/model/config';
 import { type GPTParams, cloneParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../core/model/params';
 import { type Policy, policyToCheckpoint } from '../core/policy';
@@ -28,14 +29,33 @@ export class TrainerModel {
     readonly preset: string,
     readonly source: string,
     private readonly origin: Origin,
+    /** The counters at the origin (0 unless it was loaded to resume), which `fresh` starts from. */
+    private readonly originCounters: ModelCounters = ZERO_COUNTERS,
   ) {
     this.policy = { config, params: this.originParams(true) };
     this.reference = cloneParams(this.policy.params, { trainable: false });
+    this.setCounters(originCounters);
   }
 
-  static fromCheckpoint(ckpt: Checkpoint, source: string): TrainerModel {
+  static fromCheckpoint(ckpt: Checkpoint, source: string, counters: ModelCounters = ZERO_COUNTERS): TrainerModel {
     const preset = ckpt.selfcest.preset ?? presetOf(ckpt.config) ?? 'custom';
-    return new TrainerModel(ckpt.config, preset, source, { kind: 'checkpoint', tensors: ckpt.tensors });
+    return new TrainerModel(ckpt.config, preset, source, { kind: 'checkpoint', tensors: ckpt.tensors }, counters);
+  }
+
+  /**
+   * A model that goes on where it was: the origin (KL reference, what `reset` returns to) from
+   * one checkpoint, the current weights and counters from another of the same shape. The
+   * optimizer moments are not part of it: they restart from zero.
+   */
+  static resumed(origin: Checkpoint, originCounters: ModelCounters, current: Checkpoint, counters: ModelCounters, source: string): TrainerModel {
+    const a = origin.config;
+    const b = current.config;
+    const differ = (Object.keys(a) as (keyof ModelConfig)[]).filter((k) => a[k] !== b[k]);
+    if (differ.length > 0) throw new Error(`loadFiles: the origin weights are of another shape than the current ones (${differ.map((k) => `${k} ${a[k]} vs ${b[k]}`).join(', ')})`);
+    const model = TrainerModel.fromCheckpoint(origin, source, originCounters);
+    model.rebuild(current.tensors);
+    model.setCounters(counters);
+    return model;
   }
 
   static random(preset: string, seed: number): TrainerModel {
@@ -44,7 +64,17 @@ export class TrainerModel {
 
   /** A fresh model from the same origin (what `reset` gives). */
   fresh(): TrainerModel {
-    return new TrainerModel(this.config, this.preset, this.source, this.origin);
+    return new TrainerModel(this.config, this.preset, this.source, this.origin, this.originCounters);
+  }
+
+  counters(which: 'current' | 'origin' = 'current'): ModelCounters {
+    return which === 'origin' ? { ...this.originCounters } : { policyVersion: this.version, grpoSteps: this.grpoSteps, sftSteps: this.sftSteps };
+  }
+
+  private setCounters(c: ModelCounters): void {
+    this.version = c.policyVersion;
+    this.grpoSteps = c.grpoSteps;
+    this.sftSteps = c.sftSteps;
   }
 
   report(): ModelReport {
@@ -83,9 +113,15 @@ export class TrainerModel {
     this.reference = this.originParams(false);
   }
 
-  async exportFiles(training: Record<string, unknown>): Promise<Map<string, Uint8Array>> {
-    const ckpt = await policyToCheckpoint(this.policy, { preset: this.preset, step: this.version, training });
-    return encodeCheckpoint(ckpt);
+  /**
+   * The checkpoint files of the current weights (or of the origin's), with their counters: both
+   * read in the same turn, before any await, so a step that runs meanwhile cannot tear them apart.
+   */
+  async exportFiles(training: Record<string, unknown>, which: 'current' | 'origin' = 'current'): Promise<{ files: Map<string, Uint8Array>; counters: ModelCounters }> {
+    const counters = this.counters(which);
+    const policy = which === 'origin' ? { config: this.config, params: this.reference } : this.policy;
+    const ckpt = await policyToCheckpoint(policy, { preset: this.preset, step: counters.policyVersion, training });
+    return { files: encodeCheckpoint(ckpt), counters };
   }
 
   dispose(): void {

@@ -30,7 +30,7 @@ describe('checkpoint .tar', () => {
     const model = TrainerModel.fromCheckpoint(original, SHIPPED);
     let files: Map<string, Uint8Array>;
     try {
-      files = await model.exportFiles({ playground: { preset: 'tiny' } }); // what the engine's exportWeights sends
+      ({ files } = await model.exportFiles({ playground: { preset: 'tiny' } })); // what the engine's exportWeights sends
     } finally {
       model.dispose();
     }
@@ -75,9 +75,9 @@ describe('checkpoint .tar', () => {
     expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar.slice(0, 5000) }])).toThrow(/^ckpt\.tar: tar: truncated: ckpt\/model\.safetensors .* \(size beyond end\)$/);
   });
 
-  it('the help names exactly the files decodeCheckpoint requires, and the optional one', () => {
+  it('the help names exactly the files decodeCheckpoint requires, and the optional ones', () => {
     expect(IMPORT_HELP).toBe(
-      'The exported .tar, or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. Optional: tokenizer_config.json. Other files are ignored.',
+      'The exported .tar, or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. Optional: tokenizer_config.json, provenance.json (the history of the weights; the model resumes at its policy version). Other files are ignored.',
     );
     for (const name of ['model.safetensors', 'config.json', 'tokenizer.json', 'selfcest.json']) {
       const files = shippedMap();

@@ -1,16 +1,18 @@
 /**
  * The checkpoint as the page moves it: the export writes the engine's files as one .tar (a folder
- * of them); the import takes that .tar or the loose files, keeps the files decodeCheckpoint reads
- * and names every other one as ignored (a CLI run folder also holds metrics.jsonl, traces.jsonl,
- * state.json). Validation of the kept files stays with the engine.
+ * of them, with the page's provenance.json); the import takes that .tar or the loose files, keeps
+ * the files decodeCheckpoint reads and provenance.json, and names every other one as ignored (a
+ * CLI run folder also holds metrics.jsonl, traces.jsonl, state.json). Validation of the kept
+ * checkpoint files stays with the engine.
  */
-import { OPTIONAL_CHECKPOINT_FILES, REQUIRED_CHECKPOINT_FILES } from '../../core/io/checkpoint';
+import { CHECKPOINT_FILES, OPTIONAL_CHECKPOINT_FILES, REQUIRED_CHECKPOINT_FILES } from '../../core/io/checkpoint';
+import { PROVENANCE_FILE, type Provenance, decodeProvenance, parseProvenance } from '../../core/io/provenance';
 import { tarArchive, untar } from './tar';
 
 /** What the import's file input says about the files it takes. */
 export const IMPORT_HELP =
   `The exported .tar, or the loose files. Required: ${REQUIRED_CHECKPOINT_FILES.join(', ')}. ` +
-  `Optional: ${OPTIONAL_CHECKPOINT_FILES.join(', ')}. Other files are ignored.`;
+  `Optional: ${[...OPTIONAL_CHECKPOINT_FILES, PROVENANCE_FILE].join(', ')} (the history of the weights; the model resumes at its policy version). Other files are ignored.`;
 
 /** The download of the engine's exported files: `selfcest-<preset>-v<version>.tar`, one folder inside. */
 export function weightsTar(preset: string, policyVersion: number, files: Readonly<Record<string, Uint8Array>>): { filename: string; bytes: Uint8Array<ArrayBuffer> } {
@@ -30,6 +32,8 @@ export interface CheckpointPick {
   origins: Map<string, string>;
   /** The picked files (or tar members) that are not part of a checkpoint. */
   ignored: string[];
+  /** provenance.json's bytes, when one was picked (read by provenanceOf). */
+  provenance: Uint8Array | null;
 }
 
 const CHECKPOINT_NAMES = new Set([...REQUIRED_CHECKPOINT_FILES, ...OPTIONAL_CHECKPOINT_FILES]);
@@ -42,8 +46,14 @@ const isGzip = (b: Uint8Array) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8
  * file beside the tar that holds it): which one was meant cannot be guessed.
  */
 export function checkpointFilesOf(picked: readonly PickedFile[]): CheckpointPick {
-  const pick: CheckpointPick = { files: new Map(), origins: new Map(), ignored: [] };
+  const pick: CheckpointPick = { files: new Map(), origins: new Map(), ignored: [], provenance: null };
   const take = (name: string, bytes: Uint8Array<ArrayBuffer>, origin: string) => {
+    if (name === PROVENANCE_FILE) {
+      if (pick.provenance !== null) throw new Error(`${PROVENANCE_FILE} is given twice (${pick.origins.get(PROVENANCE_FILE)} and ${origin}); pick the files of one checkpoint`);
+      pick.provenance = bytes;
+      pick.origins.set(PROVENANCE_FILE, origin);
+      return;
+    }
     if (!CHECKPOINT_NAMES.has(name)) {
       pick.ignored.push(origin);
       return;
@@ -71,4 +81,34 @@ export function checkpointFilesOf(picked: readonly PickedFile[]): CheckpointPick
     for (const m of members) take(m.name.split('/').pop() ?? m.name, m.bytes, `${f.name}: ${m.name}`);
   }
   return pick;
+}
+
+/**
+ * The provenance of the picked weights: provenance.json, else the copy inside selfcest.json's
+ * `training` (an export's loose files), else none. One that cannot be read, or that belongs to
+ * other weights (its policy version is not selfcest.json's step), is left out, and the note says why.
+ */
+export function provenanceOf(pick: CheckpointPick): { provenance: Provenance | null; note: string | null } {
+  let meta: Record<string, unknown> = {};
+  try {
+    const bytes = pick.files.get(CHECKPOINT_FILES.selfcest);
+    if (bytes) meta = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+  } catch {
+    // The engine reports a bad selfcest.json; here it only means no embedded provenance.
+  }
+  let provenance: Provenance;
+  try {
+    if (pick.provenance !== null) provenance = decodeProvenance(pick.provenance);
+    else {
+      const embedded = (meta.training as Record<string, unknown> | undefined)?.provenance;
+      if (embedded === undefined) return { provenance: null, note: null };
+      provenance = parseProvenance(embedded);
+    }
+  } catch (e) {
+    return { provenance: null, note: `provenance not used (${(e as Error).message}); the model starts at v0` };
+  }
+  if (typeof meta.step === 'number' && meta.step !== provenance.policyVersion) {
+    return { provenance: null, note: `provenance not used: it is of policy v${provenance.policyVersion} but selfcest.json says step ${meta.step}; the model starts at v0` };
+  }
+  return { provenance, note: null };
 }

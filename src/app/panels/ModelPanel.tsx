@@ -2,6 +2,8 @@
 import { IMPORT_HELP } from '../files/checkpointTar';
 import { exportMetrics, exportTraces, exportWeights, importFiles } from '../state/actions';
 import { loopActive, usePlayground } from '../state/store';
+import { ProvenanceView } from './ProvenanceView';
+import { SessionNote } from './SessionNote';
 
 export function ModelPanel() {
   const pending = usePlayground((s) => s.pending);
@@ -14,6 +16,7 @@ export function ModelPanel() {
   return (
     <section className="panel" aria-label="Checkpoint">
       <h2>Checkpoint</h2>
+      <SessionNote />
       <label className="row" title={IMPORT_HELP}>
         Import .tar or files{' '}
         <input
@@ -38,8 +41,9 @@ export function ModelPanel() {
           Import failed, model kept: {importError}
         </p>
       )}
+      <ProvenanceView />
       <div className="buttons">
-        <button type="button" data-testid="export-weights" disabled={!free} onClick={() => void exportWeights()} title="model.safetensors, config.json, tokenizer.json, selfcest.json in one .tar">
+        <button type="button" data-testid="export-weights" disabled={!free} onClick={() => void exportWeights()} title="model.safetensors, config.json, tokenizer.json, selfcest.json and provenance.json in one .tar">
           Weights (.tar)
         </button>
         <button type="button" data-testid="export-traces" disabled={!free} onClick={() => void exportTraces()}>

@@ -7,7 +7,9 @@ import { configToHash, defaultWorkerCount, type RunConfig, startCheckpoint } fro
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
-import { checkpointFilesOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
+import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
+import { PROVENANCE_FILE, type ProvenanceEvent, encodeProvenance, loadEvent, makeProvenance, originProvenance } from '../../core/io/provenance';
+import { confirmDiscard } from '../session/confirm';
 import { addMetrics } from './events';
 import { clearedHistory, getState, setState, type TreeSource } from './store';
 
@@ -52,9 +54,20 @@ export async function send<K extends EngineRequestKind>(req: RequestOf<K>, opts:
   }
 }
 
-/** A new model (loaded, reset, re-initialised): its own history starts empty. */
-export function showModel(model: ModelReport, note: string | null = null): void {
-  setState({ model, modelNote: note, importNote: null, policyVersion: model.policyVersion, ...clearedHistory() });
+/**
+ * A new model (loaded, reset, re-initialised): its own history starts empty; its provenance is
+ * the one given, or a load of its source.
+ */
+export function showModel(model: ModelReport, note: string | null = null, provenance?: ProvenanceEvent[]): void {
+  const events = provenance ?? [loadEvent(model.source, model.preset, { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 })];
+  // "restored session" no longer describes a replaced model; a note about an unreadable save stays.
+  const session = getState().session?.kind === 'unreadable' ? getState().session : null;
+  setState({ model, modelNote: note, importNote: null, policyVersion: model.policyVersion, ...clearedHistory(), provenance: events, session });
+}
+
+/** Whether applying `next` over `before` replaces the model (a preset or start-checkpoint switch). */
+export function replacesModel(before: RunConfig, next: RunConfig): boolean {
+  return next.preset !== before.preset || startCheckpoint(next) !== startCheckpoint(before);
 }
 
 /** Defaults of this machine: the rollout pool starts at min(4, cores − 1) unless the link names a size. */
@@ -70,12 +83,17 @@ export function writeHash(config: RunConfig): void {
 
 export async function applyConfig(config: RunConfig): Promise<void> {
   const before = getState().config;
+  if (replacesModel(before, config) && !confirmDiscard(config.preset !== before.preset ? `Switching the model preset to ${config.preset}` : 'Switching the start checkpoint')) {
+    writeHash(before); // a link edited by hand goes back to the config that stays
+    return;
+  }
   const model = await send({ kind: 'setConfig', config }, { replaces: config.preset !== before.preset });
   if (!model) return;
   setState({ config, hashErrors: [] });
   writeHash(config);
-  if (startCheckpoint(config) !== startCheckpoint(before)) await loadStartCheckpoint(config);
-  else if (config.preset !== before.preset) showModel(model, null);
+  // A preset switch replaces the model (the engine random-inits it): load the new preset's start
+  // checkpoint (auto: tiny → warmstart-tiny), or say why it is a random init.
+  if (startCheckpoint(config) !== startCheckpoint(before) || config.preset !== before.preset) await loadStartCheckpoint(config);
   else setState({ model });
 }
 
@@ -124,13 +142,15 @@ export async function step(): Promise<void> {
 }
 
 export async function reset(): Promise<void> {
+  if (!confirmDiscard('Reset')) return;
   if (getState().engineState === 'training' || getState().engineState === 'sft') await pause();
+  const origin = originProvenance(getState().provenance);
   const model = await send({ kind: 'reset' }, { replaces: true });
-  if (model) showModel(model, getState().modelNote);
+  if (model) showModel(model, getState().modelNote, origin.length > 0 ? origin : undefined);
 }
 
 export async function warmStart(steps: number): Promise<void> {
-  setState({ engineState: 'sft', sft: null });
+  setState({ engineState: 'sft', sft: null, warmStart: { steps, firstStep: null } });
   const reply = await send({ kind: 'sft', steps }, { blocking: false });
   if (reply) setState({ log: [...getState().log, { level: 'info', message: `warm start: ${reply.steps} steps, loss ${reply.loss.toFixed(4)}` }] });
 }
@@ -150,19 +170,30 @@ export async function importFiles(files: readonly File[]): Promise<void> {
     return;
   }
   const ignored = pick.ignored.length > 0 ? `; ignored (not part of a checkpoint): ${pick.ignored.join(', ')}` : '';
+  const archives = [...new Set([...pick.origins.values()].map((o) => o.split(': ')[0]))].join(', ');
+  if (!confirmDiscard(`Importing ${archives}`)) return;
+  // With its provenance the model resumes at its counters (policy version, steps), not at v0.
+  const { provenance, note } = provenanceOf(pick);
   // Each kept file owns its buffer (File.arrayBuffer, untar's copies), so it can be transferred whole.
   const buffers: Record<string, ArrayBuffer> = {};
   for (const [name, bytes] of pick.files) buffers[name] = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
-  const model = await send({ kind: 'loadFiles', files: buffers }, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
+  const counters = provenance && { policyVersion: provenance.policyVersion, grpoSteps: provenance.grpoSteps, sftSteps: provenance.sftSteps };
+  const req = counters ? { kind: 'loadFiles' as const, files: buffers, resume: { counters } } : { kind: 'loadFiles' as const, files: buffers };
+  const model = await send(req, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
   if (!model) return;
-  showModel(model, null);
-  setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${ignored}` });
+  const load = loadEvent(archives, model.preset, counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 });
+  showModel(model, null, [...(provenance?.events ?? []), load]);
+  setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${ignored}${note ? `; ${note}` : ''}` });
 }
 
+/** The weights as a .tar: the engine's checkpoint files and provenance.json (also inside selfcest.json's `training`). */
 export async function exportWeights(): Promise<void> {
-  const reply = await send({ kind: 'exportWeights' });
+  const { provenance: events } = getState();
+  const reply = await send({ kind: 'exportWeights', provenance: events });
   if (!reply) return;
-  const { filename, bytes } = weightsTar(getState().model?.preset ?? 'model', getState().policyVersion, reply.files);
+  // The counters of the exported weights are the engine's, read with them.
+  const files = { ...reply.files, [PROVENANCE_FILE]: encodeProvenance(makeProvenance(reply.counters, events)) };
+  const { filename, bytes } = weightsTar(getState().model?.preset ?? 'model', reply.counters.policyVersion, files);
   download(filename, bytes, 'application/x-tar');
 }
 

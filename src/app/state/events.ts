@@ -3,6 +3,7 @@
  * a replaced model before the reply that replaces it, so the action that handles that reply
  * clears them (showModel) and nothing here needs to know about runs.
  */
+import { recordSteps, trainingSettings } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { EngineEvent } from '../../runtime/protocol';
@@ -19,7 +20,9 @@ export function addMetrics(rows: readonly StepMetrics[]): void {
     const episodes = s.config.batch * s.config.group;
     const last = s.metrics.length ? s.metrics[s.metrics.length - 1].metrics.step : 0;
     const fresh: MetricPoint[] = rows.filter((m) => m.step > last).map((metrics) => ({ metrics, episodes }));
-    return fresh.length ? { metrics: [...s.metrics, ...fresh] } : {};
+    if (fresh.length === 0) return {};
+    const provenance = recordSteps(s.provenance, 'grpo', fresh.map((p) => ({ step: p.metrics.step, applied: true })), trainingSettings('grpo', s.config));
+    return { metrics: [...s.metrics, ...fresh], provenance };
   });
 }
 
@@ -57,7 +60,16 @@ export function handleEvent(event: EngineEvent): void {
       setState({ sft: { step: event.step, steps: event.steps, loss: event.loss, tokensPerSec: event.tokensPerSec, etaSec: event.etaSec } });
       return;
     case 'sftMetrics':
-      setState((s) => ({ sftMetrics: [...s.sftMetrics, ...event.rows].slice(-MAX_SFT_ROWS) }));
+      setState((s) => {
+        // Each warm start is one schedule: its steps and first step go into the segment's settings.
+        const warmStart = s.warmStart && { steps: s.warmStart.steps, firstStep: s.warmStart.firstStep ?? event.rows[0]?.step ?? null };
+        const settings = { ...trainingSettings('sft', s.config), scheduleSteps: warmStart?.steps ?? null, scheduleStart: warmStart?.firstStep ?? null };
+        return {
+          sftMetrics: [...s.sftMetrics, ...event.rows].slice(-MAX_SFT_ROWS),
+          provenance: recordSteps(s.provenance, 'sft', event.rows.map((r) => ({ step: r.step, applied: !r.skipped })), settings),
+          warmStart,
+        };
+      });
       return;
     case 'log':
       appendLog({ level: event.level, message: event.message });

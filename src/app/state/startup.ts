@@ -1,18 +1,28 @@
 /**
- * Page start: config from the URL hash, engine up, the chosen shipped checkpoint loaded (or a
- * clearly labelled random init when there is none, or when the link asks for another preset).
+ * Page start: the saved session if there is one (its config, weights and history), else config
+ * from the URL hash and the chosen shipped checkpoint (or a clearly labelled random init when
+ * there is none, or when the link asks for another preset). A saved session that cannot be read
+ * is reported and kept, and the page starts fresh.
  */
-import { configFromHash } from '../../core/runConfig';
+import { configFromHash, configToHash } from '../../core/runConfig';
 import type { Engine } from '../engine/engine';
-import { applyConfig, attachEngine, errorText, loadStartCheckpoint, machineDefaults, send } from './actions';
+import { type KeyValueStore, type LoadResult, SessionArchive } from '../session/archive';
+import { startAutosave } from '../session/autosave';
+import { browserStore } from '../session/idbStore';
+import { attachSession, keepUnreadable, onBeforeUnload, restoreSession } from '../session/sessionActions';
+import { applyConfig, attachEngine, errorText, loadStartCheckpoint, machineDefaults, send, writeHash } from './actions';
 import { handleEvent } from './events';
-import { setState } from './store';
+import { getState, setState } from './store';
 
 export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
-export async function startPlayground(createEngine: () => Engine): Promise<void> {
-  const { config, errors } = configFromHash(location.hash, machineDefaults());
-  setState({ config, hashErrors: errors });
+export async function startPlayground(createEngine: () => Engine, store: KeyValueStore | null = browserStore()): Promise<void> {
+  const link = configFromHash(location.hash, machineDefaults());
+  const archive = store === null ? null : new SessionArchive(store);
+  const saved: LoadResult = archive === null ? { kind: 'none' } : await archive.load().catch((e: unknown) => ({ kind: 'unreadable' as const, savedAt: null, message: `saved session: could not be read (${errorText(e)})` }));
+  // A restored session runs with the config it was saved with; a link that asks for another is applied after.
+  const config = saved.kind === 'ok' ? saved.session.config : link.config;
+  setState({ config, hashErrors: saved.kind === 'ok' ? [] : link.errors });
   let engine: Engine;
   try {
     engine = createEngine();
@@ -28,8 +38,28 @@ export async function startPlayground(createEngine: () => Engine): Promise<void>
     return;
   }
   setState({ backend: init.backend, workers: init.workers, engineState: 'idle' });
-  await loadStartCheckpoint(config);
+  let restored = false;
+  if (saved.kind === 'ok' && archive) {
+    const why = await restoreSession(saved.session);
+    if (why === null) restored = true;
+    else await keepUnreadable(archive, saved.session.savedAt, `saved session could not be restored: ${why}`);
+  } else if (saved.kind === 'unreadable' && archive) await keepUnreadable(archive, saved.savedAt, saved.message);
+  if (!restored) await loadStartCheckpoint(config);
+  const autosave = archive && startAutosave(engine, archive);
+  if (restored && autosave && saved.kind === 'ok') autosave.adoptOrigin(getState().run, saved.session.origin.id, saved.session.origin.counters);
+  attachSession(archive, autosave);
   window.addEventListener('hashchange', onHashChange);
+  window.addEventListener('beforeunload', onBeforeUnload);
+  if (restored) {
+    const defaults = machineDefaults();
+    const asked = location.hash.replace(/^#/, '') !== '' && configToHash(link.config, defaults) !== configToHash(config, defaults);
+    writeHash(config);
+    // Opening a link of another config over a restored session is a config change (it asks before discarding).
+    if (asked) {
+      await applyConfig(link.config);
+      setState({ hashErrors: link.errors });
+    }
+  }
 }
 
 /** A link edited by hand: report its problems, apply the good values. */

@@ -5,6 +5,7 @@
 import type { SftMetricsRow } from '../../core/rl/sft';
 import { create } from 'zustand';
 import type { FrontierPoint } from '../../core/eval/frontier';
+import type { ProvenanceEvent } from '../../core/io/provenance';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
@@ -52,6 +53,11 @@ export interface SftProgress {
   etaSec: number;
 }
 
+/** The saved session, as the page tells it: restored at start, unreadable (kept, not deleted), or the last save. */
+export type SessionNote =
+  | { kind: 'restored'; savedAt: string; step: number; policyVersion: number }
+  | { kind: 'unreadable'; savedAt: string | null; message: string };
+
 export interface LogLine {
   level: 'info' | 'warn' | 'error';
   message: string;
@@ -90,11 +96,19 @@ export interface PlaygroundState {
   context: number | null;
   stepper: StepperState | null;
   sft: SftProgress | null;
+  /** The warm start in progress: its steps (one cosine schedule) and the step it began at, once known (provenance records both). */
+  warmStart: { steps: number; firstStep: number | null } | null;
   /** Warm-start steps of this model (the CLI's sft rows). */
   sftMetrics: SftMetricsRow[];
   /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
   frontier: FrontierPoint[];
   log: LogLine[];
+  /** What produced the current weights, oldest first (core/io/provenance.ts). */
+  provenance: ProvenanceEvent[];
+  /** The note about the saved session shown under the checkpoint (null: nothing to say). */
+  session: SessionNote | null;
+  /** The last completed save of this session in the browser (null: none yet), or why saving failed. */
+  saved: { at: string; step: number; policyVersion: number } | { error: string } | null;
 }
 
 export const MAX_EPISODES = 200;
@@ -122,9 +136,13 @@ export const INITIAL_STATE: PlaygroundState = {
   context: null,
   stepper: null,
   sft: null,
+  warmStart: null,
   sftMetrics: [],
   frontier: [],
   log: [],
+  provenance: [],
+  session: null,
+  saved: null,
 };
 
 export const usePlayground = create<PlaygroundState>()(() => ({ ...INITIAL_STATE }));
