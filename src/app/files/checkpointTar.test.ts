@@ -42,6 +42,9 @@ describe('checkpoint .tar', () => {
     expect([...pick.files.keys()].sort()).toEqual([...files.keys()].sort());
     expect(pick.origins.get('model.safetensors')).toBe('selfcest-tiny-v7.tar: selfcest-tiny-v7/model.safetensors');
     expect(pick.ignored).toEqual([]);
+    // A download saved without its extension is still read as the tar it is (by its ustar magic).
+    const renamed = checkpointFilesOf([{ name: 'download-1234', bytes }]);
+    expect([...renamed.files.keys()].sort()).toEqual([...files.keys()].sort());
     const back = decodeCheckpoint(pick.files);
     expect(back.config).toEqual(original.config);
     expect(back.tensors.size).toBe(original.tensors.size);

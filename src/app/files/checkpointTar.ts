@@ -68,7 +68,8 @@ export function checkpointFilesOf(picked: readonly PickedFile[]): CheckpointPick
     if (lower.endsWith('.tar.gz') || lower.endsWith('.tgz') || (lower.endsWith('.tar') && isGzip(f.bytes))) {
       throw new Error(`${f.name} is a compressed tar; the page reads a plain .tar as its export writes it (unpack it first, or pick the files)`);
     }
-    if (!lower.endsWith('.tar')) {
+    // A tar by name, or by its ustar magic (a renamed download, a file saved without its extension).
+    if (!lower.endsWith('.tar') && !hasUstarMagic(f.bytes)) {
       take(f.name, f.bytes, f.name);
       continue;
     }
@@ -111,4 +112,12 @@ export function provenanceOf(pick: CheckpointPick): { provenance: Provenance | n
     return { provenance: null, note: `provenance not used: it is of policy v${provenance.policyVersion} but selfcest.json says step ${meta.step}; the model starts at v0` };
   }
   return { provenance, note: null };
+}
+
+/** The ustar magic ("ustar" at byte 257 of the first header), which our writer and GNU/bsd tar write. */
+function hasUstarMagic(bytes: Uint8Array): boolean {
+  if (bytes.length < 512) return false;
+  const magic = 'ustar';
+  for (let i = 0; i < magic.length; i++) if (bytes[257 + i] !== magic.charCodeAt(i)) return false;
+  return true;
 }

@@ -1,0 +1,58 @@
+import type { Download } from '@playwright/test';
+import { TINY_RUN, expect, test } from './chromium';
+
+test('a reload restores the session, and the exported weights import at their policy version', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'the session store does not depend on the backend');
+  test.setTimeout(300_000);
+  await openApp(`${TINY_RUN}&evalEvery=0`);
+  await waitForModel();
+  await expect(page.getByTestId('session-restored')).toHaveCount(0);
+  for (let i = 1; i <= 2; i++) {
+    await page.getByTestId('step').click();
+    await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', String(i), { timeout: 120_000 });
+    await expect(page.getByTestId('step')).toBeEnabled();
+  }
+  await expect(page.getByTestId('policy-version')).toHaveText('v2');
+  await expect(page.getByTestId('session-saved')).toHaveAttribute('data-step', '2', { timeout: 30_000 });
+  await expect(page.getByTestId('rollout-row')).toHaveCount(8);
+
+  // Reload: the trained weights, curves and rollouts come back, and training goes on from there.
+  await page.reload();
+  await expect(page.getByTestId('session-restored')).toHaveAttribute('data-step', '2', { timeout: 120_000 });
+  await waitForModel();
+  await expect(page.getByTestId('policy-version')).toHaveText('v2');
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '2');
+  await expect(page.getByTestId('rollout-row')).toHaveCount(8);
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '3', { timeout: 120_000 });
+  await expect(page.getByTestId('policy-version')).toHaveText('v3');
+
+  // The page's own .tar imports, at its policy version, with its history.
+  await expect(page.getByTestId('step')).toBeEnabled();
+  const [download]: [Download, void] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-weights').click()]);
+  const tarPath = await download.path();
+  expect(download.suggestedFilename()).toMatch(/\.tar$/);
+  const dialogs: string[] = [];
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.accept();
+  });
+  await page.getByTestId('import-files').setInputFiles(tarPath);
+  await expect(page.getByTestId('import-note')).toContainText('loaded', { timeout: 60_000 });
+  await expect(page.getByTestId('import-error')).toHaveCount(0);
+  await expect(page.getByTestId('policy-version')).toHaveText('v3');
+  expect(dialogs.some((m) => m.includes('discard'))).toBe(true);
+
+  // The imported model is the session now; Start fresh goes back to the shipped tiny warm start.
+  await expect(page.getByTestId('session-saved')).toHaveAttribute('data-policy-version', '3', { timeout: 30_000 });
+  await page.reload();
+  await expect(page.getByTestId('session-restored')).toHaveAttribute('data-policy-version', '3', { timeout: 120_000 });
+  await waitForModel();
+  await page.getByTestId('start-fresh').click();
+  await expect(page.getByTestId('policy-version')).toHaveText('v0', { timeout: 60_000 });
+  await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart-tiny/');
+  await page.reload();
+  await waitForModel();
+  await expect(page.getByTestId('session-restored')).toHaveCount(0);
+  expect(consoleErrors).toEqual([]);
+});
