@@ -30,7 +30,7 @@ export function FrontierPanel() {
   const hasModel = usePlayground((s) => s.model !== null);
   const [cost, setCost] = useState<CostAxis>('total');
   const [methods, setMethods] = useState('delegate,mono,sc2,sc4');
-  const [limits, setLimits] = useState('96,224');
+  const [limits, setLimits] = useState('48,96');
   const [n, setN] = useState<string | null>(null);
   const svgRef = useRef<SVGSVGElement>(null);
   const form = parseForm(methods, limits, n ?? String(evalN));
