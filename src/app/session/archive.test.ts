@@ -2,9 +2,9 @@ import 'fake-indexeddb/auto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sampleTrace } from '../../core/rollout/traceFixture';
 import { loadEvent, recordSteps, trainingSettings } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/train';
-import type { EpisodeTrace } from '../../core/rollout/trace';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { type KeyValueStore, SessionArchive } from './archive';
 import { idbStore } from './idbStore';
@@ -13,24 +13,7 @@ import type { SavedSession } from './session';
 const SHIPPED = 'public/checkpoints/warmstart-tiny';
 const shippedFiles = () => Object.fromEntries(readdirSync(SHIPPED).map((name) => [name, new Uint8Array(readFileSync(join(SHIPPED, name)))]));
 
-const trace: EpisodeTrace = {
-  schema: 'selfcest-episode/1',
-  policyVersion: 2,
-  task: 'arithmetic',
-  problemId: 'train-1-0',
-  prompt: '1+2',
-  truth: '3',
-  method: 'delegate',
-  answer: '3',
-  correct: true,
-  rounds: 0,
-  contexts: [
-    { id: 0, role: 'root', parent: null, round: null, subtask: null, budget: null, tokens: [2, 22, 62, 23, 4, 10, 24, 1], text: '<root>1+2<sep><ans>3<eos>', writers: 'pppppggg', logprobs: [-0.1, -0.2, -0.3], generatedTokens: 3, answer: '3', violation: null, violationDetail: null },
-  ],
-  events: [],
-  violations: [],
-  tokens: { root: 3, clonesTotal: 0, longestClonePerRound: [], criticalPath: 3, total: 3 },
-};
+const trace = sampleTrace({ problemId: 'train-1-0' });
 
 let dbCount = 0;
 /** A fresh IndexedDB database (fake-indexeddb) per test; `open` gives another handle on it, as a reload would. */

@@ -11,7 +11,7 @@ import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { PROVENANCE_FILE, ZERO_COUNTERS, decodeProvenance, trainingSettings } from '../../core/io/provenance';
 import type { SftMetricsRow } from '../../core/rl/sft';
 import type { StepMetrics } from '../../core/rl/train';
-import type { EpisodeTrace } from '../../core/rollout/trace';
+import { sampleTrace } from '../../core/rollout/traceFixture';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { initBackend } from '../../runtime/backend';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
@@ -36,24 +36,7 @@ const shippedMap = () => new Map(readdirSync(SHIPPED).map((name) => [name, new U
 const SOURCE = 'checkpoints/warmstart-tiny/';
 const config = { ...PAGE_DEFAULTS, preset: 'tiny' as const, lr: 3e-5, gating: false, seed: 4, sftLr: 1e-3, sftTeacher: 'naive' as const };
 
-const trace: EpisodeTrace = {
-  schema: 'selfcest-episode/1',
-  policyVersion: 0,
-  task: 'arithmetic',
-  problemId: 'train-0-0',
-  prompt: '1+2',
-  truth: '3',
-  method: 'mono',
-  answer: '3',
-  correct: true,
-  rounds: 0,
-  contexts: [
-    { id: 0, role: 'root', parent: null, round: null, subtask: null, budget: null, tokens: [2, 22, 62, 23, 4, 10, 24, 1], text: '<root>1+2<sep><ans>3<eos>', writers: 'pppppggg', logprobs: [-0.1, -0.2, -0.3], generatedTokens: 3, answer: '3', violation: null, violationDetail: null },
-  ],
-  events: [],
-  violations: [],
-  tokens: { root: 3, clonesTotal: 0, longestClonePerRound: [], criticalPath: 3, total: 3 },
-};
+const trace = sampleTrace({ policyVersion: 0, problemId: 'train-0-0', method: 'mono' });
 const metricsRow = (s: number) => ({ step: s, meanReward: 0.4 + s / 100 }) as StepMetrics;
 const sftRow = (s: number, skipped = false): SftMetricsRow => ({ step: s, loss: 1 / s, lr: 1e-3, gradNorm: 1, skipped, tokens: 100, trainedTokens: 80, elapsedSec: s });
 

@@ -1,25 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type EpisodeTrace, scoredTrace } from '../rollout/trace';
+import { scoredTrace } from '../rollout/trace';
+import { sampleTrace } from '../rollout/traceFixture';
 import { parseTracesJsonl, tracesToJsonl } from './traces';
 
-const trace: EpisodeTrace = {
-  schema: 'selfcest-episode/1',
-  policyVersion: 2,
-  task: 'arithmetic',
-  problemId: 'p',
-  prompt: '1+2',
-  truth: '3',
-  method: 'delegate',
-  answer: '3',
-  correct: true,
-  rounds: 0,
-  contexts: [
-    { id: 0, role: 'root', parent: null, round: null, subtask: null, budget: null, tokens: [2, 22, 62, 23, 4, 10, 24, 1], text: '<root>1+2<sep><ans>3<eos>', writers: 'pppppggg', logprobs: [-0.1, -0.2, -0.3], generatedTokens: 3, answer: '3', violation: null, violationDetail: null },
-  ],
-  events: [],
-  violations: [],
-  tokens: { root: 3, clonesTotal: 0, longestClonePerRound: [], criticalPath: 3, total: 3 },
-};
+const trace = sampleTrace();
 
 describe('traces JSONL', () => {
   it('round-trips', () => {
