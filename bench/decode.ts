@@ -1,5 +1,5 @@
 /**
- * Cached vs uncached decoding on the `small` preset (random init, wasm, one thread).
+ * Cached vs uncached decoding on the `small` preset (random init, one thread, `--backend`: wasm by default).
  *
  *   (a) BatchedDecoder: 32 contexts with short prompts, 128 sampled tokens each, all contexts
  *       stepping together (prefill included in the time);
@@ -16,7 +16,7 @@ import { forwardLogits } from '../src/core/model/gpt';
 import { initParams, type GPTParams } from '../src/core/model/params';
 import { sampleFromLogits } from '../src/core/model/sample';
 import { T } from '../src/core/tokenizer/vocab';
-import { initBackend } from '../src/runtime/backend';
+import type { BackendName } from '../src/runtime/backend';
 
 const CONTEXTS = 32;
 const NEW_TOKENS = 128;
@@ -90,8 +90,7 @@ async function profileStep(params: GPTParams, rng: Rng): Promise<void> {
   decoder.dispose();
 }
 
-export async function runDecodeBench(args: string[]): Promise<void> {
-  const backend = await initBackend('wasm');
+export async function runDecodeBench(args: string[], backend: BackendName): Promise<void> {
   const config = PRESETS.small;
   const params = initParams(config, 1);
   console.log(`decode bench: preset small (${config.nLayer} layers, d=${config.nEmbd}), backend ${backend}, ${CONTEXTS} contexts × ${NEW_TOKENS} new tokens`);

@@ -1,27 +1,51 @@
 /**
- * Benchmark dispatcher: `npm run bench -- <name> [args]`. Each benchmark prints ratios measured
- * in one run (so machine speed cancels out) and its numbers are copied to docs/BENCHMARKS.md.
+ * Benchmark dispatcher: `npm run bench -- <name> [args] [--backend wasm|cpu|webgpu]`. Each
+ * benchmark prints ratios measured in one run (so machine speed cancels out) and its numbers are
+ * copied to docs/BENCHMARKS.md. `--backend` (default wasm) is the CLI's: webgpu runs Dawn from
+ * the npm package webgpu (src/runtime/node/nodeWebgpu.ts); the page benchmark drives Chromium
+ * and takes none.
  */
+import { BACKEND_FLAG, setupBackend } from '../src/cli/setup';
+import type { BackendName } from '../src/runtime/backend';
 import { runDecodeBench } from './decode';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
 import { runSftBench } from './sft';
 
-const BENCHES: Record<string, (args: string[]) => Promise<void>> = {
+/** Benchmarks in this process, on the `--backend`; `own`: one that sets its own (the page's). */
+const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise<void>) | { own: (args: string[]) => Promise<void> }> = {
   decode: runDecodeBench,
-  page: runPageBench,
+  page: { own: runPageBench },
   pool: runPoolBench,
   sft: runSftBench,
 };
 
+/** Takes `--backend X` or `--backend=X` out of the arguments. */
+function takeBackend(args: string[]): { backend: string | undefined; rest: string[] } {
+  const rest: string[] = [];
+  let backend: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--backend') backend = args[++i] ?? '';
+    else if (args[i].startsWith('--backend=')) backend = args[i].slice('--backend='.length);
+    else rest.push(args[i]);
+  }
+  return { backend, rest };
+}
+
 async function main(): Promise<void> {
-  const [name, ...args] = process.argv.slice(2);
+  const [name, ...all] = process.argv.slice(2);
   const run = name === undefined ? undefined : BENCHES[name];
   if (run === undefined) {
-    console.error(`usage: npm run bench -- <name>   (one of: ${Object.keys(BENCHES).join(', ')})`);
+    console.error(`usage: npm run bench -- <name> [args] [--backend ${BACKEND_FLAG.choices.join('|')}]   (one of: ${Object.keys(BENCHES).join(', ')})`);
     process.exit(2);
   }
-  await run(args);
+  const { backend, rest } = takeBackend(all);
+  if ('own' in run) {
+    if (backend !== undefined) throw new Error(`bench ${name} takes no --backend (it sets the page's own)`);
+    await run.own(rest);
+  } else {
+    await run(rest, await setupBackend(backend ?? BACKEND_FLAG.default));
+  }
   // Worker threads of a pool keep the event loop alive.
   process.exit(0);
 }

@@ -13,7 +13,7 @@ import { disposeParams, initParams, paramsToArrays } from '../src/core/model/par
 import { sampleFromLogits } from '../src/core/model/sample';
 import { Rng } from '../src/core/rng';
 import type { ContextDecoder } from '../src/core/rollout/scheduler';
-import { initBackend } from '../src/runtime/backend';
+import type { BackendName } from '../src/runtime/backend';
 import { startNodePool } from '../src/runtime/node/pool';
 import { PooledDecoder } from '../src/runtime/pooledDecoder';
 import { packWeights } from '../src/runtime/weights';
@@ -36,18 +36,17 @@ async function decodeRun(decoder: Pick<ContextDecoder, 'open' | 'close' | 'feed'
   return (CONTEXTS * NEW_TOKENS) / ((performance.now() - start) / 1000);
 }
 
-export async function runPoolBench(args: string[]): Promise<void> {
+export async function runPoolBench(args: string[], backend: BackendName): Promise<void> {
   const maxWorkers = Number(args[0] ?? 2);
-  await initBackend('wasm');
   const params = initParams(config, 0);
   const local = new BatchedDecoder(params, config, { capacity: CONTEXTS });
   await decodeRun(local); // warm-up
   const base = await decodeRun(local);
   local.dispose();
-  console.log(`in-process: ${base.toFixed(0)} tokens/s`);
+  console.log(`in-process (${backend}): ${base.toFixed(0)} tokens/s`);
   const weights = packWeights(await paramsToArrays(params), true);
   for (let n = 1; n <= maxWorkers; n++) {
-    const pool = await startNodePool(n);
+    const pool = await startNodePool(n, backend);
     await pool.broadcast({ version: 0, model: config, payload: weights });
     const pooled = new PooledDecoder(pool, config);
     await decodeRun(pooled); // warm-up

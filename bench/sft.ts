@@ -9,14 +9,13 @@ import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
 import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
-import { initBackend } from '../src/runtime/backend';
+import type { BackendName } from '../src/runtime/backend';
 import { GradWorkers } from '../src/runtime/node/gradWorkers';
 
 const STEPS = 4;
 
-export async function runSftBench(args: string[]): Promise<void> {
+export async function runSftBench(args: string[], backend: BackendName): Promise<void> {
   const workers = Number(args[0] ?? 1);
-  await initBackend('wasm');
   const tok = Tokenizer.builtin();
   const config = presetConfig('small');
   const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 100, seed: 1 };
@@ -38,8 +37,8 @@ export async function runSftBench(args: string[]): Promise<void> {
     return perSec;
   };
   const single = await rate(null);
-  console.log(`one thread: ${single.toFixed(0)} tokens/s`);
-  const pool = await GradWorkers.start(workers, config, 'wasm');
+  console.log(`one thread (${backend}): ${single.toFixed(0)} tokens/s`);
+  const pool = await GradWorkers.start(workers, config, backend);
   const parallel = await rate(pool);
   pool.close();
   console.log(`with ${workers} gradient worker(s): ${parallel.toFixed(0)} tokens/s`);

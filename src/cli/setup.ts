@@ -3,15 +3,37 @@ import { type Policy, policyFromCheckpoint, policyToCheckpoint } from '../core/p
 import { disposeParams, initParams } from '../core/model/params';
 import { presetConfig } from '../core/model/config';
 import { Tokenizer } from '../core/tokenizer/tokenizer';
-import { type BackendName, initBackend } from '../runtime/backend';
+import { BACKENDS, type BackendName, initBackend } from '../runtime/backend';
 import { readCheckpointDir, writeCheckpointDir } from './checkpointDir';
 import type { SelfcestMeta } from '../core/io/checkpoint';
 import { probeLogits } from '../core/io/checkpointProbe';
 import { type ContextDecoder, PolicyDecoder } from '../core/rollout';
 import { PolicyRollouts } from '../runtime/node/pool';
+import { installNodeWebgpu } from '../runtime/node/nodeWebgpu';
+import type { FlagSpec } from './args';
 
-export async function setupBackend(name: string | undefined): Promise<void> {
-  await initBackend((name ?? 'wasm') as BackendName);
+/** The `--backend` flag of every command that runs the model. */
+export const BACKEND_FLAG = {
+  type: 'string',
+  choices: BACKENDS,
+  default: 'wasm',
+  help: 'tfjs backend (webgpu: Dawn from the npm package webgpu; a software Vulkan driver such as SwiftShader when there is no GPU, slow)',
+} as const satisfies FlagSpec;
+
+/** Starts the `--backend` (a value BACKEND_FLAG allows) and returns it. */
+export async function setupBackend(name: string): Promise<BackendName> {
+  const backend = BACKENDS.find((b) => b === name);
+  if (backend === undefined) throw new Error(`--backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(name)})`);
+  if (backend === 'webgpu') {
+    try {
+      const { adapter } = await installNodeWebgpu();
+      console.error(`backend webgpu: ${adapter}`);
+    } catch (e) {
+      throw new Error(`--backend webgpu: ${(e as Error).message}`);
+    }
+  }
+  await initBackend(backend);
+  return backend;
 }
 
 let tokenizer: Tokenizer | undefined;
@@ -49,9 +71,9 @@ export async function savePolicy(dir: string, policy: Policy, meta: Partial<Omit
  * A decoder for evaluation: `workers` rollout worker threads, or this process when 0.
  * `close` frees either kind.
  */
-export async function openDecoder(policy: Policy, workers: number, backend: string | undefined): Promise<{ decoder: ContextDecoder; close: () => void }> {
+export async function openDecoder(policy: Policy, workers: number, backend: BackendName): Promise<{ decoder: ContextDecoder; close: () => void }> {
   if (workers > 0) {
-    const pool = await PolicyRollouts.start(policy, workers, (backend ?? 'wasm') as 'wasm');
+    const pool = await PolicyRollouts.start(policy, workers, backend);
     return { decoder: pool.decoder, close: () => pool.close() };
   }
   const local = new PolicyDecoder(policy);

@@ -8,7 +8,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 
-export type BackendName = 'wasm' | 'cpu' | 'webgpu';
+export const BACKENDS = ['wasm', 'cpu', 'webgpu'] as const;
+export type BackendName = (typeof BACKENDS)[number];
 
 export interface InitBackendOptions {
   /**
@@ -18,14 +19,12 @@ export interface InitBackendOptions {
   wasmPaths?: string;
 }
 
-const BACKENDS: readonly BackendName[] = ['wasm', 'cpu', 'webgpu'];
-
 /** Registering a backend twice fails, and the wasm binary can only be configured once. */
 let wasmConfigured = false;
 
 /** Imports the backend package, selects it and waits until it is ready; returns the active backend's name. */
 export async function initBackend(name: BackendName, opts: InitBackendOptions = {}): Promise<string> {
-  if (!BACKENDS.includes(name)) {
+  if (!(BACKENDS as readonly string[]).includes(name)) {
     throw new Error(`backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(name)})`);
   }
   if (name === 'wasm') {

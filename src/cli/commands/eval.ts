@@ -7,7 +7,7 @@ import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
@@ -27,12 +27,12 @@ export const evaluate = defineCommand(
     'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
     'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
     json: { type: 'bool', default: false, help: 'print JSON' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
     'root-limit': { type: 'int', default: ROLLOUT_DEFAULTS.rootMaxTokens, min: 1, max: 8192, help: 'tokens the root may generate' },
   },
   async (f) => {
-    await setupBackend(f.backend);
+    const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     let entry;
     try {
@@ -50,7 +50,7 @@ export const evaluate = defineCommand(
         ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate' }
         : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate' },
     );
-    const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
+    const { decoder, close } = await openDecoder(policy, f.workers, backend);
     let traces;
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     try {

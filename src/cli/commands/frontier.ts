@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
@@ -21,7 +21,7 @@ export const frontierCommand = defineCommand(
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
@@ -33,11 +33,11 @@ export const frontierCommand = defineCommand(
     } catch (e) {
       throw new UsageError(`--${(e as Error).message}`);
     }
-    await setupBackend(f.backend);
+    const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const { task, opts } = withOptions(f.task);
     const { policy } = await loadPolicy(f.checkpoint, false);
-    const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
+    const { decoder, close } = await openDecoder(policy, f.workers, backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     const result = await frontier(
       decoder,

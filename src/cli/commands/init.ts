@@ -1,7 +1,7 @@
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { checkOutDir } from '../runDir';
-import { freshPolicy, savePolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, freshPolicy, savePolicy, setupBackend } from '../setup';
 import { parameterCount } from '../../core/model/config';
 import { disposeParams } from '../../core/model/params';
 
@@ -12,7 +12,7 @@ export const init = defineCommand(
     preset: { type: 'string', choices: ['tiny', 'small'], required: true, help: 'model size' },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'initialisation seed' },
     out: { type: 'string', required: true, help: 'output directory' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
   },
   async (f) => {
     await checkOutDir(f.out);

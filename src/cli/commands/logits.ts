@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { defineCommand } from '../command';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { forwardLogits } from '../../core/model/gpt';
 import { disposeParams } from '../../core/model/params';
 
@@ -11,7 +11,7 @@ export const logits = defineCommand(
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     text: { type: 'string', required: true, help: 'input text (special tokens written <name>)' },
     json: { type: 'bool', default: false, help: 'print {"tokens": [...], "logits": [[...], ...]}' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
   },
   async (f) => {
     await setupBackend(f.backend);

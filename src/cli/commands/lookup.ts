@@ -1,7 +1,7 @@
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { lookupProbe } from '../../core/eval/lookup';
 import { disposeParams } from '../../core/model/params';
 
@@ -14,7 +14,7 @@ export const lookup = defineCommand(
     sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
     seed: { type: 'int', default: 1, min: 0, max: SEED_MAX, help: 'seed of the lookups' },
     json: { type: 'bool', default: false, help: 'print JSON' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
   },
   async (f) => {
     await setupBackend(f.backend);

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineCommand } from '../command';
 import { LATEST, checkOutDir } from '../runDir';
-import { getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
 import { withOptions } from '../../core/tasks';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, frontier, frontierCsv, validateLimits } from '../../core/eval/frontier';
@@ -33,12 +33,12 @@ export const report = defineCommand(
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'root token limits' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
   },
   async (f) => {
     await checkOutDir(f.out);
-    await setupBackend(f.backend);
+    const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
     let limits: number[];
@@ -54,7 +54,7 @@ export const report = defineCommand(
     for (const [label, dir] of entries) {
       if (skipped.some(([l]) => l === label)) continue;
       const { policy } = await loadPolicy(dir, false);
-      const { decoder, close } = await openDecoder(policy, f.workers, f.backend);
+      const { decoder, close } = await openDecoder(policy, f.workers, backend);
       for (const s of SETTINGS) {
         const { task, opts } = withOptions(s.task, s.options);
         const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);

@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { Rng } from '../../core/rng';
 import { getTask } from '../../core/tasks';
 import { PolicyDecoder, RolloutScheduler, formatEpisode, validateRolloutConfig } from '../../core/rollout';
@@ -19,7 +19,7 @@ export const rollout = defineCommand(
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
     mono: { type: 'bool', default: false, help: 'forbid spawning (monolithic)' },
     json: { type: 'bool', default: false, help: 'print the trace as JSON' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
   },
   async (f) => {
     await setupBackend(f.backend);

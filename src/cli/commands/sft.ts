@@ -3,7 +3,7 @@ import { usageErrors } from '../args';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
-import { freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
 import { SFT_DEFAULTS, sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
 import type { Task } from '../../core/tasks';
@@ -22,14 +22,14 @@ export const sft = defineRunCommand(
     'save-every': { type: 'int', default: 50, min: 1, help: 'steps between saves' },
     'log-every': { type: 'int', default: 10, min: 1, help: 'steps between progress lines' },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
   },
   async ({ flags: f, config: rc, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
     const mix = usageErrors(() => taskMixOf(rc), renames);
     const cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
     await checkOutDir(f.out);
-    await setupBackend(f.backend);
+    const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
     const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
@@ -65,7 +65,7 @@ export const sft = defineRunCommand(
     const sessionStart = Date.now();
     const sessionFirstStep = step;
     // Data parallel: the workers take shares of each step's micro-batches.
-    const grad = f.workers > 0 ? await GradWorkers.start(f.workers, policy.config, f.backend as 'wasm') : null;
+    const grad = f.workers > 0 ? await GradWorkers.start(f.workers, policy.config, backend) : null;
     let windowStart = Date.now();
     let windowTokens = 0;
     const pending: object[] = [];

@@ -2,7 +2,7 @@ import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, rolloutConfigOf } from '../../core/runConfigTargets';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
-import { getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
 import { grpoStep } from '../../core/rl/train';
@@ -22,14 +22,14 @@ export const train = defineRunCommand(
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 10, min: 1, help: 'steps between saves' },
     'trace-every': { type: 'int', default: 1, min: 1, help: 'write the traces of every Nth step' },
-    backend: { type: 'string', choices: ['wasm', 'cpu'], default: 'wasm', help: 'tfjs backend' },
+    backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
   },
   async ({ flags: f, config: rc, argv }) => {
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
     await checkOutDir(f.out);
     const { task, opts } = withOptions(cfg.task, cfg.taskOptions);
-    await setupBackend(f.backend);
+    const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
     const runConfig: Record<string, unknown> = { ...cfg, init: f.init };
@@ -64,7 +64,7 @@ export const train = defineRunCommand(
     let skippedSteps = 0;
 
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
-    const rollouts = f.workers > 0 ? await PolicyRollouts.start(policy, f.workers, f.backend as 'wasm', step) : null;
+    const rollouts = f.workers > 0 ? await PolicyRollouts.start(policy, f.workers, backend, step) : null;
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
     const firstStep = step;

@@ -24,3 +24,27 @@ export function addInto(sums: Map<string, tf.Tensor>, name: string, g: tf.Tensor
   prev.dispose();
   g.dispose();
 }
+
+/**
+ * The sum of same-shape tensors by pairwise adds; a new tensor, the inputs stay the caller's.
+ * Not tf.addN: its WebGPU kernel binds every input in one shader, and past the storage buffers
+ * a stage may bind (8 by default) the dispatch is invalid and reads back zeros (a grad norm of
+ * 0 on WebGPU with loss and KL right). tfjs 4.22 does not split it, as it splits concat.
+ */
+export function addAll(ts: readonly tf.Tensor[]): tf.Tensor {
+  return tf.tidy(() => {
+    if (ts.length === 0) return tf.scalar(0);
+    let level: tf.Tensor[] = [...ts];
+    while (level.length > 1) {
+      const next: tf.Tensor[] = [];
+      for (let i = 0; i < level.length; i += 2) next.push(i + 1 < level.length ? tf.add(level[i], level[i + 1]) : level[i]);
+      level = next;
+    }
+    return tf.clone(level[0]);
+  });
+}
+
+/** Σ‖g‖² over all gradients (the square of the global norm that clipping reads). */
+export function squaredGlobalNorm(grads: Iterable<tf.Tensor>): tf.Scalar {
+  return tf.tidy(() => addAll([...grads].map((g) => tf.sum(tf.square(g)))) as tf.Scalar);
+}

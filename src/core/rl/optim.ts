@@ -3,6 +3,7 @@
  * step) can be saved with a run and restored exactly on resume.
  */
 import * as tf from '@tensorflow/tfjs';
+import { squaredGlobalNorm } from './grads';
 
 export interface AdamWConfig {
   lr: number;
@@ -46,7 +47,7 @@ export class AdamW {
    * The caller keeps ownership of `grads`.
    */
   async apply(grads: Map<string, tf.Tensor>, lr = this.cfg.lr): Promise<StepStats> {
-    const sq = tf.tidy(() => tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))).concat(tf.scalar(0))));
+    const sq = squaredGlobalNorm(grads.values());
     const gradNorm = Math.sqrt((await sq.data())[0]);
     sq.dispose();
     if (!Number.isFinite(gradNorm)) return { gradNorm, applied: false };

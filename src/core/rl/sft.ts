@@ -7,7 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
-import { accumulateGrads, addInto } from './grads';
+import { accumulateGrads, addAll, addInto } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -130,7 +130,7 @@ export async function sftGradients(
   }
   let loss = 0;
   if (lossParts.length > 0) {
-    const lossT = tf.addN(lossParts);
+    const lossT = addAll(lossParts);
     loss = (await lossT.data())[0];
     lossT.dispose();
     lossParts.forEach((t) => t.dispose());

@@ -7,6 +7,7 @@ import { type GradReplies, type GradRequest } from '../gradWorker';
 import { RpcClient } from '../rpc';
 import type { BackendPreference } from '../selectBackend';
 import { packWeights, unpackWeights } from '../weights';
+import { prepareWebgpuWorkers } from './nodeWebgpu';
 import { startNodeWorker } from './startWorker';
 
 const ENTRY = new URL('./gradWorkerMain.ts', import.meta.url);
@@ -21,6 +22,7 @@ export class GradWorkers {
   ) {}
 
   static async start(n: number, model: ModelConfig, backend: BackendPreference): Promise<GradWorkers> {
+    if (backend === 'webgpu') await prepareWebgpuWorkers();
     const handles = Array.from({ length: n }, (_, i) => startNodeWorker(ENTRY, `grad-${i}`));
     const clients = handles.map((h, i) => new RpcClient<GradRequest, GradReplies, never>(h.endpoint, `grad worker ${i}`));
     handles.forEach((h, i) => h.onExit((why) => clients[i].fail(why)));

@@ -5,11 +5,13 @@ import { PooledDecoder } from '../pooledDecoder';
 import { RolloutPool } from '../rolloutPool';
 import type { BackendPreference } from '../selectBackend';
 import { packWeights } from '../weights';
+import { prepareWebgpuWorkers } from './nodeWebgpu';
 import { startNodeWorker } from './startWorker';
 
 export const ROLLOUT_WORKER_ENTRY = new URL('./rolloutWorkerMain.ts', import.meta.url);
 
-export function startNodePool(size: number, backend: BackendPreference = 'wasm'): Promise<RolloutPool> {
+export async function startNodePool(size: number, backend: BackendPreference = 'wasm'): Promise<RolloutPool> {
+  if (backend === 'webgpu') await prepareWebgpuWorkers();
   return RolloutPool.start((i) => startNodeWorker(ROLLOUT_WORKER_ENTRY, `rollout-${i}`), size, { backend });
 }
 
