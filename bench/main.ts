@@ -5,11 +5,14 @@
  * the npm package webgpu (src/runtime/node/nodeWebgpu.ts); the page benchmark drives Chromium
  * and takes none.
  */
+import { UsageError } from '../src/cli/args';
 import { BACKEND_FLAG, setupBackend } from '../src/cli/setup';
 import type { BackendName } from '../src/runtime/backend';
 import { runDecodeBench } from './decode';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
+import { runProfileBench } from './profile';
+import { runScalingBench } from './scaling';
 import { runSftBench } from './sft';
 
 /** Benchmarks in this process, on the `--backend`; `own`: one that sets its own (the page's). */
@@ -17,6 +20,8 @@ const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise
   decode: runDecodeBench,
   page: { own: runPageBench },
   pool: runPoolBench,
+  profile: runProfileBench,
+  scaling: runScalingBench,
   sft: runSftBench,
 };
 
@@ -51,6 +56,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // A bad flag (parseFlags) is a usage error: its message names the flag and the allowed range.
+  if (err instanceof UsageError) {
+    console.error(err.message);
+    process.exit(2);
+  }
   console.error(err);
   process.exit(1);
 });
