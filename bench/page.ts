@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Page } from '@playwright/test';
 import { chromiumLaunchOptions } from '../e2e/chromium';
 
-const PORT = 4190;
+const PORT = 4176; // not 4190: fetch refuses it (a blocked port, ManageSieve)
 
 interface PageStepResult {
   workers: number;
@@ -33,17 +33,22 @@ function option(args: string[], name: string): string | undefined {
 
 async function startPreview(): Promise<ChildProcess> {
   if (!existsSync('dist/index.html')) throw new Error('bench page: dist/ is missing; run `npm run build` first');
-  const server = spawn('npx', ['vite', 'preview', '--port', String(PORT), '--strictPort'], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
+  const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort'], { stdio: 'ignore', detached: true });
+  for (let i = 0; i < 200; i++) {
     try {
-      if ((await fetch(`http://localhost:${PORT}/`)).ok) return server;
+      if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return server;
     } catch {
       // not up yet
     }
     await new Promise((r) => setTimeout(r, 300));
   }
-  server.kill();
+  stopPreview(server);
   throw new Error(`bench page: vite preview did not answer on port ${PORT}`);
+}
+
+/** npx starts vite as its child: end the whole process group. */
+function stopPreview(server: ChildProcess): void {
+  if (server.pid !== undefined) process.kill(-server.pid, 'SIGTERM');
 }
 
 async function stepRows(page: Page): Promise<{ wallSec: number; rolloutTokensPerSec: number }[]> {
@@ -55,7 +60,7 @@ async function measure(page: Page, workers: number, steps: number, extra: string
   params.set('backend', 'wasm');
   params.set('workers', String(workers));
   if (!params.has('evalEvery')) params.set('evalEvery', '0');
-  await page.goto(`http://localhost:${PORT}/#${params.toString()}`);
+  await page.goto(`http://127.0.0.1:${PORT}/#${params.toString()}`);
   await page.getByTestId('step').waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="step"]:not([disabled])') !== null, undefined, { timeout: 300_000 });
   await page.getByTestId('train').first().click();
@@ -95,6 +100,6 @@ export async function runPageBench(args: string[]): Promise<void> {
     }
   } finally {
     await browser.close();
-    server.kill();
+    stopPreview(server);
   }
 }
