@@ -15,6 +15,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chromium, type Page } from '@playwright/test';
 import { chromiumLaunchOptions } from '../e2e/chromium';
+import { parseFlags } from '../src/cli/args';
+import { intList } from './workloads';
 
 const PORT = 4176; // not 4190: fetch refuses it (a blocked port, ManageSieve)
 
@@ -26,10 +28,11 @@ interface PageStepResult {
   rolloutTokensPerSec: number;
 }
 
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-}
+const FLAGS = {
+  steps: { type: 'int', default: 10, min: 1, max: 1000, help: 'timed steps per worker count (after one untimed step)' },
+  workers: { type: 'string', default: '1,3', help: 'comma list of rollout-worker counts' },
+  hash: { type: 'string', default: '', help: 'extra config entries for the page, as in its URL hash (k=v&...)' },
+} as const;
 
 async function startPreview(): Promise<ChildProcess> {
   if (!existsSync('dist/index.html')) throw new Error('bench page: dist/ is missing; run `npm run build` first');
@@ -78,11 +81,11 @@ async function measure(page: Page, workers: number, steps: number, extra: string
 }
 
 export async function runPageBench(args: string[]): Promise<void> {
-  const steps = Number(option(args, 'steps') ?? 10);
-  const workerCounts = (option(args, 'workers') ?? '1,3').split(',').map(Number);
-  if (!(Number.isInteger(steps) && steps >= 1)) throw new Error(`bench page: --steps must be an integer ≥ 1 (got ${option(args, 'steps')})`);
-  if (!workerCounts.every((w) => Number.isInteger(w) && w >= 1 && w <= 16)) throw new Error(`bench page: --workers must be a comma list of integers in [1, 16]`);
-  const extra = option(args, 'hash') ?? '';
+  const f = parseFlags(args, FLAGS);
+  const steps = f.steps;
+  const workerCounts = intList('workers', f.workers);
+  if (!workerCounts.every((w) => w >= 1 && w <= 16)) throw new Error('bench page: --workers must be a comma list of integers in [1, 16]');
+  const extra = f.hash;
   const server = await startPreview();
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
   try {
