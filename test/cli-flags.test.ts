@@ -92,4 +92,31 @@ describe('run command flags', () => {
     expect(report.stderr).toMatch(/--out .*a-file exists and is not a directory/);
     expect(Date.now() - t0).toBeLessThan(30_000); // refused before evaluating anything
   });
+
+  it('eval and frontier take task options as JSON, the long-context multihop setting among them', async () => {
+    const ckpt = 'public/checkpoints/warmstart-tiny';
+    const options = '{"chunks":6,"perChunk":6}';
+    const ev = await cli(['eval', '--checkpoint', ckpt, '--task', 'multihop', '--options', options, '--n', '2', '--json']);
+    expect(ev.code, ev.stderr).toBe(0);
+    const r = JSON.parse(ev.stdout) as { n: number; episodes?: unknown };
+    expect(r.n).toBe(2);
+    // The monolithic prompt of 6 × 6 assignments does not fit the model's 256 positions.
+    const mono = await cli(['eval', '--checkpoint', ckpt, '--task', 'multihop', '--options', options, '--n', '2', '--method', 'mono', '--json']);
+    expect(mono.code, mono.stderr).toBe(0);
+    expect(mono.stdout).toMatch(/root_over_max/);
+    const fr = await cli(['frontier', '--checkpoint', ckpt, '--task', 'multihop', '--options', '{"chunks":2,"perChunk":1,"hops":1}', '--n', '2', '--methods', 'delegate', '--limits', '16', '--json']);
+    expect(fr.code, fr.stderr).toBe(0);
+    expect((JSON.parse(fr.stdout) as { points: unknown[] }).points).toHaveLength(1);
+    const cases: [string[], RegExp][] = [
+      [['eval', '--options', '{"chunks":'], /--options must be a JSON object of arithmetic task options \(got "\{\\"chunks\\":"\)/],
+      [['eval', '--task', 'multihop', '--options', '[1]'], /--options must be a JSON object of multihop task options/],
+      [['eval', '--task', 'multihop', '--options', '{"chunks":40}'], /--options: multihop: chunks must be an integer in \[2, 16\] \(got 40\)/],
+      [['frontier', '--options', '{"bogus":1}'], /--options: arithmetic has no option bogus/],
+    ];
+    for (const [args, message] of cases) {
+      const r2 = await cli([...args, '--checkpoint', ckpt, '--n', '1']);
+      expect(r2.code, args.join(' ')).toBe(2);
+      expect(r2.stderr, args.join(' ')).toMatch(message);
+    }
+  });
 });

@@ -10,7 +10,9 @@ import { probeLogits } from '../core/io/checkpointProbe';
 import { type ContextDecoder, PolicyDecoder } from '../core/rollout';
 import { PolicyRollouts } from '../runtime/node/pool';
 import { installNodeWebgpu } from '../runtime/node/nodeWebgpu';
-import type { FlagSpec } from './args';
+import { type FlagSpec, UsageError } from './args';
+import type { TaskEntry } from '../core/tasks';
+import { taskEntryOf } from '../core/runConfigTargets';
 
 /** The `--backend` flag of every command that runs the model. */
 export const BACKEND_FLAG = {
@@ -34,6 +36,33 @@ export async function setupBackend(name: string): Promise<BackendName> {
   }
   await initBackend(backend);
   return backend;
+}
+
+/** The `--options` flag of the evaluating commands: task options as JSON, as `sft` and `train` take them. */
+export const OPTIONS_FLAG = {
+  type: 'string',
+  help: 'task options as JSON, e.g. \'{"chunks":6,"perChunk":6}\' for multihop (fields not given take the task\'s defaults)',
+} as const satisfies FlagSpec;
+
+/**
+ * The task and its options from `--task` and `--options` (JSON text), with `extra` fields
+ * (from a command's own flags, e.g. --max-operands) laid over the JSON; errors name the flag.
+ */
+export function taskFromFlags(task: string, optionsText: string | undefined, extra: Record<string, unknown> = {}): TaskEntry {
+  let raw: unknown = {};
+  if (optionsText !== undefined) {
+    try {
+      raw = JSON.parse(optionsText);
+    } catch {
+      throw new UsageError(`--options must be a JSON object of ${task} task options (got ${JSON.stringify(optionsText)})`);
+    }
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new UsageError(`--options must be a JSON object of ${task} task options (got ${optionsText})`);
+  }
+  try {
+    return taskEntryOf(task, { ...(raw as object), ...extra }, '--options');
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
 
 let tokenizer: Tokenizer | undefined;

@@ -12,7 +12,7 @@ import { REWARD_DEFAULTS } from './rl/reward';
 import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry } from './rl/sft';
 import { GRPO_DEFAULTS, type GrpoConfig } from './rl/train';
 import { type RunConfig, RunConfigError, miniBatchError } from './runConfig';
-import { getTask, withOptions } from './tasks';
+import { type TaskEntry, getTask, withOptions } from './tasks';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
 export function limitsOf(c: RunConfig): ProtocolLimits {
@@ -40,16 +40,24 @@ export function taskMixOf(c: RunConfig, name = 'taskOptions'): TaskMixEntry[] {
   if (unknown.length > 0) throw new RunConfigError([`${name}: ${unknown.join(', ')} is not a task of ${c.task}`]);
   return entries.map(({ taskName, weight }): TaskMixEntry => {
     const given = Object.hasOwn(byName, taskName) ? byName[taskName] : {};
-    if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new RunConfigError([`${name}: the options of ${taskName} must be a JSON object`]);
-    const known = Object.keys(getTask(taskName).defaultOptions);
-    const stray = Object.keys(given).filter((k) => !known.includes(k));
-    if (stray.length > 0) throw new RunConfigError([`${name}: ${taskName} has no option ${stray.join(', ')} (it has ${known.join(', ')})`]);
-    try {
-      return { ...withOptions(taskName, given), weight };
-    } catch (e) {
-      throw new RunConfigError([`${name}: ${(e as Error).message}`]);
-    }
+    return { ...taskEntryOf(taskName, given, name), weight };
   });
+}
+
+/**
+ * One task with its options from outside (JSON): an unknown field is named with the fields the
+ * task has, a bad value by the task's own check; `name` is the field or flag the options came in.
+ */
+export function taskEntryOf(taskName: string, given: unknown, name = 'taskOptions'): TaskEntry {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new RunConfigError([`${name}: the options of ${taskName} must be a JSON object`]);
+  const known = Object.keys(getTask(taskName).defaultOptions);
+  const stray = Object.keys(given).filter((k) => !known.includes(k));
+  if (stray.length > 0) throw new RunConfigError([`${name}: ${taskName} has no option ${stray.join(', ')} (it has ${known.join(', ')})`]);
+  try {
+    return withOptions(taskName, given);
+  } catch (e) {
+    throw new RunConfigError([`${name}: ${(e as Error).message}`]);
+  }
 }
 
 /** Resolved task options as a run records them: one task's own, a mix's by task name. */

@@ -1,4 +1,3 @@
-import { UsageError } from '../args';
 import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
 import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
@@ -7,8 +6,7 @@ import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
-import { withOptions } from '../../core/tasks';
+import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
@@ -24,7 +22,8 @@ export const evaluate = defineCommand(
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },
-    'min-operands': { type: 'int', help: 'arithmetic: fewest operands' },
+    options: OPTIONS_FLAG,
+    'min-operands': { type: 'int', help: 'arithmetic: fewest operands (over --options)' },
     'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: BACKEND_FLAG,
@@ -32,18 +31,13 @@ export const evaluate = defineCommand(
     'root-limit': { type: 'int', default: ROLLOUT_DEFAULTS.rootMaxTokens, min: 1, max: 8192, help: 'tokens the root may generate' },
   },
   async (f) => {
+    const entry = taskFromFlags(f.task, f.options, {
+      ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
+      ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
+    });
+    const { task, opts } = entry;
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    let entry;
-    try {
-      entry = withOptions(f.task, {
-        ...(f['min-operands'] !== undefined ? { minOperands: f['min-operands'] } : {}),
-        ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
-      });
-    } catch (e) {
-      throw new UsageError(`--min-operands/--max-operands: ${(e as Error).message}`);
-    }
-    const { task, opts } = entry;
     const { policy } = await loadPolicy(f.checkpoint, false);
     const cfg = validateRolloutConfig(
       f.temperature === undefined

@@ -2,8 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend } from '../setup';
-import { withOptions } from '../../core/tasks';
+import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
@@ -14,6 +13,7 @@ export const frontierCommand = defineCommand(
   'Accuracy–cost points of delegation, monolithic and self-consistency at a sweep of limits, and their Pareto set.',
   {
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
+    options: OPTIONS_FLAG,
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, help: 'problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
@@ -33,9 +33,9 @@ export const frontierCommand = defineCommand(
     } catch (e) {
       throw new UsageError(`--${(e as Error).message}`);
     }
+    const { task, opts } = taskFromFlags(f.task, f.options);
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { task, opts } = withOptions(f.task);
     const { policy } = await loadPolicy(f.checkpoint, false);
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);

@@ -9,5 +9,6 @@ import { frontierCommand } from './frontier';
 import { report } from './report';
 import { compare } from './compare';
 import { lookup } from './lookup';
+import { probeLookup } from './probeLookup';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup, 'probe-lookup': probeLookup };
