@@ -2,6 +2,9 @@
  * The lookup-learning probe (issue 12, target 1): its drills, the separation of held-out drills
  * from training ones, its validation, and a short real run on the tiny preset.
  */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getTokenizer, setupBackend } from '../src/cli/setup';
 import { LOOKUP_PROBE_DEFAULTS, type LookupProbeConfig, probeDrill, probeEvalDrills, probeTrainDrills, runLookupProbe, validateLookupProbeConfig } from '../src/core/eval/lookupProbe';
@@ -84,5 +87,20 @@ describe('lookup probe', () => {
     const probe = (argv: string[]) => Promise.resolve().then(() => COMMANDS['probe-lookup'].run(argv));
     await expect(probe(['--layout', 'middle'])).rejects.toThrow(/--layout must be one of last, first \(got "middle"\)/);
     await expect(probe(['--names', '3'])).rejects.toThrow(/--names/);
+  });
+
+  it('the CLI writes the configuration, every reading and the result as JSON lines', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'selfcest-probe-'));
+    try {
+      const out = join(dir, 'sub', 'probe.jsonl');
+      await COMMANDS['probe-lookup'].run(['--preset', 'tiny', '--size', '1', '--steps', '2', '--eval-every', '1', '--eval-n', '5', '--batch', '8', '--warmup', '1', '--out', out]);
+      const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { kind: string; step?: number; size?: number; stepsToTarget?: unknown });
+      expect(lines.map((l) => l.kind)).toEqual(['config', 'row', 'row', 'row', 'result']);
+      expect(lines[0].size).toBe(1);
+      expect(lines.slice(1, 4).map((l) => l.step)).toEqual([0, 1, 2]);
+      expect(lines[4].stepsToTarget).toBeNull();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

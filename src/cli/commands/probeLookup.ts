@@ -1,4 +1,4 @@
-import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
@@ -51,21 +51,21 @@ export const probeLookup = defineCommand(
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const out = f.out;
-    const line = async (o: object) => {
-      if (out) await appendFile(out, JSON.stringify(o) + '\n');
+    // Written synchronously: on wasm the training loop's awaits never yield to file I/O, and a
+    // reading must be on disk when it is printed (a killed probe keeps what it measured).
+    const line = (o: object) => {
+      if (out) appendFileSync(out, JSON.stringify(o) + '\n');
     };
     if (out) {
-      await mkdir(dirname(out), { recursive: true });
-      await writeFile(out, JSON.stringify({ kind: 'config', preset: f.preset, backend, ...cfg }) + '\n');
+      mkdirSync(dirname(out), { recursive: true });
+      writeFileSync(out, JSON.stringify({ kind: 'config', preset: f.preset, backend, ...cfg }) + '\n');
     }
-    const pending: Promise<void>[] = [];
     const result = await runLookupProbe(presetConfig(f.preset), cfg, (t) => tok.encode(t), (r) => {
       console.log(`step ${r.step}: finds ${(r.foundAccuracy * 100).toFixed(1)}%, none ${(r.missingAccuracy * 100).toFixed(1)}%, loss ${r.loss.toFixed(4)} (${r.elapsedSec}s)`);
-      pending.push(line({ kind: 'row', ...r }));
+      line({ kind: 'row', ...r });
     });
-    await Promise.all(pending);
     const last = result.rows[result.rows.length - 1];
-    await line({ kind: 'result', stepsToTarget: result.stepsToTarget, final: last });
+    line({ kind: 'result', stepsToTarget: result.stepsToTarget, final: last });
     console.log(
       result.stepsToTarget === null
         ? `target ${cfg.target} not reached in ${cfg.steps} steps (last: finds ${(last.foundAccuracy * 100).toFixed(1)}%, none ${(last.missingAccuracy * 100).toFixed(1)}%)`

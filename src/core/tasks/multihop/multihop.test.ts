@@ -2,6 +2,7 @@ import { ROLLOUT_DEFAULTS } from '../../rollout/config';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
+import { clonePrompt } from '../../protocol/grammar';
 import { multihop, parseAssignments, resolveChain } from './index';
 
 const tok = Tokenizer.builtin();
@@ -89,6 +90,24 @@ describe('multihop task', () => {
     expect(tok.encode(rootText).length).toBeLessThan(256);
     const mono = multihop.teacherMono(p, new Rng(0)).contexts[0].segments.map((s) => s.text).join('');
     expect(mono.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
+  });
+
+  it("teaches clones the very tokens the runtime builds from the root's spawns", () => {
+    // Each demonstrated clone that answers a spawn of the root (the holder and the miss of each
+    // round) must be, token for token, the prompt clonePrompt expands from that spawn's subtask.
+    for (let seed = 0; seed < 20; seed++) {
+      const p = multihop.generate(new Rng(seed), { chunks: 4, perChunk: 3, hops: 2 }, `t${seed}`);
+      const d = multihop.teacherDelegate(p, new Rng(seed), MULTIHOP_LIMITS)!;
+      const rootText = d.contexts[0].segments.map((s) => s.text).join('');
+      const runtime = [...rootText.matchAll(/<spawn>(.*?)<b\d+>/g)].map((m) => {
+        const built = clonePrompt(tok.encode(m[1]), p.context, (t) => tok.encode(t));
+        if ('error' in built) throw new Error(built.error);
+        return built.tokens.join(',');
+      });
+      const taught = d.contexts.filter((c) => c.role === 'clone').map((c) => tok.encode(c.segments[0].text).join(','));
+      const perRound = 6;
+      for (let r = 0; r < 2; r++) for (const c of taught.slice(r * perRound, r * perRound + 2)) expect(runtime).toContain(c);
+    }
   });
 
   it('drills clone lookups over chunks of up to twice perChunk assignments', () => {

@@ -1,0 +1,186 @@
+"""An independent lookup probe in PyTorch (issue 12): the drills of src/core/eval/lookupProbe.ts,
+written again from their description, on a GPT-2 of the project's preset shapes, trained from
+fresh weights with AdamW. It runs far faster than tfjs wasm on this machine, so it maps which
+representations learn; the project's own `probe-lookup` then confirms the chosen ones.
+
+    /usr/bin/python3 test/python/lookup_probe.py --preset small --size 3 --names 2 --layout last --steps 2000
+
+Prints one JSON line per held-out reading and a last line with steps to target. Drill
+distribution: distinct names; a right-hand side is a number 0-99, or 40% of the time another
+name; half the drills ask a name the chunk assigns, half one it does not (half of those, when
+there is one, a name that appears only on a right-hand side). Vocabulary: the project's ids are
+not needed, only a consistent one (special tokens, then one token per character).
+"""
+import argparse
+import json
+import math
+import random
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SPECIAL = ["<pad>", "<clone>", "<sep>", "<ans>", "<eos>"]
+CHARS = list("0123456789abcdefghijklmnopqrstuvwxyz =?.")
+VOCAB = SPECIAL + CHARS
+ID = {t: i for i, t in enumerate(VOCAB)}
+PRESETS = {"tiny": (2, 64, 4), "small": (4, 128, 4)}
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def encode(text):
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "<":
+            j = text.index(">", i)
+            out.append(ID[text[i : j + 1]])
+            i = j + 1
+        else:
+            out.append(ID[text[i]])
+            i += 1
+    return out
+
+
+def drill(rng, size, names, layout, found):
+    used = {"no"} if names == 2 else set()
+
+    def fresh():
+        while True:
+            v = "".join(rng.choice(LETTERS) for _ in range(names))
+            if v not in used:
+                used.add(v)
+                return v
+
+    assigned = [fresh() for _ in range(size)]
+    rhs_names, rhs = [], []
+    for _ in assigned:
+        if rng.random() < 0.4:
+            v = fresh()
+            rhs_names.append(v)
+            rhs.append(v)
+        else:
+            rhs.append(str(rng.randint(0, 99)))
+    chunk = " ".join(f"{v}={r}." for v, r in zip(assigned, rhs))
+    if found:
+        i = rng.randrange(size)
+        q, a = assigned[i], rhs[i]
+    else:
+        q = rng.choice(rhs_names) if rhs_names and rng.random() < 0.5 else fresh()
+        a = "none"
+    prompt = f"<clone>{chunk} {q}?<sep>" if layout == "last" else f"<clone>{q}? {chunk}<sep>"
+    return prompt, a
+
+
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.h = h
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.h)
+        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        y = att.softmax(-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, n_layer, d, h, n_pos=256):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(len(VOCAB), d), nn.Embedding(n_pos, d)
+        self.blocks = nn.ModuleList(Block(d, h) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, ids):
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.ln_f(x) @ self.wte.weight.T
+
+
+def batch_of(drills):
+    rows = [(encode(p), encode(f"<ans>{a}<eos>")) for p, a in drills]
+    width = max(len(p) + len(t) for p, t in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    tgt = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, (p, t) in enumerate(rows):
+        seq = p + t
+        ids[i, : len(seq)] = torch.tensor(seq)
+        # Predict each answer token from the one before it.
+        for j in range(len(t)):
+            tgt[i, len(p) - 1 + j] = t[j]
+    return ids, tgt
+
+
+@torch.no_grad()
+def accuracy(model, drills):
+    ids, tgt = batch_of(drills)
+    pred = model(ids).argmax(-1)
+    mask = tgt != -100
+    ok = ((pred == tgt) | ~mask).all(dim=1)
+    return ok.float().mean().item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", choices=list(PRESETS), default="small")
+    ap.add_argument("--size", type=int, default=3)
+    ap.add_argument("--names", type=int, choices=[1, 2], default=2)
+    ap.add_argument("--layout", choices=["last", "first"], default="last")
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=96)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--eval-n", type=int, default=200)
+    ap.add_argument("--target", type=float, default=0.9)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    erng = random.Random(f"eval-{a.seed}")
+    found = [drill(erng, a.size, a.names, a.layout, True) for _ in range(a.eval_n)]
+    missing = [drill(erng, a.size, a.names, a.layout, False) for _ in range(a.eval_n)]
+    held = set(found + missing)
+    model = GPT(*PRESETS[a.preset])
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.99), weight_decay=0.01)
+    trng = random.Random(f"train-{a.seed}")
+    t0 = time.time()
+    reached = None
+    for step in range(1, a.steps + 1):
+        drills = []
+        while len(drills) < a.batch:
+            d = drill(trng, a.size, a.names, a.layout, len(drills) % 2 == 0)
+            if d not in held:
+                drills.append(d)
+        ids, tgt = batch_of(drills)
+        for g in opt.param_groups:
+            g["lr"] = a.lr * min(1.0, step / max(1, a.warmup))
+        loss = F.cross_entropy(model(ids).view(-1, len(VOCAB)), tgt.view(-1), ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % a.eval_every == 0:
+            fa, ma = accuracy(model, found), accuracy(model, missing)
+            print(json.dumps({"step": step, "loss": round(loss.item(), 4), "found": fa, "missing": ma, "sec": round(time.time() - t0, 1)}), flush=True)
+            if fa >= a.target and ma >= a.target:
+                reached = step
+                break
+    print(json.dumps({"result": vars(a), "stepsToTarget": reached}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
