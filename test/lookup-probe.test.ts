@@ -64,6 +64,9 @@ describe('lookup probe', () => {
     expect(seen).toBe(20 * 256);
     // Seeded by step: the same step draws the same drills.
     expect(probeTrainDrills(c, 5, keys)).toEqual(probeTrainDrills(c, 5, keys));
+    // With mix, training chunks take every size from 1 to size.
+    const sizes = new Set(probeTrainDrills(cfg({ size: 4, mix: true }), 0, new Set()).map((d) => readDrill(d.prompt, 'last').pairs.size));
+    expect([...sizes].sort()).toEqual([1, 2, 3, 4]);
   });
 
   it('names every bad field', () => {

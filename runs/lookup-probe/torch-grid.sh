@@ -13,3 +13,5 @@ run small-s3-n1-last --size 3 --names 1 --layout last
 run small-s6-n2-last --size 6 --names 2 --layout last
 run small-s6-n2-first --size 6 --names 2 --layout first
 run small-s3-n1-first --size 3 --names 1 --layout first
+run small-s3-n2-last-mix --size 3 --names 2 --layout last --mix
+run small-s6-n2-last-mix --size 6 --names 2 --layout last --mix

@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--target", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mix", action="store_true", help="train on chunk sizes 1..size drawn uniformly (held out: size)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -162,7 +163,8 @@ def main():
     for step in range(1, a.steps + 1):
         drills = []
         while len(drills) < a.batch:
-            d = drill(trng, a.size, a.names, a.layout, len(drills) % 2 == 0)
+            size = trng.randint(1, a.size) if a.mix else a.size
+            d = drill(trng, size, a.names, a.layout, len(drills) % 2 == 0)
             if d not in held:
                 drills.append(d)
         ids, tgt = batch_of(drills)

@@ -25,6 +25,8 @@ export interface LookupProbeConfig {
   /** Characters (tokens) per variable name. */
   nameChars: 1 | 2;
   layout: QuestionLayout;
+  /** Train on chunks of 1 to `size` assignments drawn uniformly (a curriculum in one); held out: `size`. */
+  mix: boolean;
   steps: number;
   /** Drills per step (half of them ask a variable the chunk does not assign). */
   batch: number;
@@ -40,6 +42,7 @@ export interface LookupProbeConfig {
 }
 
 export const LOOKUP_PROBE_DEFAULTS: Omit<LookupProbeConfig, 'size' | 'nameChars' | 'layout' | 'steps'> = {
+  mix: false,
   batch: 96,
   lr: 2e-3,
   warmup: 50,
@@ -64,6 +67,7 @@ export function validateLookupProbeConfig(c: LookupProbeConfig): void {
   int('evalN', 1, 5000);
   int('seed', 0, SEED_MAX);
   if (c.nameChars !== 1 && c.nameChars !== 2) errs.push(`nameChars must be 1 or 2 (got ${String(c.nameChars)})`);
+  if (typeof c.mix !== 'boolean') errs.push(`mix must be true or false (got ${String(c.mix)})`);
   if (c.layout !== 'last' && c.layout !== 'first') errs.push(`layout must be one of last, first (got ${String(c.layout)})`);
   if (!(c.lr > 0 && c.lr <= 1)) errs.push(`lr must be in (0, 1] (got ${String(c.lr)})`);
   if (!(c.weightDecay >= 0 && c.weightDecay <= 1)) errs.push(`weightDecay must be in [0, 1] (got ${String(c.weightDecay)})`);
@@ -135,7 +139,8 @@ export function probeTrainDrills(c: LookupProbeConfig, step: number, heldOut: Re
   const out: ProbeDrill[] = [];
   for (let i = 0, tries = 0; out.length < c.batch; tries++) {
     if (tries > 100 * c.batch) throw new Error('lookup probe: the held-out drills cover nearly every drill; use a smaller evalN');
-    const d = probeDrill(rng, c.size, c.nameChars, c.layout, i % 2 === 0);
+    const size = c.mix ? rng.int(1, c.size) : c.size;
+    const d = probeDrill(rng, size, c.nameChars, c.layout, i % 2 === 0);
     if (heldOut.has(d.prompt + d.answer)) continue;
     out.push(d);
     i++;
