@@ -1,4 +1,4 @@
-/** Page layout: status line on top; run controls and config on the left; curves, rollouts, tree and stepper on the right. */
+/** Page layout: status line on top; run controls and config on the left; curves, kept runs, rollouts, tree and stepper on the right. */
 import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
@@ -6,6 +6,7 @@ import { FrontierPanel } from './panels/FrontierPanel';
 import { LogPanel } from './panels/LogPanel';
 import { ModelPanel } from './panels/ModelPanel';
 import { RolloutTable } from './panels/RolloutTable';
+import { RunsPanel } from './panels/RunsPanel';
 import { StatusBar } from './panels/StatusBar';
 import { StepperPanel } from './panels/StepperPanel';
 import { TreePanel } from './panels/TreePanel';
@@ -23,6 +24,7 @@ export function App() {
         </aside>
         <div className="main">
           <ChartsPanel />
+          <RunsPanel />
           <div className="split">
             <RolloutTable />
             <TreePanel />

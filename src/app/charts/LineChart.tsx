@@ -30,6 +30,8 @@ export interface LineChartProps {
   smoothing: number;
   /** Dots per value (held-out evaluations), never smoothed. */
   sparse?: boolean;
+  /** Legend entries per row (default 2); 1 leaves room for long labels (run names). */
+  legendColumns?: 1 | 2;
 }
 
 function fmt(v: number): string {
@@ -48,7 +50,8 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const smoothing = sparse ? 0 : p.smoothing;
   const rows = thinIndices(data.steps.length);
   const top = M.top + (p.subtitle ? SUBTITLE_H : 0);
-  const legendRows = Math.ceil(Math.max(1, data.series.length) / 2);
+  const cols = p.legendColumns ?? 2;
+  const legendRows = Math.ceil(Math.max(1, data.series.length) / cols);
   const height = top + PLOT_H + M.bottom + legendRows * LEGEND_ROW + 4;
   const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', data.steps.length).attr('data-smoothing', smoothing);
   svg.selectAll('*').remove();
@@ -98,8 +101,8 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   }
 
   drawn.forEach((s, i) => {
-    const lx = M.left - 30 + (i % 2) * (W / 2);
-    const ly = top + PLOT_H + M.bottom + Math.floor(i / 2) * LEGEND_ROW + 8;
+    const lx = M.left - 30 + (i % cols) * (W / cols);
+    const ly = top + PLOT_H + M.bottom + Math.floor(i / cols) * LEGEND_ROW + 8;
     const raw = lastFinite(s.values);
     const smooth = lastFinite(s.smooth);
     // The smoothed value, and the raw one in brackets where they differ.
@@ -114,10 +117,10 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
 
 export function LineChart(props: LineChartProps) {
   const ref = useRef<SVGSVGElement>(null);
-  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse } = props;
+  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns } = props;
   useEffect(() => {
-    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse });
-  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse]);
+    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns });
+  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns]);
   return (
     <figure className="chart" data-testid={`chart-${id}`}>
       <svg ref={ref} xmlns="http://www.w3.org/2000/svg" role="img" aria-label={title} data-testid={`chart-svg-${id}`} />

@@ -29,3 +29,8 @@ export function confirmDiscard(action: string): boolean {
   if (lost === null) return true;
   return ask(`${action} discards ${lost}. Export the weights (Checkpoint panel) first to keep them.\n\nDiscard and continue?`);
 }
+
+/** Any other question before something is deleted for good (a kept run): the same dialog, the same test hook. */
+export function confirmAction(message: string): boolean {
+  return ask(message);
+}

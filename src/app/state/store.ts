@@ -10,6 +10,8 @@ import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
+import type { KeptRun } from '../runs/keptRun';
+import type { UnreadableRun } from '../runs/keptRunStore';
 
 /** The engine's status, plus the page's own 'starting' and 'failed'; 'pausing' is set the moment Pause is pressed. */
 export type EngineState = 'starting' | 'idle' | 'sft' | 'training' | 'pausing' | 'paused' | 'failed';
@@ -109,6 +111,12 @@ export interface PlaygroundState {
   session: SessionNote | null;
   /** The last completed save of this session in the browser (null: none yet), or why saving failed. */
   saved: { at: string; step: number; policyVersion: number } | { error: string } | null;
+  /** Runs kept for comparison (src/app/runs/), oldest first; they outlive model changes and reloads. */
+  keptRuns: KeptRun[];
+  /** Stored runs that could not be read (kept until deleted). */
+  unreadableRuns: UnreadableRun[];
+  /** What the last keep, import, rename or delete did, or why it failed (nothing kept was changed then). */
+  runsNote: { kind: 'info' | 'error'; message: string } | null;
 }
 
 export const MAX_EPISODES = 200;
@@ -143,6 +151,9 @@ export const INITIAL_STATE: PlaygroundState = {
   provenance: [],
   session: null,
   saved: null,
+  keptRuns: [],
+  unreadableRuns: [],
+  runsNote: null,
 };
 
 export const usePlayground = create<PlaygroundState>()(() => ({ ...INITIAL_STATE }));

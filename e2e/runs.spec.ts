@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { TINY_RUN, expect, test } from './chromium';
+
+const GATING = join('runs', 'ablation-naive', 'gating-s1');
+
+test('a kept run survives a reload and overlays an imported CLI run, with a legend and the settings that differ', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
+  test.setTimeout(300_000);
+  await openApp(`${TINY_RUN}&evalEvery=0`);
+  await waitForModel();
+  await expect(page.getByTestId('keep-run')).toBeDisabled(); // nothing to keep before a step
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
+  await expect(page.getByTestId('step')).toBeEnabled();
+
+  // Keep the run under a name.
+  await page.getByTestId('keep-run-name').fill('tiny e2e');
+  await page.getByTestId('keep-run').click();
+  await expect(page.getByTestId('runs-note')).toContainText('kept "tiny e2e" (1 GRPO step)');
+  const kept = page.locator('[data-testid="run-row"][data-name="tiny e2e"]');
+  await expect(kept).toHaveCount(1);
+  await expect(kept.getByTestId('run-steps')).toHaveText('1');
+
+  // Reload (after the session's save, so no unload warning): the kept run is listed again.
+  await expect(page.getByTestId('session-saved')).toHaveAttribute('data-step', '1', { timeout: 30_000 });
+  await page.reload();
+  await waitForModel();
+  await expect(kept).toHaveCount(1);
+  await expect(page.getByTestId('runs-count')).toHaveAttribute('data-kept', '1');
+
+  // A malformed metrics file is refused, naming the file and the line; the kept run stays.
+  await page.getByTestId('import-run-files').setInputFiles([{ name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"step":1,"meanReward":0.5}\n{"step":2,"meanRew') }]);
+  await expect(page.getByTestId('runs-error')).toContainText('metrics.jsonl: line 2: not JSON');
+  await expect(page.getByTestId('runs-count')).toHaveAttribute('data-kept', '1');
+
+  // Import the CLI's gating arm with its run.json.
+  await page.getByTestId('import-run-files').setInputFiles([join(GATING, 'metrics.jsonl'), join(GATING, 'run.json')]);
+  await expect(page.getByTestId('runs-note')).toContainText('imported "ablation-naive/gating-s1" (150 GRPO steps, 6 held-out readings)');
+  const cli = page.locator('[data-testid="run-row"][data-name="ablation-naive/gating-s1"]');
+  await expect(cli.getByTestId('run-steps')).toHaveText('150');
+
+  // Tick both: two curves per chart, one legend entry per run, the settings that differ.
+  await kept.getByTestId('run-select').check();
+  await expect(page.getByTestId('runs-compare')).toHaveCount(0);
+  await cli.getByTestId('run-select').check();
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '2');
+  await expect(page.getByTestId('runs-legend-item')).toHaveCount(2);
+  await expect(page.getByTestId('runs-legend')).toContainText('tiny e2e');
+  await expect(page.getByTestId('runs-legend')).toContainText('ablation-naive/gating-s1');
+  await expect(page.getByTestId('chart-svg-runs-reward').locator('path[data-series]')).toHaveCount(2);
+  await expect(page.getByTestId('chart-svg-runs-tokens-total').locator('path[data-series]')).toHaveCount(2);
+  await expect(page.getByTestId('chart-svg-runs-reward')).toHaveAttribute('data-points', '150');
+  // Held-out: the CLI run's six evaluations (the tiny run evaluated none).
+  await expect(page.getByTestId('chart-dot-runs-heldout')).toHaveCount(6);
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="batch"]')).toContainText('16');
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="start"]')).toContainText('checkpoints/warmstart-naive');
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="advantage.gating"]')).toHaveCount(0);
+
+  // Delete asks first: No keeps the run, Yes removes it (and after a reload too).
+  let answer = false;
+  const asked: string[] = [];
+  page.on('dialog', (d) => {
+    asked.push(d.message());
+    void (answer ? d.accept() : d.dismiss());
+  });
+  await cli.getByTestId('run-delete').click();
+  await expect(cli).toHaveCount(1);
+  answer = true;
+  await cli.getByTestId('run-delete').click();
+  await expect(cli).toHaveCount(0);
+  expect(asked).toHaveLength(2);
+  expect(asked[0]).toContain('Delete the kept run "ablation-naive/gating-s1"');
+  await page.reload();
+  await waitForModel();
+  await expect(kept).toHaveCount(1);
+  await expect(cli).toHaveCount(0);
+  expect(consoleErrors).toEqual([]);
+});

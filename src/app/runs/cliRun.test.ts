@@ -1,0 +1,103 @@
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { cliRunOf, defaultCliName, parseConfigFile, parseMetricsJsonl, pickRunFiles } from './cliRun';
+
+const read = (path: string) => readFileSync(path, 'utf8');
+const GATING = 'runs/ablation-naive/gating-s1';
+const meta = { id: 'r1', keptAt: '2026-01-02T00:00:00.000Z' };
+const files = (dir: string, names: string[]) => names.map((name) => ({ name, text: read(`${dir}/${name}`) }));
+
+/** A row as the CLI writes it, with `over` on top. */
+const row = (step: number, over: Record<string, unknown> = {}) => JSON.stringify({ step, meanReward: 0.5, accuracy: 0.25, ...over });
+
+describe('a CLI run directory imported for comparison', () => {
+  it('reads the gating arm of the ablation: its 150 steps, its six held-out readings at n = 64, its config and name', () => {
+    const { run, ignored } = cliRunOf(files(GATING, ['metrics.jsonl', 'run.json', 'traces.jsonl']), meta);
+    expect(ignored).toEqual(['traces.jsonl']);
+    expect(run.name).toBe('ablation-naive/gating-s1');
+    expect(run.task).toBe('arithmetic');
+    expect(run.counters).toEqual({ policyVersion: null, grpoSteps: 150, sftSteps: 0 });
+    expect(run.metrics).toHaveLength(150);
+    const first = run.metrics[0];
+    expect(first.metrics.step).toBe(1);
+    expect(first.metrics.meanReward).toBeCloseTo(0.36045374959944243, 15);
+    expect(first.metrics.violations.root_over_max).toBe(25);
+    // 16 groups sampled × G = 4: the violation chart divides by 64 episodes, as the page's own rows.
+    expect(first.episodes).toBe(64);
+    expect(run.heldOut.map((h) => h.step)).toEqual([25, 50, 75, 100, 125, 150]);
+    expect(run.heldOut.map((h) => h.accuracy)).toEqual([0.609375, 0.65625, 0.625, 0.609375, 0.71875, 0.703125]);
+    expect(run.heldOut.every((h) => h.n === 64 && h.interval === null)).toBe(true);
+    expect(run.origin).toMatchObject({ kind: 'cli', files: ['metrics.jsonl', 'run.json'], startedAt: '2026-12-01T12:57:23.578Z' });
+    expect(run.origin.kind === 'cli' && run.origin.config).toMatchObject({ batch: 16, group: 4, advantage: { gating: true } });
+  });
+
+  it('reads an older directory (state.json, rows without the newer fields: NaN, not 0)', () => {
+    const { run } = cliRunOf(files('runs/ablation/gating-s1', ['metrics.jsonl', 'state.json']), meta);
+    expect(run.metrics).toHaveLength(25);
+    expect(run.metrics[0].metrics.approxKl).toBeNaN();
+    expect(run.metrics[0].metrics.entropy).toBeNaN();
+    expect(run.metrics[0].metrics.gradNorm).toBeCloseTo(0.4773600111968332, 15);
+    // Without run.json's command line, no --out: the name comes from the file.
+    expect(run.name).toBe('metrics (CLI run)');
+    expect(run.origin.kind === 'cli' && run.origin.command).toBeNull();
+  });
+
+  it('reads the metrics.jsonl of every GRPO run in runs/ and refuses every warm-start one as such', () => {
+    const tracked = execFileSync('git', ['ls-files', 'runs'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((p) => /^runs\/[^/]+(\/[^/]+)?\/metrics\.jsonl$/.test(p));
+    expect(tracked.length).toBeGreaterThan(10);
+    let grpo = 0;
+    for (const path of tracked) {
+      const text = read(path);
+      if (text.includes('"meanReward"')) {
+        expect(parseMetricsJsonl(text, path).length, path).toBeGreaterThan(0);
+        grpo++;
+      } else expect(() => parseMetricsJsonl(text, path), path).toThrow(`${path}: line 1: this is a warm-start (sft) row`);
+    }
+    expect(grpo).toBeGreaterThan(5);
+  });
+
+  it('names the file, the line and the field of a malformed row', () => {
+    const bad = (lines: string[]) => () => parseMetricsJsonl(lines.join('\n'), 'metrics.jsonl');
+    expect(bad([row(1), row(2), '{"step":3,"meanRew'])).toThrow(/^metrics\.jsonl: line 3: not JSON \(/);
+    expect(bad([row(1), '', row(2), row(2)])).toThrow('metrics.jsonl: line 4: step 2 does not follow step 2 (steps must increase)');
+    expect(bad([row(1, { accuracy: 1.5 })])).toThrow('metrics.jsonl: line 1: accuracy must be a share in [0, 1] (got 1.5)');
+    expect(bad([row(1), row(2, { kl: 'small' })])).toThrow('metrics.jsonl: line 2: kl must be a number (got "small")');
+    expect(bad([row(1, { violations: { clone_spawn: -1 } })])).toThrow('metrics.jsonl: line 1: violations.clone_spawn must be a count ≥ 0 (got -1)');
+    expect(bad([JSON.stringify({ step: 1, accuracy: 0.5 })])).toThrow('metrics.jsonl: line 1: meanReward must be a finite number (got undefined)');
+    expect(bad([JSON.stringify({ step: 0, meanReward: 0.5 })])).toThrow('metrics.jsonl: line 1: step must be a positive integer (got 0)');
+    expect(bad(['[1,2]'])).toThrow('metrics.jsonl: line 1: a metrics row must be a JSON object (got [1,2])');
+    expect(bad(['', '  '])).toThrow('metrics.jsonl: no rows');
+    // A non-finite value the CLI wrote as null reads as "not recorded".
+    expect(parseMetricsJsonl(row(1, { loss: null }), 'm.jsonl')[0].loss).toBeNaN();
+  });
+
+  it('names what is wrong with the config file and with the files picked', () => {
+    expect(() => parseConfigFile('{"config": ', 'run.json')).toThrow(/^run\.json: not valid JSON \(/);
+    expect(() => parseConfigFile('{"command": []}', 'run.json')).toThrow('run.json: config must be an object (the run\'s trainer config; got undefined)');
+    expect(() => parseConfigFile('{"kind": "sft", "step": 3, "config": {}}', 'state.json')).toThrow('state.json: kind is "sft": only GRPO train runs compare here');
+    expect(() => parseConfigFile('{"config": {}, "command": "train"}', 'run.json')).toThrow('run.json: command must be a list of strings');
+    expect(() => pickRunFiles([{ name: 'run.json', text: '{}' }])).toThrow('no metrics file among run.json: pick the run\'s metrics.jsonl (and run.json if you have it)');
+    expect(() => pickRunFiles([{ name: 'a.jsonl', text: '' }, { name: 'metrics.jsonl', text: '' }])).toThrow('pick one run at a time: a.jsonl and metrics.jsonl are both metrics files');
+    // run.json is preferred to state.json (it is the first start's).
+    expect(pickRunFiles([{ name: 'state.json', text: '' }, { name: 'run.json', text: '' }, { name: 'metrics.jsonl', text: '' }]).config?.name).toBe('run.json');
+  });
+
+  it('names the run after its --out, else its file', () => {
+    expect(defaultCliName(['train', '--out', 'runs/ablation-naive/no-gating-s2/'], 'metrics.jsonl')).toBe('ablation-naive/no-gating-s2');
+    expect(defaultCliName(['train', '--out', 'r1'], 'metrics.jsonl')).toBe('r1');
+    expect(defaultCliName(null, 'arm-b.jsonl')).toBe('arm-b (CLI run)');
+  });
+
+  it('without run.json the run has no config, and its violation rates are not guessed', () => {
+    const { run } = cliRunOf(files(GATING, ['metrics.jsonl']), meta);
+    expect(run.origin.kind === 'cli' && run.origin.config).toBeNull();
+    expect(run.task).toBe('');
+    expect(run.metrics[0].episodes).toBeNaN();
+    // Held-out readings are there; their n was on the command line, which is not.
+    expect(run.heldOut).toHaveLength(6);
+    expect(run.heldOut[0].n).toBeNull();
+  });
+});

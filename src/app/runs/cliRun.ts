@@ -1,0 +1,132 @@
+/**
+ * A CLI run directory (src/cli/runDir.ts) imported for comparison: its `metrics.jsonl` (one GRPO
+ * step per line; on evaluation steps also evalAccuracy, evalTokens, evalReward) and, optionally,
+ * its `run.json` (command line and trainer config of the first start) or, for directories of
+ * the older layout, `state.json` (step and the same config). Every problem is named by file and
+ * line; nothing is half imported. Pure: file texts → kept run.
+ */
+import type { MetricPoint } from '../state/store';
+import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_NAME } from './keptRun';
+import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
+
+export interface PickedText {
+  name: string;
+  text: string;
+}
+
+/** A config file's contents: the trainer config and, from run.json, the command line. */
+export interface CliConfigFile {
+  config: Record<string, unknown>;
+  command: string[] | null;
+  startedAt: string | null;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** metrics.jsonl → rows; throws naming the file, the line and the field. Blank lines are skipped (they still count). */
+export function parseMetricsJsonl(text: string, file: string): MetricsRow[] {
+  const lines: { line: number; raw: unknown }[] = [];
+  text.split('\n').forEach((l, i) => {
+    if (l.trim() === '') return;
+    try {
+      lines.push({ line: i + 1, raw: JSON.parse(l) as unknown });
+    } catch (e) {
+      throw new KeptRunError(`${file}: line ${i + 1}: not JSON (${(e as Error).message})`);
+    }
+  });
+  if (lines.length === 0) throw new KeptRunError(`${file}: no rows (an empty file, or a run that has not finished a step)`);
+  try {
+    return checkMetricsRows(
+      lines.map((l) => l.raw),
+      (i) => `${file}: line ${lines[i].line}`,
+    );
+  } catch (e) {
+    if (e instanceof MetricsRowError) throw new KeptRunError(e.message);
+    throw e;
+  }
+}
+
+/** run.json or state.json → its config (and run.json's command line); throws naming the file and the field. */
+export function parseConfigFile(text: string, file: string): CliConfigFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new KeptRunError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  const fail = (message: string): never => {
+    throw new KeptRunError(`${file}: ${message}`);
+  };
+  if (!isObject(raw)) return fail('must hold a JSON object');
+  if ('kind' in raw && raw.kind !== 'train') fail(`kind is ${JSON.stringify(raw.kind)}: only GRPO train runs compare here`);
+  if (!isObject(raw.config)) fail(`config must be an object (the run's trainer config; got ${JSON.stringify(raw.config)})`);
+  if (raw.command !== undefined && !(Array.isArray(raw.command) && raw.command.every((x) => typeof x === 'string'))) fail('command must be a list of strings');
+  if (raw.startedAt !== undefined && typeof raw.startedAt !== 'string') fail('startedAt must be a string');
+  return { config: raw.config as Record<string, unknown>, command: (raw.command as string[] | undefined) ?? null, startedAt: (raw.startedAt as string | undefined) ?? null };
+}
+
+/** The value of `--flag` in a command line, or null. */
+export function flagValue(command: readonly string[] | null, flag: string): string | null {
+  if (command === null) return null;
+  const i = command.indexOf(flag);
+  return i >= 0 && i + 1 < command.length ? command[i + 1] : null;
+}
+
+/**
+ * The files of one run among those picked: exactly one metrics file (a `.jsonl` that is not a
+ * traces file), at most one run.json or state.json (run.json wins: it is the first start's);
+ * the rest is ignored and said so.
+ */
+export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText; config: PickedText | null; ignored: string[] } {
+  const metrics = files.filter((f) => f.name.endsWith('.jsonl') && !f.name.startsWith('traces'));
+  if (metrics.length === 0) throw new KeptRunError(`no metrics file among ${files.map((f) => f.name).join(', ') || 'the picked files'}: pick the run's metrics.jsonl (and run.json if you have it)`);
+  if (metrics.length > 1) throw new KeptRunError(`pick one run at a time: ${metrics.map((f) => f.name).join(' and ')} are both metrics files`);
+  const config = files.find((f) => f.name === 'run.json') ?? files.find((f) => f.name === 'state.json') ?? null;
+  const ignored = files.filter((f) => f !== metrics[0] && f !== config).map((f) => f.name);
+  return { metrics: metrics[0], config, ignored };
+}
+
+/** A name for the run: the last two parts of run.json's `--out` (e.g. "ablation-naive/gating-s1"), else the metrics file's. */
+export function defaultCliName(command: readonly string[] | null, metricsFile: string): string {
+  const out = flagValue(command, '--out');
+  const parts = (out ?? '').split('/').filter((p) => p !== '' && p !== '.');
+  const name = parts.length > 0 ? parts.slice(-2).join('/') : `${metricsFile.replace(/\.jsonl$/, '')} (CLI run)`;
+  return name.slice(0, MAX_NAME);
+}
+
+/**
+ * The episodes per step, for violation rates: prompts sampled × group where the row says how
+ * many groups it sampled (dynamic sampling), else batch × group; NaN without a config.
+ */
+function episodesOf(row: MetricsRow, config: Record<string, unknown> | null): number {
+  const group = config?.group;
+  const batch = config?.batch;
+  if (typeof group !== 'number') return NaN;
+  if (Number.isFinite(row.groupsSampled)) return row.groupsSampled * group;
+  return typeof batch === 'number' ? batch * group : NaN;
+}
+
+/** The picked files of one CLI run as a kept run, with the names of the files it did not use. */
+export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptAt: string; name?: string }): { run: KeptRun; ignored: string[] } {
+  const picked = pickRunFiles(files);
+  const rows = parseMetricsJsonl(picked.metrics.text, picked.metrics.name);
+  const cfg = picked.config && parseConfigFile(picked.config.text, picked.config.name);
+  const config = cfg?.config ?? null;
+  const evalN = Number(flagValue(cfg?.command ?? null, '--eval-n'));
+  const metrics: MetricPoint[] = rows.map((metrics) => ({ metrics, episodes: episodesOf(metrics, config) }));
+  const heldOut: HeldOutReading[] = rows
+    .filter((r) => Number.isFinite(r.evalAccuracy))
+    .map((r) => ({ step: r.step, accuracy: r.evalAccuracy as number, n: Number.isInteger(r.evalN) ? (r.evalN as number) : Number.isInteger(evalN) && evalN > 0 ? evalN : null, interval: null }));
+  const run: KeptRun = {
+    id: meta.id,
+    name: checkRunName(meta.name ?? defaultCliName(cfg?.command ?? null, picked.metrics.name)),
+    keptAt: meta.keptAt,
+    task: typeof config?.task === 'string' ? config.task : '',
+    origin: { kind: 'cli', files: [picked.metrics.name, ...(picked.config ? [picked.config.name] : [])], config, command: cfg?.command ?? null, startedAt: cfg?.startedAt ?? null },
+    counters: { policyVersion: null, grpoSteps: rows[rows.length - 1].step, sftSteps: 0 },
+    metrics,
+    heldOut,
+    frontier: [],
+  };
+  return { run, ignored: picked.ignored };
+}

@@ -1,0 +1,123 @@
+/**
+ * The Runs panel's controls → the kept-run store and the page state: keep the current run,
+ * import a CLI run, rename, delete (after a question). Each writes the store first and changes
+ * the list only once the write succeeded, so a refused import or a failed write leaves every
+ * kept run as it was; `runsNote` says what happened.
+ */
+import { configToHash } from '../../core/runConfig';
+import { confirmAction } from '../session/confirm';
+import { machineDefaults } from '../state/actions';
+import { getState, setState } from '../state/store';
+import { cliRunOf } from './cliRun';
+import { type KeptRun, checkRunName, pageRunOf, suggestedRunName, uniqueRunName } from './keptRun';
+import type { KeptRunStore } from './keptRunStore';
+
+let shelf: KeptRunStore | null = null;
+let newId = (): string => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const info = (message: string) => setState({ runsNote: { kind: 'info', message } });
+const failed = (message: string) => setState({ runsNote: { kind: 'error', message } });
+const NO_STORE = 'this browser offers no IndexedDB, so runs cannot be kept';
+const steps = (run: KeptRun) => `${run.counters.grpoSteps} GRPO step${run.counters.grpoSteps === 1 ? '' : 's'}`;
+
+/** Attaches the store and lists what it holds (once per page, and in tests with their own store and ids). */
+export async function startKeptRuns(store: KeptRunStore | null, ids?: () => string): Promise<void> {
+  shelf = store;
+  if (ids) newId = ids;
+  if (!store) return;
+  try {
+    const { runs, unreadable } = await store.list();
+    // A run kept while the list was being read stays.
+    setState((s) => ({ keptRuns: [...runs, ...s.keptRuns.filter((r) => !runs.some((x) => x.id === r.id))], unreadableRuns: unreadable }));
+  } catch (e) {
+    failed(`kept runs could not be read: ${errorText(e)}`);
+  }
+}
+
+const takenNames = () => getState().keptRuns.map((r) => r.name);
+
+/** Keeps the current run (curves, held-out readings, frontier, config, provenance) under `name`, or the suggested one. */
+export async function keepCurrentRun(name: string): Promise<KeptRun | null> {
+  if (!shelf) return (failed(`run not kept: ${NO_STORE}`), null);
+  const s = getState();
+  let run: KeptRun;
+  try {
+    const chosen = name.trim() === '' ? uniqueRunName(suggestedRunName(s), takenNames()) : checkRunName(name);
+    if (takenNames().includes(chosen)) throw new Error(`another kept run is named "${chosen}"; choose another name`);
+    run = pageRunOf(s, { id: newId(), name: chosen, keptAt: new Date().toISOString(), hash: configToHash(s.config, machineDefaults()) });
+    await shelf.put(run);
+  } catch (e) {
+    return (failed(`run not kept: ${errorText(e)}`), null);
+  }
+  setState((st) => ({ keptRuns: [...st.keptRuns, run] }));
+  info(`kept "${run.name}" (${steps(run)}). Reset or Start fresh begins a new run; kept runs stay.`);
+  return run;
+}
+
+/** Imports a CLI run from its picked files (metrics.jsonl, optionally run.json or state.json). */
+export async function importCliRun(files: readonly File[]): Promise<KeptRun | null> {
+  if (files.length === 0) return null;
+  if (!shelf) return (failed(`import failed: ${NO_STORE}`), null);
+  let run: KeptRun;
+  let ignored: string[];
+  try {
+    const texts = await Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
+    ({ run, ignored } = cliRunOf(texts, { id: newId(), keptAt: new Date().toISOString() }));
+    run = { ...run, name: uniqueRunName(run.name, takenNames()) };
+    await shelf.put(run);
+  } catch (e) {
+    return (failed(`import failed, kept runs unchanged: ${errorText(e)}`), null);
+  }
+  setState((s) => ({ keptRuns: [...s.keptRuns, run] }));
+  const o = run.origin;
+  const config = o.kind === 'cli' && o.config === null ? '; no run.json, so its config is not known' : '';
+  info(`imported "${run.name}" (${steps(run)}, ${run.heldOut.length} held-out reading${run.heldOut.length === 1 ? '' : 's'}${config})${ignored.length > 0 ? `; ignored ${ignored.join(', ')}` : ''}`);
+  return run;
+}
+
+export async function renameKeptRun(id: string, name: string): Promise<boolean> {
+  const run = getState().keptRuns.find((r) => r.id === id);
+  if (!run || !shelf) return false;
+  try {
+    const chosen = checkRunName(name);
+    if (chosen === run.name) return true;
+    if (takenNames().includes(chosen)) throw new Error(`another kept run is named "${chosen}"`);
+    const renamed = { ...run, name: chosen };
+    await shelf.put(renamed);
+    setState((s) => ({ keptRuns: s.keptRuns.map((r) => (r.id === id ? renamed : r)), runsNote: null }));
+    return true;
+  } catch (e) {
+    failed(`not renamed: ${errorText(e)}`);
+    return false;
+  }
+}
+
+/** Deletes a kept run after the question; true when it is gone. */
+export async function deleteKeptRun(id: string): Promise<boolean> {
+  const run = getState().keptRuns.find((r) => r.id === id);
+  if (!run || !shelf) return false;
+  const from = run.origin.kind === 'cli' ? `imported from ${run.origin.files.join(' + ')}` : `kept ${new Date(run.keptAt).toLocaleString()}`;
+  if (!confirmAction(`Delete the kept run "${run.name}" (${steps(run)}, ${from})? Its curves and config leave this browser; the current session is not affected.\n\nDelete it?`)) return false;
+  try {
+    await shelf.delete(id);
+  } catch (e) {
+    failed(`not deleted: ${errorText(e)}`);
+    return false;
+  }
+  setState((s) => ({ keptRuns: s.keptRuns.filter((r) => r.id !== id), runsNote: { kind: 'info', message: `deleted "${run.name}"` } }));
+  return true;
+}
+
+/** Deletes the stored runs that could not be read, after the question. */
+export async function deleteUnreadableRuns(): Promise<void> {
+  const { unreadableRuns } = getState();
+  if (!shelf || unreadableRuns.length === 0) return;
+  if (!confirmAction(`Delete ${unreadableRuns.length} kept run record${unreadableRuns.length === 1 ? '' : 's'} that could not be read?`)) return;
+  try {
+    await shelf.deleteKeys(unreadableRuns.map((u) => u.key));
+    setState({ unreadableRuns: [] });
+  } catch (e) {
+    failed(`not deleted: ${errorText(e)}`);
+  }
+}
