@@ -43,7 +43,7 @@ def encode(text):
     return out
 
 
-def drill(rng, size, names, layout, found):
+def drill(rng, size, names, layout, found, filler=0, fixed=False):
     used = {"no"} if names == 2 else set()
 
     def fresh():
@@ -61,8 +61,13 @@ def drill(rng, size, names, layout, found):
             rhs_names.append(v)
             rhs.append(v)
         else:
-            rhs.append(str(rng.randint(0, 99)))
-    chunk = " ".join(f"{v}={r}." for v, r in zip(assigned, rhs))
+            # Fixed width: every value two digits, so every assignment is 6 characters.
+            rhs.append(str(rng.randint(10, 99) if fixed else rng.randint(0, 99)))
+    parts = [f"{v}={r}." for v, r in zip(assigned, rhs)]
+    # Filler: words of 3-6 letters (never a name, never before '='), placed among the assignments.
+    for _ in range(filler):
+        parts.insert(rng.randint(0, len(parts)), "".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 6))))
+    chunk = " ".join(parts)
     if found:
         i = rng.randrange(size)
         q, a = assigned[i], rhs[i]
@@ -109,23 +114,27 @@ class GPT(nn.Module):
         return self.ln_f(x) @ self.wte.weight.T
 
 
-def batch_of(drills):
+def batch_of(drills, prompt_weight=0.0):
     rows = [(encode(p), encode(f"<ans>{a}<eos>")) for p, a in drills]
     width = max(len(p) + len(t) for p, t in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     tgt = torch.full((len(rows), width), -100, dtype=torch.long)
+    w = torch.zeros(len(rows), width)
     for i, (p, t) in enumerate(rows):
         seq = p + t
         ids[i, : len(seq)] = torch.tensor(seq)
-        # Predict each answer token from the one before it.
-        for j in range(len(t)):
-            tgt[i, len(p) - 1 + j] = t[j]
-    return ids, tgt
+        # Predict each answer token from the one before it (weight 1) and, with prompt_weight,
+        # each prompt token after the first from the ones before it.
+        for j in range(1, len(seq)):
+            tgt[i, j - 1] = seq[j]
+            w[i, j - 1] = 1.0 if j >= len(p) else prompt_weight
+    tgt[w == 0] = -100
+    return ids, tgt, w
 
 
 @torch.no_grad()
 def accuracy(model, drills):
-    ids, tgt = batch_of(drills)
+    ids, tgt, w = batch_of(drills)
     pred = model(ids).argmax(-1)
     mask = tgt != -100
     ok = ((pred == tgt) | ~mask).all(dim=1)
@@ -147,13 +156,16 @@ def main():
     ap.add_argument("--target", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--prompt-loss", type=float, default=0.0, help="weight of next-token loss on prompt tokens (answer tokens: 1)")
+    ap.add_argument("--fixed", action="store_true", help="values 10-99 only: every assignment the same width")
+    ap.add_argument("--filler", type=int, default=0, help="filler words among the chunk's assignments")
     ap.add_argument("--mix", action="store_true", help="train on chunk sizes 1..size drawn uniformly (held out: size)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     erng = random.Random(f"eval-{a.seed}")
-    found = [drill(erng, a.size, a.names, a.layout, True) for _ in range(a.eval_n)]
-    missing = [drill(erng, a.size, a.names, a.layout, False) for _ in range(a.eval_n)]
+    found = [drill(erng, a.size, a.names, a.layout, True, a.filler, a.fixed) for _ in range(a.eval_n)]
+    missing = [drill(erng, a.size, a.names, a.layout, False, a.filler, a.fixed) for _ in range(a.eval_n)]
     held = set(found + missing)
     model = GPT(*PRESETS[a.preset])
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.99), weight_decay=0.01)
@@ -164,13 +176,14 @@ def main():
         drills = []
         while len(drills) < a.batch:
             size = trng.randint(1, a.size) if a.mix else a.size
-            d = drill(trng, size, a.names, a.layout, len(drills) % 2 == 0)
+            d = drill(trng, size, a.names, a.layout, len(drills) % 2 == 0, a.filler, a.fixed)
             if d not in held:
                 drills.append(d)
-        ids, tgt = batch_of(drills)
+        ids, tgt, w = batch_of(drills, a.prompt_loss)
         for g in opt.param_groups:
             g["lr"] = a.lr * min(1.0, step / max(1, a.warmup))
-        loss = F.cross_entropy(model(ids).view(-1, len(VOCAB)), tgt.view(-1), ignore_index=-100)
+        per = F.cross_entropy(model(ids).view(-1, len(VOCAB)), tgt.view(-1).clamp(min=0), reduction="none")
+        loss = (per * w.view(-1)).sum() / w.view(-1).sum()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
