@@ -103,6 +103,25 @@ describe('the run-config table', () => {
   });
 });
 
+describe('task options in the table', () => {
+  it('are a page field: checked by the task, written to the hash and read back', () => {
+    const long = { ...runConfigDefaults('page', 'multihop'), taskOptions: { chunks: 6, perChunk: 6 } };
+    const hash = configToHash(long);
+    expect(hash).toBe(`task=multihop&taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":6}')}`);
+    expect(configFromHash(`#${hash}`)).toEqual({ config: long, errors: [] });
+    expect(validateRunConfig({ task: 'multihop', taskOptions: { perChunk: 6 } }, 'page').taskOptions).toEqual({ perChunk: 6 });
+    // A bad value is named by the task's own check; an unknown field with the fields there are.
+    const bad = configFromHash(`#task=multihop&taskOptions=${encodeURIComponent('{"perChunk":9}')}`);
+    expect(bad.errors).toEqual(['taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)']);
+    expect(bad.config).toMatchObject({ task: 'multihop', taskOptions: {} });
+    expect(configFromHash(`#taskOptions=${encodeURIComponent('{"chunks":6}')}`).errors).toEqual(['taskOptions: arithmetic has no option chunks (it has minOperands, maxOperands, maxValue, productRate, groupRate)']);
+    expect(configFromHash('#taskOptions=%5B1%5D').errors).toEqual(['taskOptions must be a JSON object (got [1])']);
+    expect(() => validateRunConfig({ task: 'multihop', taskOptions: { hops: 0 } }, 'page')).toThrow(/taskOptions: multihop: hops must be an integer in \[1, 4\] \(got 0\)/);
+    // The commands check them where they build, with the same messages (taskMixOf, below).
+    expect(() => taskMixOf(validateRunConfig({ taskOptions: { bogus: 1 } }, 'train'), '--options')).toThrow(/^--options: arithmetic has no option bogus \(it has minOperands/);
+  });
+});
+
 describe('the configs built from it', () => {
   it('give the recipe the runs found to learn as the defaults of the CLI and the page (docs/TRAINING.md)', () => {
     const c = grpoConfigOf(validateRunConfig({}, 'train'), 80);

@@ -14,7 +14,7 @@
 import { BUDGET_BUCKETS } from './tokenizer/vocab';
 import { SEED_MAX, checkSeed } from './rng';
 
-import { TASKS, TASK_NAMES, TEACHER_STYLES, type TaskName, type TeacherStyle, isTaskName } from './tasks';
+import { TASKS, TASK_NAMES, TEACHER_STYLES, type TaskEntry, type TaskName, type TeacherStyle, getTask, isTaskName, withOptions } from './tasks';
 
 export { TASK_NAMES };
 
@@ -158,7 +158,7 @@ const PAGE_ONLY: readonly Surface[] = ['page'];
 /** Every field, in display order. */
 export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'task', type: 'task', label: 'Task', help: `task (${TASK_NAMES.join(', ')}); sft also takes a weighted mix, e.g. arithmetic:1,multihop:3`, target: 'task', surfaces: ALL, default: 'arithmetic' },
-  { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON (by task name for a mix), e.g. {"perChunk":1}', target: 'task', surfaces: ['train', 'sft'], default: {} },
+  { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON, fields not given keep the task\'s defaults (by task name for a mix), e.g. {"chunks":6,"perChunk":6} for multihop\'s long context', target: 'task', surfaces: ALL, default: {} },
   { key: 'preset', type: 'enum', values: ['tiny', 'small'], label: 'Model preset', help: 'model size of a fresh model', target: 'model', surfaces: SFT, default: 'small' },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
   { key: 'group', type: 'number', min: 2, max: 64, int: true, label: 'Group size G', help: 'episodes per prompt (G)', target: 'grpo', surfaces: GRPO, default: 4 },
@@ -276,6 +276,57 @@ function taskMixError(text: string): string | null {
   return null;
 }
 
+/** One task of a run's task text: its name, its weight in a mix, and the options given to it (not yet checked). */
+export interface TaskPart {
+  taskName: string;
+  weight: number;
+  given: unknown;
+}
+
+/**
+ * The tasks of a task text with the options each is given: one task takes its own fields (or
+ * them under its name), a mix takes them by task name. A key that is no task of the text is
+ * named with `name` (the field or flag the options came in).
+ */
+export function taskPartsOf(task: string, options: Record<string, unknown>, name = 'taskOptions'): TaskPart[] {
+  const entries = task.split(',').map((part) => {
+    const [taskName, w] = part.trim().split(':');
+    return { taskName, weight: w === undefined ? 1 : Number(w) };
+  });
+  const names = entries.map((e) => e.taskName);
+  const byName: Record<string, unknown> = names.length === 1 && !Object.hasOwn(options, names[0]) ? { [names[0]]: options } : options;
+  const unknown = Object.keys(byName).filter((k) => !names.includes(k));
+  if (unknown.length > 0) throw new RunConfigError([`${name}: ${unknown.join(', ')} is not a task of ${task}`]);
+  return entries.map(({ taskName, weight }) => ({ taskName, weight, given: Object.hasOwn(byName, taskName) ? byName[taskName] : {} }));
+}
+
+/**
+ * One task with its options from outside (JSON): an unknown field is named with the fields the
+ * task has, a bad value by the task's own check; `name` is the field or flag the options came in.
+ */
+export function taskEntryOf(taskName: string, given: unknown, name = 'taskOptions'): TaskEntry {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new RunConfigError([`${name}: the options of ${taskName} must be a JSON object`]);
+  const known = Object.keys(getTask(taskName).defaultOptions);
+  const stray = Object.keys(given).filter((k) => !known.includes(k));
+  if (stray.length > 0) throw new RunConfigError([`${name}: ${taskName} has no option ${stray.join(', ')} (it has ${known.join(', ')})`]);
+  try {
+    return withOptions(taskName, given);
+  } catch (e) {
+    throw new RunConfigError([`${name}: ${(e as Error).message}`]);
+  }
+}
+
+/** What is wrong with the task options of a (valid) task text, named with `name`; null when each task accepts its options. */
+export function taskOptionsError(task: string, options: Record<string, unknown>, name = 'taskOptions'): string | null {
+  try {
+    for (const p of taskPartsOf(task, options, name)) taskEntryOf(p.taskName, p.given, name);
+    return null;
+  } catch (e) {
+    if (e instanceof RunConfigError) return e.errors.join('; ');
+    throw e;
+  }
+}
+
 /**
  * One value checked against its field; an error naming `name` (the flag, the hash key or the
  * field) and the allowed range, or null.
@@ -375,13 +426,21 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
 
 /**
  * Rules between fields (each field already in its range): the mini-batch splits the batch,
- * the page and train run one task. Each error names the field to reset.
+ * the page and train run one task, and (in the page) each task accepts its options. Each error
+ * names the field to reset.
  */
 export function crossFieldErrors(c: RunConfig, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): { key: RunConfigKey; message: string }[] {
   const out: { key: RunConfigKey; message: string }[] = [];
   const mb = surface === 'sft' ? null : miniBatchError(c, names);
   if (mb) out.push({ key: 'miniBatch', message: mb });
-  if (surface !== 'sft' && c.task.includes(',')) out.push({ key: 'task', message: `${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})` });
+  const mixRefused = surface !== 'sft' && c.task.includes(',');
+  if (mixRefused) out.push({ key: 'task', message: `${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})` });
+  // The options are the task's to check (known fields, ranges), once the task itself is good. The
+  // page checks them where they enter (form, hash, engine); train and sft where they build (taskMixOf).
+  if (surface === 'page' && !mixRefused && checkField(fieldOf('task'), c.task) === null) {
+    const opts = taskOptionsError(c.task, c.taskOptions, names.taskOptions ?? 'taskOptions');
+    if (opts) out.push({ key: 'taskOptions', message: opts });
+  }
   return out;
 }
 

@@ -11,8 +11,7 @@ import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
 import { REWARD_DEFAULTS } from './rl/reward';
 import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry } from './rl/sft';
 import { GRPO_DEFAULTS, type GrpoConfig } from './rl/train';
-import { type RunConfig, RunConfigError, miniBatchError } from './runConfig';
-import { type TaskEntry, getTask, withOptions } from './tasks';
+import { type RunConfig, RunConfigError, miniBatchError, taskEntryOf, taskPartsOf } from './runConfig';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
 export function limitsOf(c: RunConfig): ProtocolLimits {
@@ -25,40 +24,13 @@ export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> 
 
 /**
  * The tasks of `c.task` with their validated options: one task's options directly, a mix's by
- * task name. Errors name `name` (e.g. `--options`).
+ * task name. Errors name `name` (e.g. `--options`); the checks are the table's (taskOptionsError).
  */
 export function taskMixOf(c: RunConfig, name = 'taskOptions'): TaskMixEntry[] {
-  const entries = c.task.split(',').map((part) => {
-    const [taskName, w] = part.trim().split(':');
-    return { taskName, weight: w === undefined ? 1 : Number(w) };
-  });
-  const names = entries.map((e) => e.taskName);
-  const options = c.taskOptions;
-  // One task may give its options directly; a mix gives them by task name.
-  const byName: Record<string, unknown> = names.length === 1 && !Object.hasOwn(options, names[0]) ? { [names[0]]: options } : options;
-  const unknown = Object.keys(byName).filter((k) => !names.includes(k));
-  if (unknown.length > 0) throw new RunConfigError([`${name}: ${unknown.join(', ')} is not a task of ${c.task}`]);
-  return entries.map(({ taskName, weight }): TaskMixEntry => {
-    const given = Object.hasOwn(byName, taskName) ? byName[taskName] : {};
-    return { ...taskEntryOf(taskName, given, name), weight };
-  });
+  return taskPartsOf(c.task, c.taskOptions, name).map(({ taskName, given, weight }): TaskMixEntry => ({ ...taskEntryOf(taskName, given, name), weight }));
 }
 
-/**
- * One task with its options from outside (JSON): an unknown field is named with the fields the
- * task has, a bad value by the task's own check; `name` is the field or flag the options came in.
- */
-export function taskEntryOf(taskName: string, given: unknown, name = 'taskOptions'): TaskEntry {
-  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new RunConfigError([`${name}: the options of ${taskName} must be a JSON object`]);
-  const known = Object.keys(getTask(taskName).defaultOptions);
-  const stray = Object.keys(given).filter((k) => !known.includes(k));
-  if (stray.length > 0) throw new RunConfigError([`${name}: ${taskName} has no option ${stray.join(', ')} (it has ${known.join(', ')})`]);
-  try {
-    return withOptions(taskName, given);
-  } catch (e) {
-    throw new RunConfigError([`${name}: ${(e as Error).message}`]);
-  }
-}
+export { taskEntryOf };
 
 /** Resolved task options as a run records them: one task's own, a mix's by task name. */
 export function resolvedTaskOptions(mix: readonly TaskMixEntry[]): Record<string, unknown> {

@@ -89,6 +89,7 @@ describe('engine', () => {
     const before = await logitsOf();
     await expect(client.request({ kind: 'setConfig', config: { ...config, lr: 5 } })).rejects.toThrow(/lr must be a number in \[1e-7, 0\.1\] \(got 5\)/);
     await expect(client.request({ kind: 'setConfig', config: { ...config, credit: 'both' as 'ratio' } })).rejects.toThrow(/credit must be one of ratio, broadcast/);
+    await expect(client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions: { perChunk: 9 } } })).rejects.toThrow('taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)');
     expect(await logitsOf()).toEqual(before);
     await expect(client.request({ kind: 'frobnicate' } as never)).rejects.toThrow(/unknown request kind "frobnicate"/);
     await expect(client.request({ kind: 'constructor' } as never)).rejects.toThrow(/unknown request kind "constructor"/);
@@ -202,6 +203,15 @@ describe('engine', () => {
       ['delegate', 48, 2, metrics.step, `step ${metrics.step}`],
       ['mono', 48, 2, metrics.step, `step ${metrics.step}`],
     ]);
+    // The held-out problems are drawn with the run's task options: two chunks of one make a far shorter monolithic prompt than the default 6 × 3.
+    const rootContext = async (taskOptions: Record<string, unknown>) => {
+      await client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions } });
+      const [p] = (await client.request({ kind: 'frontier', methods: ['mono'], limits: [4], n: 2 })).points;
+      return p.meanRootContextTokens ?? NaN;
+    };
+    const small = await rootContext({ chunks: 2, perChunk: 1, hops: 1 });
+    const full = await rootContext({});
+    expect(small + 40).toBeLessThan(full);
     await client.request({ kind: 'setConfig', config });
   });
 
@@ -264,6 +274,12 @@ describe('engine', () => {
     expect(shown.filter((t) => ['<spawn>', '<join>', '<ctx>', '<b8>', '<b16>', '<b32>', '<b64>', '<b128>'].includes(t.token))).toEqual([]);
     expect(shown.reduce((a, t) => a + t.prob, 0)).toBeLessThanOrEqual(1 + 1e-6);
     await expect(client.request({ kind: 'stepperStart', seed: 1, prompt: '12+', allowSpawn: false })).rejects.toThrow(/not an arithmetic expression/);
+    // A generated problem is drawn with the run's task options, not the task's defaults.
+    await client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions: { chunks: 3, perChunk: 2 } } });
+    const mh = await client.request({ kind: 'stepperStart', seed: 2, allowSpawn: true });
+    expect(mh.trace.prompt).toMatch(/^keys k1 k2 k3\. [a-z]{2}\?$/);
+    await client.request({ kind: 'stepperAdvance', until: 'end' });
+    await client.request({ kind: 'setConfig', config });
   });
 
   it('reset returns to the loaded checkpoint and clears the run', async () => {
@@ -279,6 +295,12 @@ describe('engine', () => {
     expect(ofKind('sftProgress').at(-1)).toMatchObject({ step: 2, steps: 2, etaSec: 0 });
     expect(ofKind('sftProgress').at(-1)?.loss).toBe(sft.loss);
     expect(ofKind('status').map((e) => e.state)).toEqual(['sft', 'paused']);
+    // The policy version moves with each applied warm-start step (the status bar follows it), as the rows say.
+    const rows = ofKind('sftMetrics').flatMap((e) => e.rows);
+    expect(rows.map((r) => r.step)).toEqual([1, 2]);
+    const applied = rows.filter((r) => !r.skipped).length;
+    expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual(Array.from({ length: applied }, (_, i) => i + 1));
+    expect(ofKind('status').at(-1)?.policyVersion).toBe(applied);
     expect(await logitsOf()).not.toEqual(a);
     await client.request({ kind: 'reset' });
     expect(await logitsOf()).toEqual(a);

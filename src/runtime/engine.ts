@@ -16,11 +16,10 @@ import { forwardLogits } from '../core/model/gpt';
 import { type RunConfig, PAGE_DEFAULTS, validateRunConfig } from '../core/runConfig';
 import type { ScoredEpisode, StepMetrics } from '../core/rl/train';
 import { scoredTrace } from '../core/rollout/trace';
-import { getTask } from '../core/tasks';
 import { Tokenizer } from '../core/tokenizer/tokenizer';
 import { Serial, yieldToEvents } from './async';
 import { fetchCheckpointFiles, filesFromRecord } from './checkpointFiles';
-import { rolloutConfigOf } from '../core/runConfigTargets';
+import { rolloutConfigOf, taskMixOf } from '../core/runConfigTargets';
 import { probeCheckpoint } from '../core/io/checkpointProbe';
 import type { EngineHost } from './engineHost';
 import type { BackendReport, EngineEvent, EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from './protocol';
@@ -205,8 +204,10 @@ export class Engine {
         this.stepper?.dispose();
         this.stepper = null;
         const { model } = training;
+        const [{ task, opts }] = taskMixOf(this.config);
         const stepper = new Stepper(model.policy.params, model.config, {
-          task: getTask(this.config.task),
+          task,
+          options: opts,
           seed: req.seed,
           ...(req.prompt === undefined ? {} : { prompt: req.prompt }),
           rollout: rolloutConfigOf(this.config, { allowSpawn: req.allowSpawn }),

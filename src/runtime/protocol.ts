@@ -117,6 +117,12 @@ export interface ModelReport {
   policyVersion: number;
   /** Where the weights came from (URL, file names, or 'random init'). */
   source: string;
+  /**
+   * What trained the loaded checkpoint, as its selfcest.json records it (a CLI `train` run: grpo,
+   * `sft`: the warm start); null when it does not say (random inits, the page's own exports, whose
+   * provenance tells instead).
+   */
+  trainedBy?: 'grpo' | 'sft' | null;
 }
 
 export type EngineEvent =

@@ -15,7 +15,7 @@ import type { RolloutConfig } from '../core/rollout/config';
 import { PolicyDecoder } from '../core/rollout/policyDecoder';
 import { RolloutScheduler } from '../core/rollout/scheduler';
 import { evaluateExact, parseSum } from '../core/tasks/arithmetic';
-import type { AnyTask, Problem } from '../core/tasks';
+import type { AnyTask, AnyTaskOptions, Problem } from '../core/tasks';
 import { VOCAB } from '../core/tokenizer/vocab';
 import { yieldToEvents } from './async';
 import type { StepperState } from './protocol';
@@ -24,6 +24,8 @@ export const STEPPER_TOP_K = 5;
 
 export interface StepperSpec {
   task: AnyTask;
+  /** The task's options, validated (the run's; a generated problem draws from them). */
+  options: AnyTaskOptions;
   seed: number;
   /** Own prompt text instead of a generated problem. */
   prompt?: string;
@@ -41,7 +43,7 @@ export class Stepper {
 
   constructor(source: GPTParams, config: ModelConfig, spec: StepperSpec) {
     const rng = new Rng(spec.seed);
-    const problem = spec.prompt === undefined ? spec.task.generate(rng, spec.task.defaultOptions, `seed${spec.seed}`) : problemFromPrompt(spec.task, spec.prompt);
+    const problem = spec.prompt === undefined ? spec.task.generate(rng, spec.options, `seed${spec.seed}`) : problemFromPrompt(spec.task, spec.prompt);
     // A snapshot: training may go on while the user steps; this episode keeps one policy.
     this.params = cloneParams(source, { trainable: false });
     this.decoder = new PolicyDecoder({ config, params: this.params }, 8);

@@ -75,4 +75,21 @@ describe('a resumed model', () => {
     small.dispose();
     expect(() => TrainerModel.resumed(decodeCheckpoint(files), ZERO_COUNTERS, decodeCheckpoint(other), counters, 'x')).toThrow(/^loadFiles: the origin weights are of another shape than the current ones \(nLayer/);
   });
+
+  it('reports what trained its checkpoint (a CLI train run: GRPO), through Reset; a random init or an unrecorded one: null', async () => {
+    const tiny = TrainerModel.random('tiny', 1);
+    expect(tiny.report().trainedBy).toBeNull();
+    const byTrain = decodeCheckpoint((await tiny.exportFiles({ kind: 'train', lr: 2e-5 })).files);
+    const bySft = decodeCheckpoint((await tiny.exportFiles({ kind: 'sft' })).files);
+    const page = decodeCheckpoint((await tiny.exportFiles({ playground: {} })).files);
+    tiny.dispose();
+    const grpo = TrainerModel.fromCheckpoint(byTrain, 'checkpoints/selfcest-arith/');
+    expect(grpo.report().trainedBy).toBe('grpo');
+    const reset = grpo.fresh();
+    expect(reset.report().trainedBy).toBe('grpo');
+    const sft = TrainerModel.fromCheckpoint(bySft, 'x');
+    const unknown = TrainerModel.fromCheckpoint(page, 'y');
+    expect([sft.report().trainedBy, unknown.report().trainedBy]).toEqual(['sft', null]);
+    for (const m of [grpo, reset, sft, unknown]) m.dispose();
+  });
 });

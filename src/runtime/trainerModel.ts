@@ -31,6 +31,8 @@ export class TrainerModel {
     private readonly origin: Origin,
     /** The counters at the origin (0 unless it was loaded to resume), which `fresh` starts from. */
     private readonly originCounters: ModelCounters = ZERO_COUNTERS,
+    /** What trained the origin checkpoint, when its record says (ModelReport.trainedBy). */
+    readonly trainedBy: 'grpo' | 'sft' | null = null,
   ) {
     this.policy = { config, params: this.originParams(true) };
     this.reference = cloneParams(this.policy.params, { trainable: false });
@@ -39,7 +41,7 @@ export class TrainerModel {
 
   static fromCheckpoint(ckpt: Checkpoint, source: string, counters: ModelCounters = ZERO_COUNTERS): TrainerModel {
     const preset = ckpt.selfcest.preset ?? presetOf(ckpt.config) ?? 'custom';
-    return new TrainerModel(ckpt.config, preset, source, { kind: 'checkpoint', tensors: ckpt.tensors }, counters);
+    return new TrainerModel(ckpt.config, preset, source, { kind: 'checkpoint', tensors: ckpt.tensors }, counters, trainedByOf(ckpt.selfcest.training));
   }
 
   /**
@@ -64,7 +66,7 @@ export class TrainerModel {
 
   /** A fresh model from the same origin (what `reset` gives). */
   fresh(): TrainerModel {
-    return new TrainerModel(this.config, this.preset, this.source, this.origin, this.originCounters);
+    return new TrainerModel(this.config, this.preset, this.source, this.origin, this.originCounters, this.trainedBy);
   }
 
   counters(which: 'current' | 'origin' = 'current'): ModelCounters {
@@ -78,7 +80,7 @@ export class TrainerModel {
   }
 
   report(): ModelReport {
-    return { preset: this.preset, parameters: parameterCount(this.config), policyVersion: this.version, source: this.source };
+    return { preset: this.preset, parameters: parameterCount(this.config), policyVersion: this.version, source: this.source, trainedBy: this.trainedBy };
   }
 
   /**
@@ -151,6 +153,12 @@ function withSettings(opt: AdamW | null, params: GPTParams, settings: Pick<AdamW
   if (opt === null) return new AdamW(params, { ...ADAMW_DEFAULTS, ...settings });
   opt.cfg = { ...opt.cfg, ...settings };
   return opt;
+}
+
+/** The CLI writes its command's kind into selfcest.json's `training` (train: GRPO, sft: the warm start). */
+function trainedByOf(training: Record<string, unknown> | undefined): 'grpo' | 'sft' | null {
+  const kind = training?.kind;
+  return kind === 'train' ? 'grpo' : kind === 'sft' ? 'sft' : null;
 }
 
 function presetOf(c: ModelConfig): string | null {

@@ -15,7 +15,7 @@ import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
 import { type ScoredEpisode, type StepMetrics, grpoStep } from '../core/rl/train';
 import { getTask, withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
-import { grpoConfigOf, rolloutConfigOf, sftConfigOf } from '../core/runConfigTargets';
+import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from '../core/runConfigTargets';
 import type { EngineHost } from './engineHost';
 import { PooledDecoder } from './pooledDecoder';
 import type { BackendReport, EngineEvent } from './protocol';
@@ -167,6 +167,8 @@ export class Training {
         loss = r.loss;
         tokens += r.tokens;
         this.emit({ kind: 'sftMetrics', rows: [sftMetricsRow(model.sftSteps, r, lr, (Date.now() - t0) / 1000)] });
+        // The status bar's version moves with each applied step, as it does for GRPO.
+        if (r.applied) this.emit({ kind: 'policyVersion', policyVersion: model.version });
       } catch (e) {
         if (!(await this.recover(e))) throw e;
         continue;
@@ -189,7 +191,8 @@ export class Training {
    */
   async frontier(methods: readonly Method[], limits: readonly number[], n: number, encode: Encode, label: { checkpoint: string; step?: number }, onPoint: (p: FrontierPoint) => void): Promise<FrontierPoint[]> {
     await this.syncPool();
-    const { task, opts } = withOptions(this.config.task);
+    // The configured options (the long-context multihop setting, say), not the task's defaults.
+    const [{ task, opts }] = taskMixOf(this.config);
     const problems = heldOutProblems(task, opts, n, FRONTIER_SEED, 'monitor');
     const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigOf(this.config) };
     const points: FrontierPoint[] = [];

@@ -5,10 +5,12 @@
  * With smoothing, each series is drawn twice: the raw values faint behind, the debiased EMA
  * (smoothing.ts) on top. Sparse charts (held-out evaluations) draw a dot per value, joined
  * across the steps without one, with the value's interval as an error bar; they are not smoothed.
+ * A secondary series (the warm start's learning rate under its loss) has its own scale on a right
+ * axis, drawn dashed and raw: a schedule is not noise.
  */
-import { axisBottom, axisLeft, extent, format, line, scaleLinear, select, type Selection } from 'd3';
+import { type NumberValue, axisBottom, axisLeft, axisRight, extent, format, line, scaleLinear, select, type Selection } from 'd3';
 import { useEffect, useRef } from 'react';
-import { type ChartData, thinIndices } from './chartSpecs';
+import { type ChartData, type ChartSeries, thinIndices } from './chartSpecs';
 import { emaSmooth } from './smoothing';
 import { exportSvg } from './svgExport';
 
@@ -17,6 +19,8 @@ const PLOT_H = 112;
 const M = { top: 18, right: 10, bottom: 18, left: 40 };
 const LEGEND_ROW = 12;
 const SUBTITLE_H = 11;
+/** Room for the right axis' tick labels when there is a secondary series. */
+const RIGHT_AXIS_W = 34;
 
 export interface LineChartProps {
   id: string;
@@ -32,6 +36,10 @@ export interface LineChartProps {
   sparse?: boolean;
   /** Legend entries per row (default 2); 1 leaves room for long labels (run names). */
   legendColumns?: 1 | 2;
+  /** Which counter the x axis counts ("GRPO step", "warm-start step"), written at the top right. */
+  xLabel?: string;
+  /** One more series on its own scale (right axis), never smoothed; its values are per row of `data`. */
+  secondary?: ChartSeries;
 }
 
 function fmt(v: number): string {
@@ -51,18 +59,21 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const rows = thinIndices(data.steps.length);
   const top = M.top + (p.subtitle ? SUBTITLE_H : 0);
   const cols = p.legendColumns ?? 2;
-  const legendRows = Math.ceil(Math.max(1, data.series.length) / cols);
+  const secondary = p.secondary ?? null;
+  const right = secondary ? RIGHT_AXIS_W : M.right;
+  const legendRows = Math.ceil(Math.max(1, data.series.length + (secondary ? 1 : 0)) / cols);
   const height = top + PLOT_H + M.bottom + legendRows * LEGEND_ROW + 4;
   const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', data.steps.length).attr('data-smoothing', smoothing);
   svg.selectAll('*').remove();
   svg.append('text').attr('x', 2).attr('y', 11).attr('font-size', 11).attr('font-weight', 600).attr('fill', 'currentColor').text(p.title);
+  if (p.xLabel) svg.append('text').attr('x', W - 2).attr('y', 11).attr('text-anchor', 'end').attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-xlabel-${p.id}`).text(`x: ${p.xLabel}`);
   if (p.subtitle) svg.append('text').attr('x', 2).attr('y', 22).attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-subtitle-${p.id}`).text(p.subtitle);
 
   const steps = rows.map((i) => data.steps[i]);
   const [x0, x1] = extent(steps) as [number | undefined, number | undefined];
   const x = scaleLinear()
     .domain([x0 ?? 0, Math.max(x1 ?? 1, (x0 ?? 0) + 1)])
-    .range([M.left, W - M.right]);
+    .range([M.left, W - right]);
   const drawn = data.series.map((s) => ({ ...s, smooth: emaSmooth(s.values, smoothing) }));
   const values = drawn.flatMap((s) => [...rows.map((i) => s.values[i]), ...rows.flatMap((i) => s.intervals?.[i] ?? [])]).filter(Number.isFinite);
   let [lo, hi] = [Math.min(...values, p.yMin ?? Infinity), Math.max(...values, p.yMax ?? -Infinity)];
@@ -77,6 +88,17 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const stepTicks = x.ticks(5).filter(Number.isInteger); // steps are whole numbers
   svg.append('g').attr('transform', `translate(0,${top + PLOT_H})`).call(axisBottom(x).tickValues(stepTicks).tickFormat(format('d')).tickSizeOuter(0)).call(axisStyle);
   svg.append('g').attr('transform', `translate(${M.left},0)`).call(axisLeft(y).ticks(4).tickFormat(format('~g'))).call(axisStyle);
+  // The secondary scale starts at 0 (a learning rate is read against none at all).
+  const v2 = secondary ? rows.map((i) => secondary.values[i]).filter(Number.isFinite) : [];
+  const hi2 = Math.max(0, ...v2);
+  const y2 = scaleLinear()
+    .domain([Math.min(0, ...v2), hi2 > 0 ? hi2 : 1])
+    .nice(4)
+    .range([top + PLOT_H, top]);
+  if (secondary) {
+    const tick = (v: NumberValue) => (Number(v) === 0 ? '0' : format('.1~e')(v));
+    svg.append('g').attr('transform', `translate(${W - right},0)`).attr('data-testid', `chart-right-axis-${p.id}`).call(axisRight(y2).ticks(4).tickFormat(tick)).call(axisStyle);
+  }
 
   const pathOf = (vs: readonly number[], idx: readonly number[]) =>
     line<number>()
@@ -100,14 +122,26 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
     if (rows.length === 1 && Number.isFinite(s.values[0])) svg.append('circle').attr('cx', x(data.steps[0])).attr('cy', y(s.values[0])).attr('r', 2).attr('fill', s.color);
   }
 
-  drawn.forEach((s, i) => {
+  if (secondary) {
+    const path =
+      line<number>()
+        .defined((i) => Number.isFinite(secondary.values[i]))
+        .x((i) => x(data.steps[i]))
+        .y((i) => y2(secondary.values[i]))(rows) ?? '';
+    svg.append('path').attr('fill', 'none').attr('stroke', secondary.color).attr('stroke-width', 1.2).attr('stroke-dasharray', '3 2').attr('d', path).attr('data-series', secondary.label);
+  }
+
+  // The secondary series is last in the legend, with a dashed swatch like its line and its raw value.
+  const legend = [...drawn.map((s) => ({ ...s, dashed: false, smoothing })), ...(secondary ? [{ ...secondary, label: `${secondary.label} (right axis)`, smooth: secondary.values, dashed: true, smoothing: 0 }] : [])];
+  legend.forEach((s, i) => {
     const lx = M.left - 30 + (i % cols) * (W / cols);
     const ly = top + PLOT_H + M.bottom + Math.floor(i / cols) * LEGEND_ROW + 8;
     const raw = lastFinite(s.values);
     const smooth = lastFinite(s.smooth);
     // The smoothed value, and the raw one in brackets where they differ.
-    const value = Number.isFinite(raw) ? ` ${fmt(smooth)}${smoothing > 0 && fmt(smooth) !== fmt(raw) ? ` (${fmt(raw)})` : ''}` : '';
-    svg.append('rect').attr('x', lx).attr('y', ly - 7).attr('width', 8).attr('height', 8).attr('fill', s.color);
+    const value = Number.isFinite(raw) ? ` ${fmt(smooth)}${s.smoothing > 0 && fmt(smooth) !== fmt(raw) ? ` (${fmt(raw)})` : ''}` : '';
+    if (s.dashed) svg.append('line').attr('x1', lx).attr('x2', lx + 8).attr('y1', ly - 3).attr('y2', ly - 3).attr('stroke', s.color).attr('stroke-width', 1.5).attr('stroke-dasharray', '3 2');
+    else svg.append('rect').attr('x', lx).attr('y', ly - 7).attr('width', 8).attr('height', 8).attr('fill', s.color);
     svg.append('text').attr('x', lx + 11).attr('y', ly).attr('font-size', 9).attr('fill', 'currentColor').text(`${s.label}${value}`);
   });
   if (drawn.length === 0) {
@@ -117,10 +151,10 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
 
 export function LineChart(props: LineChartProps) {
   const ref = useRef<SVGSVGElement>(null);
-  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns } = props;
+  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary } = props;
   useEffect(() => {
-    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns });
-  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns]);
+    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary });
+  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary]);
   return (
     <figure className="chart" data-testid={`chart-${id}`}>
       <svg ref={ref} xmlns="http://www.w3.org/2000/svg" role="img" aria-label={title} data-testid={`chart-svg-${id}`} />

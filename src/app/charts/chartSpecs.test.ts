@@ -3,7 +3,8 @@ import type { FrontierPoint } from '../../core/eval/frontier';
 import { emptyViolationCounts } from '../../core/protocol/violations';
 import type { StepMetrics } from '../../core/rl/train';
 import type { MetricPoint } from '../state/store';
-import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, thinIndices } from './chartSpecs';
+import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, thinIndices, warmStartDataOf, warmStartSubtitle } from './chartSpecs';
+import { sftMetricsRow } from '../../core/rl/sft';
 
 function row(step: number, extra: Record<string, number> = {}): MetricPoint {
   const zero = { meanReward: 0.5, accuracy: 0.5, meanRootTokens: 20, meanCloneTokens: 10, meanCriticalPathTokens: 25, meanTotalTokens: 30, clonesPerEpisode: 1, delegationRate: 0.5, gateRate: 0, zeroVarianceFraction: 0 };
@@ -63,5 +64,19 @@ describe('held-out accuracy', () => {
   it('is empty before any evaluation', () => {
     const d = heldOutDataOf([row(1)], []);
     expect(d).toMatchObject({ steps: [], series: [], ns: [] });
+  });
+});
+
+describe('the warm-start curve', () => {
+  it('draws the loss per warm-start step, with the lr of each step beside it, and counts the skipped steps', () => {
+    const ok = { loss: 2.5, gradNorm: 1, applied: true, trainedTokens: 500, tokens: 1000 };
+    const rows = [sftMetricsRow(41, ok, 1e-3, 1), sftMetricsRow(42, { ...ok, loss: 2.1 }, 2e-3, 2), sftMetricsRow(43, { ...ok, loss: NaN, applied: false }, 3e-3, 3)];
+    const { data, lr, skipped } = warmStartDataOf(rows);
+    expect(data.steps).toEqual([41, 42, 43]);
+    expect(data.series.map((s) => [s.label, s.values])).toEqual([['loss', [2.5, 2.1, NaN]]]);
+    expect(lr).toMatchObject({ label: 'lr', values: [1e-3, 2e-3, 3e-3] });
+    expect(skipped).toBe(1);
+    expect(warmStartSubtitle(3, skipped)).toBe('teacher demonstrations, 3 steps, 1 skipped (non-finite: no update)');
+    expect(warmStartSubtitle(1, 0)).toBe('teacher demonstrations, 1 step');
   });
 });

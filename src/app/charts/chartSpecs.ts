@@ -5,6 +5,7 @@
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { colourOf } from '../../core/eval/frontierSvg';
 import { VIOLATIONS } from '../../core/protocol/violations';
+import type { SftMetricsRow } from '../../core/rl/sft';
 import type { StepMetrics } from '../../core/rl/train';
 import type { MetricPoint } from '../state/store';
 
@@ -93,6 +94,27 @@ export const CHARTS: readonly ChartSpec[] = [
     ],
   },
 ];
+
+/** The counter each chart's x axis counts (see core/io/provenance.ts: one policy version per GRPO step, per applied warm-start step). */
+export const GRPO_X = 'GRPO step';
+export const WARM_START_X = 'warm-start step';
+
+/**
+ * The warm start's curve: the teacher-forced loss per warm-start step (counted from the model's
+ * origin, like the status bar's), with the learning rate of each step as a secondary series.
+ */
+export function warmStartDataOf(rows: readonly SftMetricsRow[]): { data: ChartData; lr: ChartSeries; skipped: number } {
+  return {
+    data: { steps: rows.map((r) => r.step), series: [{ label: 'loss', color: PALETTE[8], values: rows.map((r) => r.loss) }] },
+    lr: { label: 'lr', color: PALETTE[3], values: rows.map((r) => r.lr) },
+    skipped: rows.filter((r) => r.skipped).length,
+  };
+}
+
+/** The warm-start chart's second title line: how many steps, and how many changed no weights. */
+export function warmStartSubtitle(steps: number, skipped: number): string {
+  return `teacher demonstrations, ${steps} step${steps === 1 ? '' : 's'}${skipped > 0 ? `, ${skipped} skipped (non-finite: no update)` : ''}`;
+}
 
 /** What a line chart draws: one x (the step) per row, and per series one value per row (NaN: none). */
 export interface ChartData {

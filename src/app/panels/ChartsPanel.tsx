@@ -1,24 +1,37 @@
-/** Live training curves, one small d3 chart per quantity, fed from batched 'metrics' events. */
+/**
+ * Live training curves, one small d3 chart per quantity, fed from batched 'metrics' events; the
+ * warm start's loss (with its learning rate) from 'sftMetrics' rows. Each chart names the counter
+ * its x axis counts: GRPO steps or warm-start steps (the status bar shows both, and the policy version).
+ */
 import { Fragment, useMemo, useState } from 'react';
-import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, type ChartSpec } from '../charts/chartSpecs';
+import { CHARTS, GRPO_X, WARM_START_X, chartDataOf, heldOutDataOf, heldOutSubtitle, warmStartDataOf, warmStartSubtitle, type ChartSpec } from '../charts/chartSpecs';
 import { LineChart } from '../charts/LineChart';
 import { DEFAULT_SMOOTHING, SMOOTHING_WEIGHTS } from '../charts/smoothing';
 import { type MetricPoint, usePlayground } from '../state/store';
 
 function SpecChart({ spec, points, smoothing }: { spec: ChartSpec; points: readonly MetricPoint[]; smoothing: number }) {
   const data = useMemo(() => chartDataOf(spec, points), [spec, points]);
-  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} />;
+  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} xLabel={GRPO_X} />;
 }
 
 function HeldOutChart() {
   const points = usePlayground((s) => s.metrics);
   const frontier = usePlayground((s) => s.frontier);
   const data = useMemo(() => heldOutDataOf(points, frontier), [points, frontier]);
-  return <LineChart id="heldout" title="Held-out accuracy" subtitle={heldOutSubtitle(data)} data={data} yMin={0} yMax={1} smoothing={0} sparse />;
+  return <LineChart id="heldout" title="Held-out accuracy" subtitle={heldOutSubtitle(data)} data={data} yMin={0} yMax={1} smoothing={0} sparse xLabel={GRPO_X} />;
+}
+
+/** Drawn once the model has warm-start steps: the loss smoothed like the GRPO curves, the lr raw on its own axis. */
+function WarmStartChart({ smoothing }: { smoothing: number }) {
+  const rows = usePlayground((s) => s.sftMetrics);
+  const { data, lr, skipped } = useMemo(() => warmStartDataOf(rows), [rows]);
+  if (rows.length === 0) return null;
+  return <LineChart id="warmstart" title="Warm-start loss" subtitle={warmStartSubtitle(rows.length, skipped)} data={data} yMin={0} smoothing={smoothing} xLabel={WARM_START_X} secondary={lr} />;
 }
 
 export function ChartsPanel() {
   const points = usePlayground((s) => s.metrics);
+  const sftRows = usePlayground((s) => s.sftMetrics.length);
   const [smoothing, setSmoothing] = useState<number>(DEFAULT_SMOOTHING);
   const last = points[points.length - 1]?.metrics;
   return (
@@ -27,9 +40,15 @@ export function ChartsPanel() {
         Curves{' '}
         <span className="muted" data-testid="metrics-steps" data-steps={points.length}>
           {last
-            ? `step ${last.step} · ${last.wallSec.toFixed(1)} s/step · ${Math.round(last.rolloutTokensPerSec)} rollout tok/s · grad norm ${last.gradNorm.toFixed(3)}${last.nonFiniteSkips ? ` · ${last.nonFiniteSkips} non-finite skips` : ''}`
-            : 'no steps yet'}
+            ? `GRPO step ${last.step} · ${last.wallSec.toFixed(1)} s/step · ${Math.round(last.rolloutTokensPerSec)} rollout tok/s · grad norm ${last.gradNorm.toFixed(3)}${last.nonFiniteSkips ? ` · ${last.nonFiniteSkips} non-finite skips` : ''}`
+            : 'no GRPO steps yet'}
         </span>
+        {sftRows > 0 && (
+          <span className="muted" data-testid="sft-rows" data-rows={sftRows}>
+            {' '}
+            · {sftRows} warm-start step{sftRows === 1 ? '' : 's'} drawn
+          </span>
+        )}
       </h2>
       <div className="row small">
         <label title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets).">
@@ -44,6 +63,7 @@ export function ChartsPanel() {
         </label>
       </div>
       <div className="charts">
+        <WarmStartChart smoothing={smoothing} />
         {CHARTS.map((spec) => (
           <Fragment key={spec.id}>
             <SpecChart spec={spec} points={points} smoothing={smoothing} />

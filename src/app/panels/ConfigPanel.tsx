@@ -6,13 +6,34 @@ import { useEffect, useMemo, useState } from 'react';
 import { TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft, type ConfigProp, type Draft } from '../state/configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, retaskDraft, withPreset, type ConfigProp, type Draft } from '../state/configForm';
 import { usePlayground } from '../state/store';
 
-function Field({ prop, value, error, changed, onChange }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: NonNullable<Draft[keyof Draft]>) => void }) {
+/** The task options: JSON typed, or a named setting of the draft's task picked beside it ("custom" when it is none). */
+function TaskOptionsInput({ id, prop, draft, error, onDraft }: { id: string; prop: ConfigProp; draft: Draft; error?: string; onDraft: (d: Draft) => void }) {
+  const presets = optionPresetsOf(typeof draft.task === 'string' ? draft.task : '');
+  const chosen = presetOfDraft(draft) ?? 'custom';
+  return (
+    <span className="task-options">
+      <select data-testid={`${id}-preset`} aria-label="named setting of the task options" value={chosen} title="the task's named settings; typing in the field beside makes it custom" onChange={(e) => onDraft(withPreset(draft, e.target.value))}>
+        {presets.map((p) => (
+          <option key={p.name} value={p.name}>
+            {p.label}
+          </option>
+        ))}
+        {chosen === 'custom' && <option value="custom">custom</option>}
+      </select>
+      <input id={id} data-testid={id} className={error ? 'json invalid' : 'json'} value={String(draft.taskOptions ?? '')} spellCheck={false} title={`${prop.help}: ${rangeOf(prop)}`} onChange={(e) => onDraft({ ...draft, taskOptions: e.target.value })} />
+    </span>
+  );
+}
+
+function Field({ prop, value, error, changed, onChange, draft, onDraft }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: NonNullable<Draft[keyof Draft]>) => void; draft: Draft; onDraft: (d: Draft) => void }) {
   const id = `config-${prop.key}`;
   let input;
-  if (prop.type === 'enum' || prop.type === 'task') {
+  if (prop.type === 'json') {
+    input = <TaskOptionsInput id={id} prop={prop} draft={draft} error={error} onDraft={onDraft} />;
+  } else if (prop.type === 'enum' || prop.type === 'task') {
     const values: readonly string[] = prop.type === 'enum' ? prop.values : TASK_NAMES;
     input = (
       <select id={id} data-testid={id} value={String(value)} title={prop.help} onChange={(e) => onChange(e.target.value)}>
@@ -78,7 +99,16 @@ export function ConfigPanel() {
       )}
       <div className="config-grid">
         {PAGE_FIELDS.map((p) => (
-          <Field key={p.key} prop={p} value={draft[p.key]} error={errors[p.key]} changed={changed.has(p.key)} onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))} />
+          <Field
+            key={p.key}
+            prop={p}
+            value={draft[p.key]}
+            error={errors[p.key]}
+            changed={changed.has(p.key)}
+            onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))}
+            draft={draft}
+            onDraft={setDraft}
+          />
         ))}
       </div>
       <div className="buttons">

@@ -1,7 +1,47 @@
-/** Warm start, Train, Pause/Resume, Step and Reset, with the warm-start progress. */
-import { useState } from 'react';
+/** Warm start, Train, Pause/Resume, Step and Reset, with what the warm start will do and its progress. */
+import { useMemo, useState } from 'react';
+import type { RunConfigKey } from '../../core/runConfig';
 import { pause, reset, step, train, warmStart } from '../state/actions';
 import { canStartWork, usePlayground, type SftProgress } from '../state/store';
+import { planParts, warmStartPlan } from '../state/warmStartPlan';
+
+/** Brings a field of the config form into view and puts the cursor there. */
+function editField(key: RunConfigKey): void {
+  const el = document.getElementById(`config-${key}`);
+  if (!el) return;
+  el.scrollIntoView({ block: 'center', behavior: 'smooth' });
+  el.focus({ preventScroll: true });
+}
+
+/** The warm start's settings from the applied config, each a link to the form field that sets it. */
+function WarmStartPlanLine({ steps }: { steps: number | null }) {
+  const config = usePlayground((s) => s.config);
+  const plan = useMemo(() => (steps === null ? null : warmStartPlan(config, steps)), [config, steps]);
+  if (steps === null) return null;
+  if (plan === null) {
+    return (
+      <p className="field-error" data-testid="sft-plan">
+        the applied task options do not build a warm start (see Config)
+      </p>
+    );
+  }
+  return (
+    <p className="plan small" data-testid="sft-plan" title="What Warm start runs, from the applied config: click a value to edit it in Config (then Apply)">
+      {planParts(plan).map((part, i) => (
+        <span key={part.id}>
+          {i > 0 && ' · '}
+          {part.field === null ? (
+            <span data-testid={`sft-plan-${part.id}`}>{part.text}</span>
+          ) : (
+            <button type="button" className="link" data-testid={`sft-plan-${part.id}`} onClick={() => editField(part.field as RunConfigKey)}>
+              {part.text}
+            </button>
+          )}
+        </span>
+      ))}
+    </p>
+  );
+}
 
 function formatEta(sec: number): string {
   if (!Number.isFinite(sec) || sec < 0) return '—';
@@ -16,7 +56,7 @@ function SftBar({ sft }: { sft: SftProgress }) {
     <div className="sft" data-testid="sft-progress" data-step={sft.step} data-steps={sft.steps}>
       <progress value={sft.step} max={sft.steps} />
       <span>
-        {sft.step}/{sft.steps} ({Math.round(frac * 100)}%) · loss {sft.loss.toFixed(3)} · {Math.round(sft.tokensPerSec)} tok/s · ETA{' '}
+        this warm start: {sft.step}/{sft.steps} steps ({Math.round(frac * 100)}%) · loss {sft.loss.toFixed(3)} · {Math.round(sft.tokensPerSec)} tok/s · ETA{' '}
         <span data-testid="sft-eta">{formatEta(sft.etaSec)}</span>
       </span>
     </div>
@@ -68,6 +108,7 @@ export function ControlsPanel() {
         </button>
       </div>
       {!stepsOk && <p className="field-error">steps must be an integer in [1, 1000000]</p>}
+      <WarmStartPlanLine steps={stepsOk ? steps : null} />
       {sft && <SftBar sft={sft} />}
     </section>
   );

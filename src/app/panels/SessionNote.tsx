@@ -12,7 +12,7 @@ export function SessionNote() {
     <>
       {session?.kind === 'restored' && (
         <p className="muted" data-testid="session-restored" data-step={session.step} data-policy-version={session.policyVersion}>
-          restored session from {timeText(session.savedAt)}, step {session.step} (policy v{session.policyVersion}){' '}
+          restored session from {timeText(session.savedAt)}, GRPO step {session.step} (policy v{session.policyVersion}){' '}
           <button type="button" data-testid="start-fresh" disabled={busy} onClick={() => void startFresh()} title="Drop the saved session and load the config's start checkpoint">
             Start fresh
           </button>
@@ -34,7 +34,7 @@ export function SessionNote() {
       )}
       {saved !== null && !('error' in saved) && (
         <p className="muted small" data-testid="session-saved" data-step={saved.step} data-policy-version={saved.policyVersion} data-at={saved.at}>
-          saved in this browser at {new Date(saved.at).toLocaleTimeString()} (step {saved.step}, v{saved.policyVersion})
+          saved in this browser at {new Date(saved.at).toLocaleTimeString()} (GRPO step {saved.step}, policy v{saved.policyVersion})
         </p>
       )}
     </>

@@ -1,4 +1,7 @@
-/** The always-visible line: backend, model, policy version, engine state, and the last error. */
+/** The always-visible line: backend, model, policy version with the GRPO and warm-start steps behind it, engine state, and the last error. */
+import { useMemo } from 'react';
+import { counterBreakdown } from '../../core/io/provenance';
+import { policyVersionTitle, stepsTitle } from '../state/counters';
 import { engineStateText, usePlayground } from '../state/store';
 
 function formatParams(n: number): string {
@@ -15,6 +18,8 @@ export function StatusBar() {
   const policyVersion = usePlayground((s) => s.policyVersion);
   const pending = usePlayground((s) => s.pending);
   const error = usePlayground((s) => s.error);
+  const provenance = usePlayground((s) => s.provenance);
+  const counters = useMemo(() => counterBreakdown(provenance), [provenance]);
   const backendState = backend ? 'ready' : engineState === 'failed' ? 'failed' : 'pending';
   const adapter = backend?.adapter;
   return (
@@ -42,7 +47,17 @@ export function StatusBar() {
           {model ? model.source : 'loading…'}
         </dd>
         <dt>policy</dt>
-        <dd data-testid="policy-version">v{policyVersion}</dd>
+        <dd data-testid="policy-version" title={policyVersionTitle(counters, policyVersion)}>
+          v{policyVersion}
+        </dd>
+        <dt>GRPO steps</dt>
+        <dd data-testid="grpo-steps" title={stepsTitle('grpo', counters)}>
+          {counters.grpoSteps}
+        </dd>
+        <dt>warm-start steps</dt>
+        <dd data-testid="warmstart-steps" title={stepsTitle('sft', counters)}>
+          {counters.sftSteps}
+        </dd>
         <dt>state</dt>
         <dd data-testid="engine-state" data-state={engineState} className="strong">
           {engineStateText(engineState, finishing)}

@@ -16,7 +16,7 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
     }
     if (tree?.kind === 'episode') {
       const row = episodes.find((e) => e.key === tree.key);
-      if (row) return { trace: row.trace, live: new Set<number>(), label: `training step ${row.step}` };
+      if (row) return { trace: row.trace, live: new Set<number>(), label: `GRPO step ${row.step}` };
     }
     return { trace: null, live: new Set<number>(), label: '' };
   }, [tree, episodes, stepper]);

@@ -9,9 +9,10 @@ import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
 import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
 import { PROVENANCE_FILE, type ProvenanceEvent, encodeProvenance, loadEvent, makeProvenance, originProvenance } from '../../core/io/provenance';
-import { confirmDiscard } from '../session/confirm';
+import { confirmAction, confirmDiscard } from '../session/confirm';
 import { addMetrics } from './events';
 import { clearedHistory, getState, setState, type TreeSource } from './store';
+import { warmStartPlan, warmStartQuestion } from './warmStartPlan';
 
 let engine: Engine | null = null;
 
@@ -59,7 +60,7 @@ export async function send<K extends EngineRequestKind>(req: RequestOf<K>, opts:
  * the one given, or a load of its source.
  */
 export function showModel(model: ModelReport, note: string | null = null, provenance?: ProvenanceEvent[]): void {
-  const events = provenance ?? [loadEvent(model.source, model.preset, { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 })];
+  const events = provenance ?? [loadEvent(model.source, model.preset, { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null)];
   // "restored session" no longer describes a replaced model; a note about an unreadable save stays.
   const session = getState().session?.kind === 'unreadable' ? getState().session : null;
   setState({ model, modelNote: note, importNote: null, policyVersion: model.policyVersion, ...clearedHistory(), provenance: events, session });
@@ -149,7 +150,12 @@ export async function reset(): Promise<void> {
   if (model) showModel(model, getState().modelNote, origin.length > 0 ? origin : undefined);
 }
 
+/** A warm start of `steps` steps; on weights that GRPO trained it asks first (warmStartQuestion). */
 export async function warmStart(steps: number): Promise<void> {
+  const { config, provenance } = getState();
+  const plan = warmStartPlan(config, steps);
+  const question = plan && warmStartQuestion(plan, provenance, config.lr);
+  if (question !== null && !confirmAction(question)) return;
   setState({ engineState: 'sft', sft: null, warmStart: { steps, firstStep: null } });
   const reply = await send({ kind: 'sft', steps }, { blocking: false });
   if (reply) setState({ log: [...getState().log, { level: 'info', message: `warm start: ${reply.steps} steps, loss ${reply.loss.toFixed(4)}` }] });
@@ -181,7 +187,7 @@ export async function importFiles(files: readonly File[]): Promise<void> {
   const req = counters ? { kind: 'loadFiles' as const, files: buffers, resume: { counters } } : { kind: 'loadFiles' as const, files: buffers };
   const model = await send(req, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
   if (!model) return;
-  const load = loadEvent(archives, model.preset, counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 });
+  const load = loadEvent(archives, model.preset, counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null);
   showModel(model, null, [...(provenance?.events ?? []), load]);
   setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${ignored}${note ? `; ${note}` : ''}` });
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS, TASK_NAMES } from '../../core/runConfig';
 import { TASKS } from '../../core/tasks';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, retaskDraft } from './configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, retaskDraft, withPreset } from './configForm';
+import { configFromHash, configToHash } from '../../core/runConfig';
 
 describe('config form', () => {
   it('offers every task of the registry in the task list', () => {
@@ -42,5 +43,50 @@ describe('config form', () => {
     const typed = retaskDraft({ ...draftOf(PAGE_DEFAULTS), maxClones: '6' }, 'multihop');
     expect(typed).toMatchObject({ maxClones: '6', maxRounds: '4' });
     expect(retaskDraft(draft, 'arithmetic')).toMatchObject({ maxClones: '4', maxRounds: '3' });
+  });
+
+  it('holds the task options as JSON text, checked by the task, inline like any field', () => {
+    expect(PAGE_FIELDS.find((f) => f.key === 'taskOptions')?.type).toBe('json');
+    const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
+    expect(mh.taskOptions).toBe('{}');
+    expect(draftErrors({ ...mh, taskOptions: '{"perChunk":9}' })).toEqual({ taskOptions: 'taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)' });
+    expect(draftErrors({ ...mh, taskOptions: '{"perchunk":6}' }).taskOptions).toBe('taskOptions: multihop has no option perchunk (it has chunks, perChunk, hops)');
+    expect(draftErrors({ ...mh, taskOptions: '{"chunks":' }).taskOptions).toBe('taskOptions must be a JSON object (got "{\\"chunks\\":")');
+    expect(configOfDraft({ ...mh, taskOptions: '{"perChunk":9}' }, PAGE_DEFAULTS)).toBeNull();
+  });
+
+  it('offers the task’s named settings; the long context of multihop picked, applied and linked', () => {
+    expect(optionPresetsOf('multihop').map((p) => [p.name, p.label])).toEqual([
+      ['default', 'default (6 chunks × 3)'],
+      ['long-context', 'long context (6 × 6, does not fit one window)'],
+    ]);
+    expect(optionPresetsOf('arithmetic').map((p) => p.name)).toEqual(['default']);
+    const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
+    expect(presetOfDraft(mh)).toBe('default');
+    // The defaults written out are the default setting too; other values are none of them.
+    expect(presetOfDraft({ ...mh, taskOptions: '{"chunks":6,"perChunk":3,"hops":2}' })).toBe('default');
+    expect(presetOfDraft({ ...mh, taskOptions: '{"hops":3}' })).toBeNull();
+    expect(presetOfDraft({ ...mh, taskOptions: 'nope' })).toBeNull();
+    const long = withPreset(mh, 'long-context');
+    expect(long.taskOptions).toBe('{"chunks":6,"perChunk":6}');
+    expect(presetOfDraft(long)).toBe('long-context');
+    expect(changedKeys(long, PAGE_DEFAULTS)).toEqual(['task', 'taskOptions', 'maxClones', 'maxRounds']);
+    const applied = configOfDraft(long, PAGE_DEFAULTS)!;
+    expect(applied).toMatchObject({ task: 'multihop', taskOptions: { chunks: 6, perChunk: 6 }, maxClones: 16, maxRounds: 4 });
+    // The link gives back the same config, and the form the same setting.
+    const hash = configToHash(applied);
+    expect(hash).toBe('task=multihop&taskOptions=%7B%22chunks%22%3A6%2C%22perChunk%22%3A6%7D');
+    const back = configFromHash(`#${hash}`);
+    expect(back).toEqual({ config: applied, errors: [] });
+    expect(presetOfDraft(draftOf(back.config))).toBe('long-context');
+  });
+
+  it('switching the task back drops a named setting of the old task, keeps options typed by hand', () => {
+    const long = withPreset(retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop'), 'long-context');
+    expect(retaskDraft(long, 'arithmetic')).toMatchObject({ task: 'arithmetic', taskOptions: '{}', maxClones: '4' });
+    const typed = { ...retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop'), taskOptions: '{"hops":3}' };
+    const back = retaskDraft(typed, 'arithmetic');
+    expect(back.taskOptions).toBe('{"hops":3}');
+    expect(draftErrors(back).taskOptions).toMatch(/^taskOptions: arithmetic has no option hops/);
   });
 });

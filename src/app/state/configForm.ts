@@ -3,7 +3,8 @@
  * an editable draft value, checked with the same checkField the URL hash, the CLI and the
  * engine use. Pure; the panel renders it.
  */
-import { type Field, PAGE_DEFAULTS, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldsOf, fieldText, parseFieldText, runConfigDefaults } from '../../core/runConfig';
+import { type Field, PAGE_DEFAULTS, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldOf, fieldsOf, fieldText, parseFieldText, runConfigDefaults, taskEntryOf } from '../../core/runConfig';
+import { type OptionPreset, getTask, isTaskName } from '../../core/tasks';
 
 export type ConfigProp = Field;
 export type ConfigKey = RunConfigKey;
@@ -58,15 +59,47 @@ export function changedKeys(draft: Draft, config: RunConfig): ConfigKey[] {
   return PAGE_FIELDS.filter((p) => JSON.stringify(parseDraftValue(p, draft[p.key])) !== JSON.stringify(config[p.key])).map((p) => p.key);
 }
 
+const taskOf = (draft: Draft): string => (typeof draft.task === 'string' ? draft.task : PAGE_DEFAULTS.task);
+
+/** The named settings of a task's options (the form's menu beside the JSON); none for a text that is no task. */
+export function optionPresetsOf(task: string): readonly OptionPreset<unknown>[] {
+  return isTaskName(task) ? getTask(task).presets : [];
+}
+
+/**
+ * Which named setting the draft's task options are, compared by the options they resolve to (so
+ * `{}` and the defaults written out are both "default"); null for other or invalid options.
+ */
+export function presetOfDraft(draft: Draft): string | null {
+  const task = taskOf(draft);
+  const given = parseDraftValue(fieldOf('taskOptions'), draft.taskOptions);
+  let opts: unknown;
+  try {
+    opts = taskEntryOf(task, given).opts;
+  } catch {
+    return null;
+  }
+  const same = optionPresetsOf(task).find((p) => JSON.stringify(taskEntryOf(task, p.options).opts) === JSON.stringify(opts));
+  return same?.name ?? null;
+}
+
+/** The draft with the task options of the named setting of its task (unchanged for an unknown name). */
+export function withPreset(draft: Draft, name: string): Draft {
+  const preset = optionPresetsOf(taskOf(draft)).find((p) => p.name === name);
+  return preset ? { ...draft, taskOptions: fieldText(fieldOf('taskOptions'), preset.options) } : draft;
+}
+
 /**
  * The draft after the task field changed to `task`: fields still at the old task's default
- * (multihop's clone limits) take the new task's; what the user typed stays.
+ * (multihop's clone limits) take the new task's, task options that were a named setting of the
+ * old task take the new task's defaults; what the user typed stays (and is checked against the new task).
  */
 export function retaskDraft(draft: Draft, task: string): Draft {
-  const oldTask = typeof draft.task === 'string' ? draft.task : 'arithmetic';
+  const oldTask = taskOf(draft);
   const before = runConfigDefaults('page', oldTask);
   const after = runConfigDefaults('page', task);
   const next: Draft = { ...draft, task };
+  if (presetOfDraft(draft) !== null) next.taskOptions = fieldText(fieldOf('taskOptions'), after.taskOptions);
   for (const p of PAGE_FIELDS) {
     if (!p.taskDefault) continue;
     if (JSON.stringify(parseDraftValue(p, draft[p.key])) === JSON.stringify(before[p.key])) next[p.key] = isText(p) ? fieldText(p, after[p.key]) : (after[p.key] as string | boolean | number[]);

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS } from '../runConfig';
 import {
   ProvenanceError,
+  counterBreakdown,
+  grpoHistory,
   decodeProvenance,
   encodeProvenance,
   loadEvent,
@@ -11,6 +13,7 @@ import {
   provenanceVersion,
   recordSteps,
   trainingSettings,
+  ZERO_COUNTERS,
 } from './provenance';
 
 const T0 = new Date('2026-01-01T00:00:00Z');
@@ -65,6 +68,50 @@ describe('recordSteps', () => {
   });
 });
 
+describe('counterBreakdown', () => {
+  const grpo = trainingSettings('grpo', PAGE_DEFAULTS);
+  const sft = trainingSettings('sft', PAGE_DEFAULTS);
+
+  it('says how the policy version came about: one per GRPO step, one per applied warm-start step, from the origin', () => {
+    // Loaded at v200 after 200 GRPO steps; 11 warm-start steps, the 4th skipped; then 2 GRPO steps.
+    const start = [loadEvent('run.tar', 'small', { policyVersion: 200, grpoSteps: 200, sftSteps: 0 }, T0)];
+    let ev = recordSteps(start, 'sft', [...steps(1, 3), { step: 4, applied: false }, ...steps(5, 11)], sft, T1);
+    ev = recordSteps(ev, 'grpo', steps(201, 202), grpo, T1);
+    expect(counterBreakdown(ev)).toEqual({
+      policyVersion: 212,
+      grpoSteps: 202,
+      sftSteps: 11,
+      origin: { policyVersion: 200, grpoSteps: 200, sftSteps: 0 },
+      grpoVersions: 2,
+      sftVersions: 10,
+      sftSkipped: 1,
+    });
+    const b = counterBreakdown(ev);
+    expect(b.origin.policyVersion + b.grpoVersions + b.sftVersions).toBe(b.policyVersion);
+  });
+
+  it('counts only what followed the last load, and nothing for an empty list', () => {
+    const ev = [...recordSteps([loadEvent('a', 'tiny', undefined, T0)], 'grpo', steps(1, 5), grpo, T0), loadEvent('b', 'tiny', { policyVersion: 3, grpoSteps: 1, sftSteps: 2 }, T1)];
+    expect(counterBreakdown(ev)).toMatchObject({ policyVersion: 3, grpoSteps: 1, sftSteps: 2, grpoVersions: 0, sftVersions: 0, sftSkipped: 0 });
+    expect(counterBreakdown([])).toMatchObject({ policyVersion: 0, grpoSteps: 0, sftSteps: 0 });
+  });
+});
+
+describe('grpoHistory', () => {
+  it('finds GRPO steps (taken here or imported with their counters) and GRPO-trained checkpoints, across Reset and imports', () => {
+    const shipped = loadEvent('checkpoints/selfcest-arith/', 'small', undefined, T0, 'grpo');
+    expect(shipped.trainedBy).toBe('grpo');
+    expect(grpoHistory([shipped])).toEqual({ steps: 0, checkpoints: ['checkpoints/selfcest-arith/'] });
+    const warm = loadEvent('checkpoints/warmstart-tiny/', 'tiny', undefined, T0, 'sft');
+    expect(grpoHistory([warm])).toEqual({ steps: 0, checkpoints: [] });
+    expect(grpoHistory(recordSteps([warm], 'grpo', steps(1, 3), trainingSettings('grpo', PAGE_DEFAULTS), T1)).steps).toBe(3);
+    // An import of the page's export: its history first, then its load at the counters.
+    const imported = [shipped, loadEvent('page.tar', 'small', { policyVersion: 4, grpoSteps: 0, sftSteps: 4 }, T1)];
+    expect(grpoHistory(imported)).toEqual({ steps: 0, checkpoints: ['checkpoints/selfcest-arith/'] });
+    expect(grpoHistory([loadEvent('run.tar', 'small', { policyVersion: 9, grpoSteps: 9, sftSteps: 0 }, T1)]).steps).toBe(9);
+  });
+});
+
 describe('provenance.json', () => {
   it('round-trips and names the first bad field', () => {
     const ev = recordSteps([loadEvent('x', 'tiny', undefined, T0)], 'grpo', steps(1, 3), trainingSettings('grpo', PAGE_DEFAULTS), T1);
@@ -76,5 +123,9 @@ describe('provenance.json', () => {
     expect(bad({ ...p, events: [ev[0], { ...ev[1], kind: 'ppo' }] })).toThrow('provenance.json: events[1].kind must be load, grpo or sft (got "ppo")');
     expect(bad({ ...p, events: [{ ...ev[1], toVersion: 0, fromVersion: 2 }] })).toThrow('toVersion 0 is before fromVersion 2');
     expect(() => decodeProvenance(new TextEncoder().encode('{'))).toThrow(/^provenance\.json: not valid JSON/);
+    // A load's trainedBy survives the file; a wrong one is named.
+    const g = makeProvenance(ZERO_COUNTERS, [loadEvent('checkpoints/selfcest-arith/', 'small', undefined, T0, 'grpo')]);
+    expect(decodeProvenance(encodeProvenance(g)).events[0]).toMatchObject({ trainedBy: 'grpo' });
+    expect(bad({ ...g, events: [{ ...g.events[0], trainedBy: 'ppo' }] })).toThrow('provenance.json: events[0].trainedBy must be grpo or sft when given (got "ppo")');
   });
 });

@@ -33,6 +33,8 @@ export interface LoadEvent extends ModelCounters {
   preset: string;
   /** ISO 8601 time. */
   at: string;
+  /** What trained the loaded checkpoint, where its own record says (a CLI train run: grpo; sft); absent when unknown. */
+  trainedBy?: 'grpo' | 'sft';
 }
 
 export type TrainingKind = 'grpo' | 'sft';
@@ -78,8 +80,9 @@ export function trainingSettings(kind: TrainingKind, config: RunConfig): Record<
 
 export const ZERO_COUNTERS: ModelCounters = { policyVersion: 0, grpoSteps: 0, sftSteps: 0 };
 
-export function loadEvent(source: string, preset: string, counters: ModelCounters = ZERO_COUNTERS, at: Date = new Date()): LoadEvent {
-  return { kind: 'load', source, preset, policyVersion: counters.policyVersion, grpoSteps: counters.grpoSteps, sftSteps: counters.sftSteps, at: at.toISOString() };
+export function loadEvent(source: string, preset: string, counters: ModelCounters = ZERO_COUNTERS, at: Date = new Date(), trainedBy: 'grpo' | 'sft' | null = null): LoadEvent {
+  const e: LoadEvent = { kind: 'load', source, preset, policyVersion: counters.policyVersion, grpoSteps: counters.grpoSteps, sftSteps: counters.sftSteps, at: at.toISOString() };
+  return trainedBy === null ? e : { ...e, trainedBy };
 }
 
 /** The policy version at the end of the list (that of its last event). */
@@ -128,6 +131,45 @@ export function originProvenance(events: readonly ProvenanceEvent[]): Provenance
 export function originCounters(events: readonly ProvenanceEvent[]): ModelCounters {
   const load = originProvenance(events).at(-1);
   return load?.kind === 'load' ? { policyVersion: load.policyVersion, grpoSteps: load.grpoSteps, sftSteps: load.sftSteps } : { ...ZERO_COUNTERS };
+}
+
+/** The counters at the end of the list, and how the policy version got there from the origin. */
+export interface CounterBreakdown extends ModelCounters {
+  origin: ModelCounters;
+  /** Since the origin: versions added by GRPO steps (one each) and by warm-start steps (one per applied step). */
+  grpoVersions: number;
+  sftVersions: number;
+  /** Warm-start steps since the origin whose update was skipped (a non-finite loss or gradient). */
+  sftSkipped: number;
+}
+
+/** policyVersion = origin.policyVersion + grpoVersions + sftVersions; steps count from the model's origin, as the engine's do. */
+export function counterBreakdown(events: readonly ProvenanceEvent[]): CounterBreakdown {
+  const origin = originCounters(events);
+  const out: CounterBreakdown = { ...origin, origin, grpoVersions: 0, sftVersions: 0, sftSkipped: 0 };
+  for (const e of events.slice(originProvenance(events).length)) {
+    if (e.kind === 'load') continue;
+    const versions = e.toVersion - e.fromVersion;
+    if (e.kind === 'grpo') {
+      out.grpoSteps = Math.max(out.grpoSteps, e.lastStep);
+      out.grpoVersions += versions;
+    } else {
+      out.sftSteps = Math.max(out.sftSteps, e.lastStep);
+      out.sftVersions += versions;
+      out.sftSkipped += e.lastStep - e.firstStep + 1 - versions;
+    }
+  }
+  out.policyVersion = provenanceVersion(events);
+  return out;
+}
+
+/**
+ * The GRPO training behind the weights, by their history: GRPO steps counted from the origin
+ * (imported counters included), and the loads of checkpoints whose record says GRPO trained them.
+ */
+export function grpoHistory(events: readonly ProvenanceEvent[]): { steps: number; checkpoints: string[] } {
+  const checkpoints = events.filter((e): e is LoadEvent => e.kind === 'load' && e.trainedBy === 'grpo').map((e) => e.source);
+  return { steps: counterBreakdown(events).grpoSteps, checkpoints: [...new Set(checkpoints)] };
 }
 
 export function makeProvenance(counters: ModelCounters, events: readonly ProvenanceEvent[]): Provenance {
@@ -187,7 +229,12 @@ function parseEvent(e: unknown, i: number): ProvenanceEvent {
     if (!isCount(e[k])) fail(`${where}.${k} must be a non-negative integer (got ${JSON.stringify(e[k])})`);
     return e[k] as number;
   };
-  if (e.kind === 'load') return { kind: 'load', source: str('source'), preset: str('preset'), policyVersion: count('policyVersion'), grpoSteps: count('grpoSteps'), sftSteps: count('sftSteps'), at: str('at') };
+  if (e.kind === 'load') {
+    const load: LoadEvent = { kind: 'load', source: str('source'), preset: str('preset'), policyVersion: count('policyVersion'), grpoSteps: count('grpoSteps'), sftSteps: count('sftSteps'), at: str('at') };
+    if (e.trainedBy === undefined) return load;
+    if (e.trainedBy !== 'grpo' && e.trainedBy !== 'sft') fail(`${where}.trainedBy must be grpo or sft when given (got ${JSON.stringify(e.trainedBy)})`);
+    return { ...load, trainedBy: e.trainedBy };
+  }
   if (e.kind !== 'grpo' && e.kind !== 'sft') fail(`${where}.kind must be load, grpo or sft (got ${JSON.stringify(e.kind)})`);
   const seg: TrainingSegment = {
     kind: e.kind,

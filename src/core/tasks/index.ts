@@ -7,7 +7,7 @@ import { type ArithmeticOptions, arithmetic } from './arithmetic';
 import { type MultihopOptions, multihop } from './multihop';
 import type { Task } from './types';
 
-export type { Demonstration, DemoContext, Problem, Segment, Task, TeacherStyle, Verdict } from './types';
+export type { Demonstration, DemoContext, OptionPreset, Problem, Segment, Task, TeacherStyle, Verdict } from './types';
 export { TEACHER_STYLES } from './types';
 
 /** Each task's options, by task name. */

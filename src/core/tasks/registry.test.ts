@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ARITHMETIC_DEFAULTS, arithmetic } from './arithmetic';
 import { TASK_NAMES, getTask, withOptions } from './index';
 import { multihop } from './multihop';
+import { Rng } from '../rng';
+import { Tokenizer } from '../tokenizer/tokenizer';
+import { PRESETS } from '../model/config';
 
 describe('task registry', () => {
   it('finds tasks by their own names and bundles them with validated options', () => {
@@ -21,5 +24,24 @@ describe('task registry', () => {
     expect(() => withOptions('multihop', 'hops=3')).toThrow('multihop: options must be an object of fields (got "hops=3")');
     expect(() => withOptions('arithmetic', { productRate: '0.5' })).toThrow('arithmetic: productRate must be in [0, 1] (got 0.5)');
     expect(() => withOptions('multihop', { hops: 9 })).toThrow(/multihop: hops must be an integer in \[1, 4\] \(got 9\)/);
+  });
+
+  it('offers named option settings that the task accepts, the default first, the long context of multihop among them', () => {
+    for (const name of TASK_NAMES) {
+      const { presets, defaultOptions } = getTask(name);
+      expect(presets[0], name).toMatchObject({ name: 'default', options: {} });
+      expect(new Set(presets.map((p) => p.name)).size, name).toBe(presets.length);
+      for (const p of presets) expect(withOptions(name, p.options).opts, `${name} ${p.name}`).toEqual({ ...defaultOptions, ...p.options });
+    }
+    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 6, does not fit one window)']);
+    // Long context: the monolithic prompt outgrows every preset's positions, while the delegating root's fits easily.
+    const long = withOptions('multihop', multihop.presets[1].options).opts;
+    const tok = Tokenizer.builtin();
+    const positions = Math.max(...Object.values(PRESETS).map((c) => c.nPositions));
+    for (let i = 0; i < 20; i++) {
+      const p = multihop.generate(new Rng(i), long, `p${i}`);
+      expect(tok.encode(p.monoPrompt!).length, p.id).toBeGreaterThan(positions);
+      expect(tok.encode(p.prompt).length, p.id).toBeLessThan(positions / 4);
+    }
   });
 });

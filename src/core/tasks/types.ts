@@ -63,6 +63,17 @@ export interface Verdict {
 export const TEACHER_STYLES = ['expert', 'naive'] as const;
 export type TeacherStyle = (typeof TEACHER_STYLES)[number];
 
+/**
+ * A named setting of a task's options that the page offers: `options` holds only the fields
+ * that differ from the task's defaults, so the default setting is `{}`.
+ */
+export interface OptionPreset<Opts> {
+  name: string;
+  /** What the setting is, in a few words (a menu entry). */
+  label: string;
+  options: Partial<Opts>;
+}
+
 /** A task whose generator takes options of type `Opts` (tasks/index.ts: the registry, by name). */
 export interface Task<Opts> {
   name: string;
@@ -76,6 +87,8 @@ export interface Task<Opts> {
   verify(problem: Problem, answer: string | null): Verdict;
   /** A monolithic chain of thought ending in an answer block. */
   teacherMono(problem: Problem, rng: Rng): Demonstration;
+  /** Named settings of its options, the default (`{}`) first. */
+  presets: readonly OptionPreset<Opts>[];
   /** Rollout limits this task needs beyond the defaults (e.g. one clone per chunk). */
   rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number };
   /**

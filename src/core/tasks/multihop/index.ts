@@ -154,6 +154,11 @@ export const multihop: Task<MultihopOptions> = {
   name: 'multihop',
   defaultOptions: MULTIHOP_DEFAULTS,
   validateOptions: validateMultihopOptions,
+  presets: [
+    { name: 'default', label: `default (${MULTIHOP_DEFAULTS.chunks} chunks × ${MULTIHOP_DEFAULTS.perChunk})`, options: {} },
+    // The monolithic prompt of 6 × 6 assignments (about 280 tokens) outgrows a 256-position model; each clone's chunk fits.
+    { name: 'long-context', label: 'long context (6 × 6, does not fit one window)', options: { chunks: 6, perChunk: 6 } },
+  ],
   generate,
   // One clone per chunk each round, one round per hop.
   rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4 },
