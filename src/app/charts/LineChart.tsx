@@ -57,7 +57,8 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const { data, sparse } = p;
   const smoothing = sparse ? 0 : p.smoothing;
   const rows = thinIndices(data.steps.length);
-  const top = M.top + (p.subtitle ? SUBTITLE_H : 0);
+  // The x label shares the subtitle's row, right-aligned, clear of the SVG button over the title row.
+  const top = M.top + (p.subtitle || p.xLabel ? SUBTITLE_H : 0);
   const cols = p.legendColumns ?? 2;
   const secondary = p.secondary ?? null;
   const right = secondary ? RIGHT_AXIS_W : M.right;
@@ -66,7 +67,7 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', data.steps.length).attr('data-smoothing', smoothing);
   svg.selectAll('*').remove();
   svg.append('text').attr('x', 2).attr('y', 11).attr('font-size', 11).attr('font-weight', 600).attr('fill', 'currentColor').text(p.title);
-  if (p.xLabel) svg.append('text').attr('x', W - 2).attr('y', 11).attr('text-anchor', 'end').attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-xlabel-${p.id}`).text(`x: ${p.xLabel}`);
+  if (p.xLabel) svg.append('text').attr('x', W - 2).attr('y', 22).attr('text-anchor', 'end').attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-xlabel-${p.id}`).text(`x: ${p.xLabel}`);
   if (p.subtitle) svg.append('text').attr('x', 2).attr('y', 22).attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-subtitle-${p.id}`).text(p.subtitle);
 
   const steps = rows.map((i) => data.steps[i]);
