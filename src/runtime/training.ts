@@ -158,7 +158,7 @@ export class Training {
     while (done < steps && !stopped()) {
       const model = this.model;
       const lr = cosineLr(done, steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
-      const seqs = sftSequences(task, opts, cfg, model.sftSteps, encode);
+      const seqs = sftSequences(task, opts, cfg, model.sftSteps, encode, model.config.nPositions);
       try {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens));

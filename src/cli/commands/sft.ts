@@ -72,7 +72,7 @@ export const sft = defineRunCommand(
     while (step < cfg.steps) {
       const t0 = Date.now();
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
-      const seqs = sftMixSequences(mix, cfg, step, encode);
+      const seqs = sftMixSequences(mix, cfg, step, encode, policy.config.nPositions);
       if (grad) await grad.sync(policy.params);
       const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.remotes() ?? []);
       step++;

@@ -56,4 +56,21 @@ describe('SFT data', () => {
     expect(expert.some((q) => q.tokens.includes(T.fail))).toBe(false);
     expect(naive.some((q) => q.tokens.includes(T.fail))).toBe(true);
   });
+
+  it("leaves out demonstrations longer than the model's window, and says so when none fits", () => {
+    const long: TaskMixEntry[] = [{ task: multihop, opts: multihop.validateOptions({ chunks: 6, perChunk: 6 }) }];
+    const c = { ...cfg, task: 'multihop', delegateFraction: 0.5 };
+    // Without a window the long-context setting's monolithic demonstrations run past 256 positions.
+    expect(sftMixSequences(long, c, 0, encode).some((q) => q.tokens.length > 256)).toBe(true);
+    for (let step = 0; step < 3; step++) {
+      const seqs = sftMixSequences(long, c, step, encode, 256);
+      expect(seqs.length).toBeGreaterThan(0);
+      expect(seqs.every((q) => q.tokens.length <= 256)).toBe(true);
+      // What is left are delegations: a root and its clones, whose chunks each fit.
+      expect(seqs.some((q) => q.tokens[0] === T.clone)).toBe(true);
+    }
+    // Where everything fits, the window changes nothing.
+    expect(sftMixSequences(mix, cfg, 4, encode, 256)).toEqual(sftMixSequences(mix, cfg, 4, encode));
+    expect(() => sftMixSequences(long, { ...c, delegateFraction: 0 }, 0, encode, 256)).toThrow(/no demonstration of multihop fits the model's 256 positions/);
+  });
 });

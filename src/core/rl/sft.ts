@@ -57,8 +57,8 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
 };
 
 /** The demonstrations of one step, as training sequences. */
-export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
-  return sftMixSequences([{ task, opts }], cfg, step, encode);
+export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[], maxPositions = Infinity): TrainSequence[] {
+  return sftMixSequences([{ task, opts }], cfg, step, encode, maxPositions);
 }
 
 /** A task and its options in a warm-start mix. */
@@ -82,7 +82,13 @@ function pickEntry<O>(mix: readonly TaskMixEntry<O>[], rng: Rng): number {
  * the mix's weights. A one-task mix draws nothing for the choice, so its data equal the
  * plain task's.
  */
-export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConfig, step: number, encode: (t: string) => number[]): TrainSequence[] {
+/**
+ * A demonstration with a context longer than `maxPositions` (the model's window) is left out
+ * whole and the next problem drawn: the monolithic demonstration of a context that does not
+ * fit one window (multihop's long-context setting) cannot be trained, and is what delegation is
+ * there to avoid. Data of settings where everything fits are unchanged.
+ */
+export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConfig, step: number, encode: (t: string) => number[], maxPositions = Infinity): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
   for (const m of mix) {
     const w = m.weight ?? 1;
@@ -92,14 +98,21 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   const seqs: TrainSequence[] = [];
   let tokens = 0;
   let n = 0;
+  let tooLong = 0;
   while (tokens < cfg.batchTokens) {
     const { task, opts } = mix.length === 1 ? mix[0] : mix[pickEntry(mix, rng)];
     const problem = drawProblem(task, rng, opts, `sft-${step}-${n++}`, 'train');
     const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
-    for (const ctx of demo.contexts) {
-      const s = demoSequence(ctx, encode);
-      seqs.push(s);
-      tokens += s.tokens.length;
+    const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));
+    if (demoSeqs.some((q) => q.tokens.length > maxPositions)) {
+      if (++tooLong > 1000 && seqs.length === 0) {
+        throw new Error(`sft: no demonstration of ${mix.map((m) => m.task.name).join(', ')} fits the model's ${maxPositions} positions (1000 drawn); use fewer chunks or assignments, or more delegation demos`);
+      }
+      continue;
+    }
+    for (const q of demoSeqs) {
+      seqs.push(q);
+      tokens += q.tokens.length;
     }
   }
   return seqs;
