@@ -5,7 +5,7 @@
  */
 import { useId } from 'react';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import { BADGE_FONT, BADGE_PAD, FACTS_FONT, HEAD_FONT, NODE_H, OUTCOME_COLOURS, PAD_L, PAD_R, TASK_FONT, badgeWidth, fitText, layoutTree, nodeLabels, type Outcome, type TreeNode } from './treeLayout';
+import { BADGE_FONT, BADGE_PAD, FACTS_FONT, HEAD_FONT, NODE_H, OUTCOME_COLOURS, PAD_L, PAD_R, TASK_FONT, badgeWidth, chunkRead, fitText, layoutTree, nodeLabels, type Outcome, taskLine, type TreeNode } from './treeLayout';
 
 function signed(v: number): string {
   return `${v >= 0 ? '+' : ''}${v.toFixed(3)}`;
@@ -15,7 +15,8 @@ function NodeBox({ node, trace, width, hatch, selected, onSelect }: { node: Tree
   const { ctx, outcome } = node;
   const colour = OUTCOME_COLOURS[outcome];
   const { head, badge } = nodeLabels(ctx, outcome);
-  const task = ctx.role === 'root' ? trace.prompt : (ctx.subtask ?? '');
+  const task = taskLine(ctx, trace.prompt);
+  const chunk = chunkRead(ctx);
   const used = ctx.role === 'clone' && ctx.budget ? `${ctx.generatedTokens}/${ctx.budget}` : String(ctx.generatedTokens);
   const facts = [`tok ${used}`, `ans ${ctx.answer ?? '∅'}`];
   if (ctx.credit) facts.push(`A ${signed(ctx.credit.advantage)}`);
@@ -41,7 +42,7 @@ function NodeBox({ node, trace, width, hatch, selected, onSelect }: { node: Tree
       tabIndex={0}
       onKeyDown={(e) => (e.key === 'Enter' || e.key === ' ') && onSelect(ctx.id)}
     >
-      <title>{`${head}\n${task}\n${facts.join(' · ')}\n${ctx.violationDetail ?? verdict}`}</title>
+      <title>{`${head}\n${task}${chunk !== null ? `\nread: ${chunk}` : ''}\n${facts.join(' · ')}\n${ctx.violationDetail ?? verdict}`}</title>
       <rect width={width} height={NODE_H} rx={3} fill={colour} fillOpacity={selected ? 0.18 : 0.07} />
       {gated && <rect width={width} height={NODE_H} rx={3} fill={`url(#${hatch})`} />}
       <rect

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { countTokens, TRACE_SCHEMA, type ContextTrace, type EpisodeTrace } from '../../core/rollout/trace';
-import { BADGE_FONT, HEAD_FONT, MAX_NODE_W, NODE_H, NODE_W, PAD_L, PAD_R, badgeWidth, fitText, layoutTree, nodeLabels, textWidth } from './treeLayout';
+import { clonePrompt } from '../../core/protocol/grammar';
+import { Tokenizer } from '../../core/tokenizer/tokenizer';
+import { VOCAB } from '../../core/tokenizer/vocab';
+import { BADGE_FONT, HEAD_FONT, MAX_NODE_W, NODE_H, NODE_W, PAD_L, PAD_R, badgeWidth, chunkRead, fitText, layoutTree, nodeLabels, taskLine, textWidth } from './treeLayout';
 
 function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = {}): ContextTrace {
   return {
@@ -93,3 +96,25 @@ describe('layoutTree', () => {
     expect(layoutTree(episode([ctx(0, 'root')]), new Set([0])).nodes[0].outcome).toBe('running');
   });
 });
+
+describe('node task lines', () => {
+  it('say which chunk a multihop clone read and what it was asked; the chunk comes from its prompt', () => {
+    const tok = Tokenizer.builtin();
+    const encode = (t: string) => tok.encode(t);
+    const context = { k1: 'qx=4. ab=qx.', k2: 'cd=7. ef=cd.' };
+    const subtask = '<ctx>k2 cd?';
+    // The clone's text as the runtime writes it: its expanded prompt, then what it generated.
+    const built = clonePrompt(encode(subtask), context, encode);
+    if ('error' in built) throw new Error(built.error);
+    const text = [...built.tokens, ...encode('<ans>7<eos>')].map((id) => VOCAB[id]).join('');
+    const clone = ctx(1, 'clone', { subtask, text, answer: '7' });
+    expect(taskLine(clone, 'keys k1 k2. ef?')).toBe('k2 ▸ cd?');
+    expect(chunkRead(clone)).toBe('cd=7. ef=cd.');
+    expect(chunkRead({ ...clone, text: '<clone>something else<sep>' })).toBeNull();
+    // Arithmetic clones and roots read as before.
+    expect(taskLine(ctx(2, 'clone'), 'p')).toBe('1+1');
+    expect(chunkRead(ctx(2, 'clone'))).toBeNull();
+    expect(taskLine(ctx(0, 'root'), '1+1+2')).toBe('1+1+2');
+  });
+});
+

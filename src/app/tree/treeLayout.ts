@@ -96,6 +96,34 @@ export function nodeLabels(ctx: ContextTrace, outcome: Outcome): { head: string;
   return { head, badge };
 }
 
+/**
+ * The task line of a node. A clone whose subtask names a context chunk (`<ctx>k3 ab?`, the
+ * multihop task) reads "k3 ▸ ab?": which chunk it read, then what it was asked; its answer (what
+ * it found) is in the facts line. Other subtasks are shown as written.
+ */
+export function taskLine(ctx: Pick<ContextTrace, 'role' | 'subtask'>, prompt: string): string {
+  if (ctx.role === 'root') return prompt;
+  const subtask = ctx.subtask ?? '';
+  const keys = [...subtask.matchAll(/<ctx>([a-z0-9_]+)/g)].map((m) => m[1]);
+  if (keys.length === 0) return subtask;
+  const rest = subtask.replace(/<ctx>[a-z0-9_]+/g, '').trim();
+  return `${keys.join(' + ')} ▸ ${rest}`;
+}
+
+/**
+ * The chunk text(s) a clone read, cut from its prompt: the prompt is `<clone>`, the subtask with
+ * each `<ctx>key` expanded, `<sep>`; the subtask's own text around the keys is matched literally.
+ * Null for a root, a clone without a key, or a prompt that does not match its subtask.
+ */
+export function chunkRead(ctx: Pick<ContextTrace, 'role' | 'subtask' | 'text'>): string | null {
+  const subtask = ctx.subtask ?? '';
+  if (ctx.role !== 'clone' || !subtask.includes('<ctx>')) return null;
+  const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const parts = subtask.split(/<ctx>[a-z0-9_]+/);
+  const m = new RegExp(`^<clone>${parts.map(literal).join('([\\s\\S]*?)')}<sep>`).exec(ctx.text);
+  return m ? m.slice(1).join(' | ') : null;
+}
+
 export const badgeWidth = (badge: string): number => textWidth(badge, BADGE_FONT, 'sans-bold') + 2 * BADGE_PAD;
 
 /** The box width that fits the head line, a gap and the badge, within [NODE_W, MAX_NODE_W]. */
