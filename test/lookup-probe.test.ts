@@ -48,6 +48,16 @@ describe('lookup probe', () => {
         }
   });
 
+  it('with cot the clone first restates the lookup, as the monolithic teacher writes a hop', () => {
+    const rng = Rng.stream(4, 'probe-cot');
+    const found = probeDrill(rng, 3, 2, 'last', true, true);
+    const { pairs, question } = readDrill(found.prompt, 'last');
+    expect(found.written).toBe(`=${question}=${pairs.get(question)}<ans>${pairs.get(question)}<eos>`);
+    const missing = probeDrill(rng, 3, 2, 'first', false, true);
+    expect(missing.written).toBe(`=${readDrill(missing.prompt, 'first').question}=none<ans>none<eos>`);
+    expect(probeDrill(rng, 3, 2, 'last', true).written).toMatch(/^<ans>[^<]+<eos>$/);
+  });
+
   it('keeps every held-out drill out of training, also where the drill space is small', () => {
     const c = cfg({ size: 1, nameChars: 1, evalN: 400, batch: 256 });
     const held = probeEvalDrills(c);

@@ -4,7 +4,7 @@
  * clones do this, so the probe shows where a warm start stands before any episode succeeds.
  *
  * One teacher-forced forward pass per lookup: a lookup counts as solved when the greedy token
- * at every position of `<ans>…<eos>` is the right one, which is exactly when greedy decoding
+ * at every position of what the clone writes (`<ans>…<eos>`, or `written`) is the right one, which is exactly when greedy decoding
  * of the clone would write that answer.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -29,6 +29,8 @@ export interface LookupResult {
 export interface LookupCase {
   prompt: string;
   answer: string;
+  /** What the clone writes, when it is more than `<ans>answer<eos>` (a restated lookup first). */
+  written?: string;
 }
 
 function checkSize(size: number): void {
@@ -66,7 +68,7 @@ const BATCH = 128;
 export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: readonly LookupCase[], encode: (t: string) => number[]): number {
   let solved = 0;
   for (let start = 0; start < cases.length; start += BATCH) {
-    const rows = cases.slice(start, start + BATCH).map((c) => ({ prompt: encode(c.prompt), target: encode(`<ans>${c.answer}<eos>`) }));
+    const rows = cases.slice(start, start + BATCH).map((c) => ({ prompt: encode(c.prompt), target: encode(c.written ?? `<ans>${c.answer}<eos>`) }));
     const width = Math.max(...rows.map((r) => r.prompt.length + r.target.length));
     const ids = rows.flatMap((r) => [...r.prompt, ...r.target, ...new Array<number>(width - r.prompt.length - r.target.length).fill(T.pad)]);
     const greedy = tf.tidy(() => forwardLogits(params, config, tf.tensor2d(ids, [rows.length, width], 'int32')).argMax(-1).arraySync() as number[][]);

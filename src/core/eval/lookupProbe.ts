@@ -27,6 +27,8 @@ export interface LookupProbeConfig {
   layout: QuestionLayout;
   /** Train on chunks of 1 to `size` assignments drawn uniformly (a curriculum in one); held out: `size`. */
   mix: boolean;
+  /** The clone restates the lookup before answering (`=ab=12<ans>12<eos>`), as the monolithic teacher writes a hop. */
+  cot: boolean;
   steps: number;
   /** Drills per step (half of them ask a variable the chunk does not assign). */
   batch: number;
@@ -43,6 +45,7 @@ export interface LookupProbeConfig {
 
 export const LOOKUP_PROBE_DEFAULTS: Omit<LookupProbeConfig, 'size' | 'nameChars' | 'layout' | 'steps'> = {
   mix: false,
+  cot: false,
   batch: 96,
   lr: 2e-3,
   warmup: 50,
@@ -67,6 +70,7 @@ export function validateLookupProbeConfig(c: LookupProbeConfig): void {
   int('evalN', 1, 5000);
   int('seed', 0, SEED_MAX);
   if (c.nameChars !== 1 && c.nameChars !== 2) errs.push(`nameChars must be 1 or 2 (got ${String(c.nameChars)})`);
+  if (typeof c.cot !== 'boolean') errs.push(`cot must be true or false (got ${String(c.cot)})`);
   if (typeof c.mix !== 'boolean') errs.push(`mix must be true or false (got ${String(c.mix)})`);
   if (c.layout !== 'last' && c.layout !== 'first') errs.push(`layout must be one of last, first (got ${String(c.layout)})`);
   if (!(c.lr > 0 && c.lr <= 1)) errs.push(`lr must be in (0, 1] (got ${String(c.lr)})`);
@@ -79,6 +83,7 @@ const LETTERS = [...'abcdefghijklmnopqrstuvwxyz'];
 
 export interface ProbeDrill extends LookupCase {
   found: boolean;
+  written: string;
 }
 
 /**
@@ -87,7 +92,7 @@ export interface ProbeDrill extends LookupCase {
  * half of the time when there is one, a name the chunk holds only on a right-hand side — the
  * near miss a clone meets on every hop.
  */
-export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: QuestionLayout, found: boolean): ProbeDrill {
+export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: QuestionLayout, found: boolean, cot = false): ProbeDrill {
   const used = new Set<string>(nameChars === 2 ? ['no'] : []);
   const fresh = () => {
     for (;;) {
@@ -118,14 +123,14 @@ export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: Que
     answer = 'none';
   }
   const prompt = layout === 'last' ? `<clone>${chunk} ${question}?<sep>` : `<clone>${question}? ${chunk}<sep>`;
-  return { prompt, answer, found };
+  return { prompt, answer, found, written: cot ? `=${question}=${answer}<ans>${answer}<eos>` : `<ans>${answer}<eos>` };
 }
 
 /** The held-out drills: their own stream, `n` of each kind. */
 export function probeEvalDrills(c: LookupProbeConfig): { found: ProbeDrill[]; missing: ProbeDrill[] } {
   const rng = Rng.stream(c.seed, 'lookup-probe-eval', c.size * 10 + c.nameChars);
-  const found = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, true));
-  const missing = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, false));
+  const found = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, true, c.cot));
+  const missing = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, false, c.cot));
   return { found, missing };
 }
 
@@ -140,7 +145,7 @@ export function probeTrainDrills(c: LookupProbeConfig, step: number, heldOut: Re
   for (let i = 0, tries = 0; out.length < c.batch; tries++) {
     if (tries > 100 * c.batch) throw new Error('lookup probe: the held-out drills cover nearly every drill; use a smaller evalN');
     const size = c.mix ? rng.int(1, c.size) : c.size;
-    const d = probeDrill(rng, size, c.nameChars, c.layout, i % 2 === 0);
+    const d = probeDrill(rng, size, c.nameChars, c.layout, i % 2 === 0, c.cot);
     if (heldOut.has(d.prompt + d.answer)) continue;
     out.push(d);
     i++;
@@ -206,7 +211,7 @@ export async function runLookupProbe(
             role: 'clone',
             segments: [
               { kind: 'prompt', text: d.prompt },
-              { kind: 'generated', text: `<ans>${d.answer}<eos>` },
+              { kind: 'generated', text: d.written },
             ],
           },
           encode,
