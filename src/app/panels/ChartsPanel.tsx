@@ -6,7 +6,8 @@
 import { Fragment, useMemo, useState } from 'react';
 import { CHARTS, GRPO_X, WARM_START_X, chartDataOf, heldOutDataOf, heldOutSubtitle, warmStartDataOf, warmStartSubtitle, type ChartSpec } from '../charts/chartSpecs';
 import { LineChart } from '../charts/LineChart';
-import { DEFAULT_SMOOTHING, SMOOTHING_WEIGHTS } from '../charts/smoothing';
+import { DEFAULT_SMOOTHING } from '../charts/smoothing';
+import { SmoothingSelect } from '../charts/SmoothingSelect';
 import { type MetricPoint, usePlayground } from '../state/store';
 
 function SpecChart({ spec, points, smoothing }: { spec: ChartSpec; points: readonly MetricPoint[]; smoothing: number }) {
@@ -51,16 +52,7 @@ export function ChartsPanel() {
         )}
       </h2>
       <div className="row small">
-        <label title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets).">
-          smoothing{' '}
-          <select data-testid="chart-smoothing" value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))}>
-            {SMOOTHING_WEIGHTS.map((w) => (
-              <option key={w} value={w}>
-                {w === 0 ? '0 (raw)' : w}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SmoothingSelect testId="chart-smoothing" value={smoothing} onChange={setSmoothing} title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets)." />
       </div>
       <div className="charts">
         <WarmStartChart smoothing={smoothing} />

@@ -4,7 +4,8 @@
  * (RunsCompare). The current run can be ticked too, so a live run is compared as it trains.
  */
 import { useMemo, useState } from 'react';
-import { DEFAULT_SMOOTHING, SMOOTHING_WEIGHTS } from '../charts/smoothing';
+import { DEFAULT_SMOOTHING } from '../charts/smoothing';
+import { SmoothingSelect } from '../charts/SmoothingSelect';
 import { type FlatConfig, KEY_SETTINGS, comparableConfig } from '../runs/configDiff';
 import { type KeptRun, pageHeldOut, suggestedRunName } from '../runs/keptRun';
 import { runColour, runOutcome } from '../runs/overlay';
@@ -236,16 +237,7 @@ export function RunsPanel() {
         </div>
       )}
       <div className="row small">
-        <label title="Exponential moving average over steps, debiased (as in the curves panel); the raw values faint behind">
-          smoothing{' '}
-          <select data-testid="runs-smoothing" value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))}>
-            {SMOOTHING_WEIGHTS.map((w) => (
-              <option key={w} value={w}>
-                {w === 0 ? '0 (raw)' : w}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SmoothingSelect testId="runs-smoothing" value={smoothing} onChange={setSmoothing} title="Exponential moving average over steps, debiased (as in the curves panel); the raw values faint behind" />
         {selected.length === 1 && <span className="muted">tick one more run to overlay</span>}
       </div>
       {selected.length >= 2 && <RunsCompare runs={selected} smoothing={smoothing} />}
