@@ -44,8 +44,8 @@ describe('the run-config table', () => {
   });
 
   it('starts from the task defaults: one clone per multihop chunk, the largest for a mix', () => {
-    expect(runConfigDefaults('train', 'arithmetic')).toMatchObject({ maxClones: 4, maxRounds: 3 });
-    expect(runConfigDefaults('train', 'multihop')).toMatchObject({ maxClones: 16, maxRounds: 4 });
+    expect(runConfigDefaults('train', 'arithmetic')).toMatchObject({ maxClones: 4, maxRounds: 3, rootMaxTokens: 48 });
+    expect(runConfigDefaults('train', 'multihop')).toMatchObject({ maxClones: 16, maxRounds: 4, rootMaxTokens: 224 });
     expect(runConfigDefaults('sft', 'arithmetic:1,multihop:3')).toMatchObject({ maxClones: 16, maxRounds: 4 });
     expect(validateRunConfig({ task: 'multihop', maxClones: 6 }, 'train').maxClones).toBe(6);
   });

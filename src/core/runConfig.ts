@@ -137,7 +137,7 @@ export type Field =
   | ({ type: 'json' } & Base<'taskOptions'>);
 
 /** A task's own rollout limits (Task.rolloutDefaults), by task name: one definition, in the task. */
-function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds'): Partial<Record<TaskName, number>> {
+function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds' | 'rootMaxTokens'): Partial<Record<TaskName, number>> {
   const out: Partial<Record<TaskName, number>> = {};
   for (const n of TASK_NAMES) {
     const v = TASKS[n].rolloutDefaults?.[field];
@@ -193,7 +193,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
-  { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode (48: a long monolithic chain does not fit, so delegation pays)', target: 'rollout', surfaces: GRPO, default: 48 },
+  { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode (arithmetic 48: a long monolithic chain does not fit, so delegation pays; multihop 224: a spawn per chunk per hop)', target: 'rollout', surfaces: GRPO, default: 48, taskDefault: taskRolloutDefaults('rootMaxTokens') },
   { key: 'evalEvery', type: 'number', min: 0, max: 100000, int: true, label: 'Held-out eval every (steps)', help: 'steps between held-out evaluations (0 = off; the page adds frontier points)', target: 'eval', surfaces: ALL, default: 0, pageDefault: 10 },
   { key: 'evalN', type: 'number', min: 1, max: 2000, int: true, label: 'Held-out eval problems', help: 'problems per held-out evaluation (a fixed set)', target: 'eval', surfaces: ['page', 'train', 'sft'], default: 64, pageDefault: 32 },
   { key: 'sftLr', type: 'number', min: 1e-7, max: 0.1, flag: 'lr', label: 'Warm-start learning rate', help: 'peak learning rate of the warm start (cosine schedule)', target: 'sft', surfaces: SFT, default: 3e-3 },

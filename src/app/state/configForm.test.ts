@@ -70,7 +70,7 @@ describe('config form', () => {
     const long = withPreset(mh, 'long-context');
     expect(long.taskOptions).toBe('{"chunks":6,"perChunk":6}');
     expect(presetOfDraft(long)).toBe('long-context');
-    expect(changedKeys(long, PAGE_DEFAULTS)).toEqual(['task', 'taskOptions', 'maxClones', 'maxRounds']);
+    expect(changedKeys(long, PAGE_DEFAULTS)).toEqual(['task', 'taskOptions', 'maxClones', 'maxRounds', 'rootMaxTokens']);
     const applied = configOfDraft(long, PAGE_DEFAULTS)!;
     expect(applied).toMatchObject({ task: 'multihop', taskOptions: { chunks: 6, perChunk: 6 }, maxClones: 16, maxRounds: 4 });
     // The link gives back the same config, and the form the same setting.

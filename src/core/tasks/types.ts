@@ -90,7 +90,7 @@ export interface Task<Opts> {
   /** Named settings of its options, the default (`{}`) first. */
   presets: readonly OptionPreset<Opts>[];
   /** Rollout limits this task needs beyond the defaults (e.g. one clone per chunk). */
-  rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number };
+  rolloutDefaults?: { maxClonesPerRound?: number; maxRounds?: number; rootMaxTokens?: number };
   /**
    * A delegation (spawn, join, combine) within the run's spawn limits (budget buckets, clones per
    * round, rounds), or null when the problem does not split within them. `style` (default

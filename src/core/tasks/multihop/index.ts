@@ -160,8 +160,9 @@ export const multihop: Task<MultihopOptions> = {
     { name: 'long-context', label: 'long context (6 × 6, does not fit one window)', options: { chunks: 6, perChunk: 6 } },
   ],
   generate,
-  // One clone per chunk each round, one round per hop.
-  rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4 },
+  // One clone per chunk each round, one round per hop. The delegating root writes a spawn of
+  // about 9 tokens per chunk per hop (6 chunks, 2 hops: ~120 tokens), far past arithmetic's 48.
+  rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4, rootMaxTokens: 224 },
 
   verify(problem: Problem, answer: string | null): Verdict {
     const value = answer !== null && /^(0|[1-9]\d*)$/.test(answer) ? Number(answer) : null;
