@@ -26,7 +26,8 @@ SPECIAL = ["<pad>", "<clone>", "<sep>", "<ans>", "<eos>"]
 CHARS = list("0123456789abcdefghijklmnopqrstuvwxyz =?.")
 VOCAB = SPECIAL + CHARS
 ID = {t: i for i, t in enumerate(VOCAB)}
-PRESETS = {"tiny": (2, 64, 4), "small": (4, 128, 4)}
+# The project's presets, and two shapes beside `small` for the model lever (not presets yet).
+PRESETS = {"tiny": (2, 64, 4), "small": (4, 128, 4), "small-8h": (4, 128, 8), "deep": (8, 128, 4)}
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -114,8 +115,20 @@ class GPT(nn.Module):
         return self.ln_f(x) @ self.wte.weight.T
 
 
+COT = False
+
+
+def target(prompt, answer):
+    """What the clone writes: the answer block, or with --cot first the lookup restated
+    (`=q=value`, as the monolithic teacher's chain writes each hop) and then the block."""
+    if not COT:
+        return f"<ans>{answer}<eos>"
+    q = prompt.split("<clone>")[1].split("?")[0].split(" ")[-1] if prompt.endswith("?<sep>") else prompt.split("<clone>")[1].split("?")[0]
+    return f"={q}={answer}<ans>{answer}<eos>"
+
+
 def batch_of(drills, prompt_weight=0.0):
-    rows = [(encode(p), encode(f"<ans>{a}<eos>")) for p, a in drills]
+    rows = [(encode(p), encode(target(p, a))) for p, a in drills]
     width = max(len(p) + len(t) for p, t in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     tgt = torch.full((len(rows), width), -100, dtype=torch.long)
@@ -156,11 +169,14 @@ def main():
     ap.add_argument("--target", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cot", action="store_true", help="the clone restates the lookup (=q=value) before its answer")
     ap.add_argument("--prompt-loss", type=float, default=0.0, help="weight of next-token loss on prompt tokens (answer tokens: 1)")
     ap.add_argument("--fixed", action="store_true", help="values 10-99 only: every assignment the same width")
     ap.add_argument("--filler", type=int, default=0, help="filler words among the chunk's assignments")
     ap.add_argument("--mix", action="store_true", help="train on chunk sizes 1..size drawn uniformly (held out: size)")
     a = ap.parse_args()
+    global COT
+    COT = a.cot
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     erng = random.Random(f"eval-{a.seed}")
