@@ -13,8 +13,8 @@ const row = (step: number, over: Record<string, unknown> = {}) => JSON.stringify
 
 describe('a CLI run directory imported for comparison', () => {
   it('reads the gating arm of the ablation: its 150 steps, its six held-out readings at n = 64, its config and name', () => {
-    const { run, ignored } = cliRunOf(files(GATING, ['metrics.jsonl', 'run.json', 'traces.jsonl']), meta);
-    expect(ignored).toEqual(['traces.jsonl']);
+    const { run, ignored } = cliRunOf(files(GATING, ['metrics.jsonl', 'run.json', 'train.log']), meta);
+    expect(ignored).toEqual(['train.log']);
     expect(run.name).toBe('ablation-naive/gating-s1');
     expect(run.task).toBe('arithmetic');
     expect(run.counters).toEqual({ policyVersion: null, grpoSteps: 150, sftSteps: 0 });

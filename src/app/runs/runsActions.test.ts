@@ -78,9 +78,9 @@ describe('keeping and comparing runs', () => {
     await importCliRun([file(`${GATING}/metrics.jsonl`)]);
     expect(names()).toEqual(['ablation-naive/gating-s1', 'metrics (CLI run)']);
     expect(getState().runsNote?.message).toBe('imported "metrics (CLI run)" (150 GRPO steps, 6 held-out readings; no run.json, so its config is not known)');
-    await importCliRun([file(`${GATING}/metrics.jsonl`), file(`${GATING}/run.json`), file(`${GATING}/traces.jsonl`)]);
+    await importCliRun([file(`${GATING}/metrics.jsonl`), file(`${GATING}/run.json`), file(`${GATING}/train.log`)]);
     expect(names().at(-1)).toBe('ablation-naive/gating-s1 (2)');
-    expect(getState().runsNote?.message).toMatch(/; ignored traces\.jsonl$/);
+    expect(getState().runsNote?.message).toMatch(/; ignored train\.log$/);
   });
 
   it('renames (not to a taken or empty name) and deletes only after the question says yes', async () => {
