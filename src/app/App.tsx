@@ -1,4 +1,4 @@
-/** Page layout: status line on top; run controls and config on the left; curves, kept runs, rollouts, tree and stepper on the right. */
+/** Page layout: status line on top; run controls and config on the left; curves, kept runs, rollouts, tree, frontier, the slow-motion step and the stepper on the right. */
 import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
@@ -7,6 +7,7 @@ import { LogPanel } from './panels/LogPanel';
 import { ModelPanel } from './panels/ModelPanel';
 import { RolloutTable } from './panels/RolloutTable';
 import { RunsPanel } from './panels/RunsPanel';
+import { SlowMotionPanel } from './panels/SlowMotionPanel';
 import { StatusBar } from './panels/StatusBar';
 import { StepperPanel } from './panels/StepperPanel';
 import { TreePanel } from './panels/TreePanel';
@@ -30,6 +31,7 @@ export function App() {
             <TreePanel />
           </div>
           <FrontierPanel />
+          <SlowMotionPanel />
           <StepperPanel />
         </div>
       </main>

@@ -318,4 +318,22 @@ describe('engine', () => {
     expect(tf.memory().numTensors).toBe(tensors);
     expect(ofKind('backend').at(-1)?.report.backend).toBe('wasm');
   });
+
+  it('a slow-motion step is a real step of the run, returned stage by stage', async () => {
+    const version = (await client.request({ kind: 'pause' })).policyVersion;
+    const rows = (await client.request({ kind: 'exportMetrics', format: 'csv' })).text.trim().split('\n').length;
+    events = [];
+    const a = await client.request({ kind: 'slowStep' });
+    expect(a).toMatchObject({ step: rows, policyVersionBefore: version, policyVersionAfter: version + 1 });
+    expect(a.metrics.step).toBe(rows);
+    expect(ofKind('metrics').flatMap((e) => e.rows)).toEqual([a.metrics]);
+    expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual([version + 1]);
+    // The episodes the page's table gets are the anatomy's traces.
+    expect(ofKind('episodes')[0].traces).toEqual(a.traces);
+    expect(a.groups).toHaveLength(2);
+    expect(a.groups.flatMap((g) => g.episodes).sort()).toEqual([0, 1, 2, 3]);
+    a.traces.forEach((t, i) => t.contexts.forEach((c, j) => expect(a.after[i][j]).toHaveLength(c.logprobs.length)));
+    expect(a.settings).toMatchObject({ group: 2, batch: 2 });
+    expect((await client.request({ kind: 'exportMetrics', format: 'csv' })).text.trim().split('\n')).toHaveLength(rows + 1);
+  });
 });

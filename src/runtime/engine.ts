@@ -187,6 +187,19 @@ export class Engine {
       });
       return reply({ metrics });
     },
+    slowStep: async () => {
+      const anatomy = await this.runBusy('step', async () => {
+        this.setStatus('training');
+        const training = this.requireTraining();
+        const before = training.model.version;
+        const r = await this.grpoStep();
+        this.recordStep(r);
+        const a = await training.anatomy(r, before);
+        await this.liveFrontier(r.metrics.step);
+        return a;
+      });
+      return reply(anatomy);
+    },
     reset: async () => {
       const training = this.requireTraining();
       await this.stopActive();

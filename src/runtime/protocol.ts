@@ -9,6 +9,7 @@ import type { FrontierPoint, Method } from '../core/eval/frontier';
 import type { ModelCounters, ProvenanceEvent } from '../core/io/provenance';
 import type { RunConfig } from '../core/runConfig';
 import type { EpisodeTrace } from '../core/rollout/trace';
+import type { StepAnatomy } from '../core/rl/anatomy';
 import type { StepMetrics } from '../core/rl/train';
 import type { SftMetricsRow } from '../core/rl/sft';
 
@@ -31,6 +32,8 @@ export type EngineRequest =
   | { kind: 'pause' }
   /** Exactly one GRPO step. */
   | { kind: 'step' }
+  /** One GRPO step of the run, returned stage by stage for the slow-motion view (StepAnatomy). */
+  | { kind: 'slowStep' }
   /** Back to the loaded checkpoint; metrics and episodes cleared. */
   | { kind: 'reset' }
   /** A seeded random init of the config's preset in place of the model. */
@@ -87,6 +90,7 @@ export interface EngineReplies {
   train: { steps: number };
   pause: { policyVersion: number };
   step: { metrics: StepMetrics };
+  slowStep: StepAnatomy;
   reset: ModelReport;
   randomInit: ModelReport;
   stepperStart: StepperState;

@@ -12,6 +12,7 @@ import { heldOutProblems } from '../core/eval/evaluate';
 import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/frontier';
 import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
+import { type StepAnatomy, stepAnatomy } from '../core/rl/anatomy';
 import { type ScoredEpisode, type StepMetrics, grpoStep } from '../core/rl/train';
 import { getTask, withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
@@ -143,6 +144,12 @@ export class Training {
         if (attempt >= MAX_ATTEMPTS || !(await this.recover(e))) throw e;
       }
     }
+  }
+
+  /** The slow-motion view of a step that has just run (`r`), read under the weights it produced. */
+  async anatomy(r: { metrics: StepMetrics; episodes: ScoredEpisode[] }, versionBefore: number): Promise<StepAnatomy> {
+    const { model } = this;
+    return this.guard(stepAnatomy(model.policy.params, model.config, grpoConfigOf(this.config, OPEN_ENDED_STEPS), r, versionBefore, model.version));
   }
 
   /** Supervised warm start; stops early when `stopped()` turns true. */

@@ -127,8 +127,20 @@ def target(prompt, answer):
     return f"={q}={answer}<ans>{answer}<eos>"
 
 
+def recall_drill(rng, size, names, fixed=False):
+    """A recall row (--recall): the chunk, then every assignment restated in a shuffled order
+    (`=v=rhs` each). Each right-hand side is a lookup, so one row carries `size` of them; the
+    clone's single question carries one. A training aid, never a clone context of an episode."""
+    prompt, _ = drill(rng, size, names, "last", True, 0, fixed)
+    chunk = prompt[len("<clone>") :].rsplit(" ", 1)[0]
+    pairs = [part.rstrip(".").split("=") for part in chunk.split(" ")]
+    rng.shuffle(pairs)
+    return f"<clone>{chunk}<sep>", "!" + "".join(f"={v}={r}" for v, r in pairs) + "<eos>"
+
+
 def batch_of(drills, prompt_weight=0.0):
-    rows = [(encode(p), encode(target(p, a))) for p, a in drills]
+    # An answer starting with "!" is the whole target text (a recall row).
+    rows = [(encode(p), encode(a[1:] if a.startswith("!") else target(p, a))) for p, a in drills]
     width = max(len(p) + len(t) for p, t in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     tgt = torch.full((len(rows), width), -100, dtype=torch.long)
@@ -174,6 +186,7 @@ def main():
     ap.add_argument("--fixed", action="store_true", help="values 10-99 only: every assignment the same width")
     ap.add_argument("--filler", type=int, default=0, help="filler words among the chunk's assignments")
     ap.add_argument("--mix", action="store_true", help="train on chunk sizes 1..size drawn uniformly (held out: size)")
+    ap.add_argument("--recall", type=float, default=0.0, help="fraction of training rows that are recall rows (every assignment restated)")
     a = ap.parse_args()
     global COT
     COT = a.cot
@@ -192,6 +205,9 @@ def main():
         drills = []
         while len(drills) < a.batch:
             size = trng.randint(1, a.size) if a.mix else a.size
+            if a.recall > 0 and trng.random() < a.recall:
+                drills.append(recall_drill(trng, size, a.names, a.fixed))
+                continue
             d = drill(trng, size, a.names, a.layout, len(drills) % 2 == 0, a.filler, a.fixed)
             if d not in held:
                 drills.append(d)

@@ -72,7 +72,7 @@ export async function deleteKeptSessions(): Promise<void> {
 
 /** Work that a reload would lose: a loop, a Step, an evaluation or a warm start in flight. */
 export function workInFlight(s: Pick<PlaygroundState, 'engineState' | 'pending'>): boolean {
-  return loopActive(s.engineState) || s.pending === 'step' || s.pending === 'frontier' || s.pending === 'sft';
+  return loopActive(s.engineState) || s.pending === 'step' || s.pending === 'slowStep' || s.pending === 'frontier' || s.pending === 'sft';
 }
 
 /**

@@ -142,6 +142,14 @@ export async function step(): Promise<void> {
   if (reply) addMetrics([reply.metrics]);
 }
 
+/** One real GRPO step of the run, kept stage by stage for the slow-motion view. */
+export async function slowStep(): Promise<void> {
+  const reply = await send({ kind: 'slowStep' });
+  if (!reply) return;
+  addMetrics([reply.metrics]);
+  setState({ anatomy: reply });
+}
+
 export async function reset(): Promise<void> {
   if (!confirmDiscard('Reset')) return;
   if (getState().engineState === 'training' || getState().engineState === 'sft') await pause();

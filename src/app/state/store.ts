@@ -7,6 +7,7 @@ import { create } from 'zustand';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import type { ProvenanceEvent } from '../../core/io/provenance';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
+import type { StepAnatomy } from '../../core/rl/anatomy';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
@@ -104,6 +105,8 @@ export interface PlaygroundState {
   sftMetrics: SftMetricsRow[];
   /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
   frontier: FrontierPoint[];
+  /** The last slow-motion step of this model, stage by stage (core/rl/anatomy.ts). */
+  anatomy: StepAnatomy | null;
   log: LogLine[];
   /** What produced the current weights, oldest first (core/io/provenance.ts). */
   provenance: ProvenanceEvent[];
@@ -147,6 +150,7 @@ export const INITIAL_STATE: PlaygroundState = {
   warmStart: null,
   sftMetrics: [],
   frontier: [],
+  anatomy: null,
   log: [],
   provenance: [],
   session: null,
@@ -163,8 +167,8 @@ export const getState = usePlayground.getState;
 export const setState = usePlayground.setState;
 
 /** The history that belongs to one model: cleared when the model is replaced or reset. */
-export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'sftMetrics' | 'frontier'> {
-  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, sftMetrics: [], frontier: [] };
+export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'sftMetrics' | 'frontier' | 'anatomy'> {
+  return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, sftMetrics: [], frontier: [], anatomy: null };
 }
 
 export function appendLog(line: LogLine): void {

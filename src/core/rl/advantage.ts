@@ -94,6 +94,13 @@ export interface GroupStats {
   contexts: number;
 }
 
+/** A group's baseline: mean and sample standard deviation (N − 1) of its rewards, and whether they are all equal (the group is skipped). */
+export function groupBaseline(rewards: readonly number[]): { mean: number; std: number; zeroVariance: boolean } {
+  const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+  const variance = rewards.length > 1 ? rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (rewards.length - 1) : 0;
+  return { mean, std: Math.sqrt(variance), zeroVariance: rewards.every((r) => r === rewards[0]) };
+}
+
 /**
  * Credit for every context of every episode. `groups` lists, for each prompt, the indices
  * of its episodes in `episodes`; `rewards[i]` is episode i's reward.
@@ -109,11 +116,8 @@ export function computeAdvantages(
   const skipped = new Array<boolean>(episodes.length).fill(false);
   let zeroVarianceGroups = 0;
   for (const g of groups) {
-    const rs = g.map((i) => rewards[i]);
-    const mean = rs.reduce((a, b) => a + b, 0) / rs.length;
-    const variance = rs.length > 1 ? rs.reduce((a, r) => a + (r - mean) ** 2, 0) / (rs.length - 1) : 0;
-    const std = Math.sqrt(variance);
-    if (rs.every((r) => r === rs[0])) {
+    const { mean, std, zeroVariance } = groupBaseline(g.map((i) => rewards[i]));
+    if (zeroVariance) {
       zeroVarianceGroups++;
       g.forEach((i) => (skipped[i] = true));
       continue;

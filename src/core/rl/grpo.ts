@@ -152,25 +152,42 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
  */
 export async function withReferenceLogprobs(ref: GPTParams | null, config: ModelConfig, seqs: readonly RlSequence[], c: PolicyLossConfig, maxTokens: number): Promise<RlSequence[]> {
   if (!ref || c.beta === 0) return [...seqs];
-  const batches = packRl(seqs, aggregationWeights(seqs, 'token-mean'), maxTokens);
-  if (batches.length === 0) return [...seqs];
+  // Only the sequences that train read a reference (weight 0: skipped groups, gated without KL).
+  const lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, (s) => s.weight > 0);
+  return seqs.map((s, i) => ({ ...s, refLogprobs: lp[i] }));
+}
+
+/**
+ * Log-probs (at `temperature`) under `params` of each sequence's own tokens: per position, as
+ * `actions` (0 off the actions, and everywhere in a sequence `include` leaves out). One forward
+ * without gradient, packed in micro-batches of at most `maxTokens` cells, one readback.
+ */
+export async function actionLogprobs(
+  params: GPTParams,
+  config: ModelConfig,
+  seqs: readonly RlSequence[],
+  temperature: number,
+  maxTokens: number,
+  include: (s: RlSequence) => boolean = () => true,
+): Promise<number[][]> {
+  const out = seqs.map((s) => s.actions.map(() => 0));
+  const batches = packRl(seqs, seqs.map((s) => (include(s) ? s.actions : s.actions.map(() => 0))), maxTokens);
+  if (batches.length === 0) return out;
   const flat = tf.tidy(() =>
     tf.concat(
       batches.map((b) => {
         const shape: [number, number] = [b.rows, b.length];
-        return tf.reshape(targetLogProbs(ref, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature), [-1]);
+        return tf.reshape(targetLogProbs(params, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), temperature), [-1]);
       }),
     ),
   );
   const values = await flat.data();
   flat.dispose();
-  const out = seqs.map((s) => ({ ...s, refLogprobs: s.actions.map(() => 0) }));
   let at = 0;
   for (const b of batches) {
     b.members.forEach((m, r) => {
-      const s = out[m];
-      s.actions.forEach((a, t) => {
-        if (a) (s.refLogprobs as number[])[t] = values[at + r * b.length + t];
+      seqs[m].actions.forEach((a, t) => {
+        if (a) out[m][t] = values[at + r * b.length + t];
       });
     });
     at += b.rows * b.length;
