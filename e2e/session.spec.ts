@@ -1,5 +1,30 @@
-import type { Download } from '@playwright/test';
+import { readFile } from 'node:fs/promises';
+import type { Download, Page } from '@playwright/test';
 import { TINY_RUN, expect, test } from './chromium';
+
+async function downloadText(page: Page, testId: string): Promise<string> {
+  const [download]: [Download, void] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
+  return readFile(await download.path(), 'utf8');
+}
+
+/** The file names of the weights the current saved session points at, read from IndexedDB. */
+function savedWeightFiles(page: Page): Promise<string[]> {
+  return page.evaluate(
+    () =>
+      new Promise<string[]>((resolve, reject) => {
+        const open = indexedDB.open('selfcest-playground');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const store = open.result.transaction('session').objectStore('session');
+          const pointer = store.get('current');
+          pointer.onsuccess = () => {
+            const files = store.get((pointer.result as { weightsKey: string }).weightsKey);
+            files.onsuccess = () => resolve(Object.keys(files.result as object).sort());
+          };
+        };
+      }),
+  );
+}
 
 test('a reload restores the session, and the exported weights import at their policy version', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
   test.skip(backend !== 'wasm', 'the session store does not depend on the backend');
@@ -15,6 +40,8 @@ test('a reload restores the session, and the exported weights import at their po
   await expect(page.getByTestId('policy-version')).toHaveText('v2');
   await expect(page.getByTestId('session-saved')).toHaveAttribute('data-step', '2', { timeout: 30_000 });
   await expect(page.getByTestId('rollout-row')).toHaveCount(8);
+  // The save holds the GRPO optimizer's moments beside the weights.
+  expect(await savedWeightFiles(page)).toEqual(expect.arrayContaining(['model.safetensors', 'optimizer-grpo.safetensors']));
 
   // Reload: the trained weights, curves and rollouts come back, and training goes on from there.
   await page.reload();
@@ -26,6 +53,10 @@ test('a reload restores the session, and the exported weights import at their po
   await page.getByTestId('step').click();
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '3', { timeout: 120_000 });
   await expect(page.getByTestId('policy-version')).toHaveText('v3');
+  // Exports after the reload hold the steps before it too.
+  await expect(page.getByTestId('step')).toBeEnabled();
+  expect((await downloadText(page, 'export-metrics-jsonl')).trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step)).toEqual([1, 2, 3]);
+  expect((await downloadText(page, 'export-traces')).trim().split('\n')).toHaveLength(12);
 
   // The page's own .tar imports, at its policy version, with its history.
   await expect(page.getByTestId('step')).toBeEnabled();

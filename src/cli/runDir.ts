@@ -26,7 +26,7 @@ import { access, copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { encodeCheckpoint } from '../core/io';
-import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
+import { decodeOptimizerFile, encodeOptimizerFile } from '../core/io/optimizerFile';
 import { type Policy, policyToCheckpoint } from '../core/policy';
 import type { AdamW } from '../core/rl/optim';
 import { UsageError } from './args';
@@ -167,22 +167,21 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
   // readCheckpointDir also checks that selfcest.json and state.json name the same step.
   const { policy } = await loadPolicy(dir);
   const optPath = join(dir, 'optimizer.safetensors');
-  let opt;
+  let bytes: Uint8Array;
   try {
-    opt = decodeSafetensors(new Uint8Array(await readFile(optPath)));
+    bytes = new Uint8Array(await readFile(optPath));
   } catch (e) {
     throw new Error(`${optPath}: ${(e as Error).message}`);
   }
+  const opt = decodeOptimizerFile(bytes, optPath);
   if (opt.metadata.runStep !== String(state.step)) {
     throw new Error(`${what}: ${optPath} is from step ${opt.metadata.runStep} but ${statePath} says ${state.step} (the optimizer and the state are from different saves)`);
   }
-  const optimizerStep = Number(opt.metadata.step);
   // Updates per run step: one for sft, mini-batches × epochs (at most 1024 × 16) for train.
-  if (!Number.isSafeInteger(optimizerStep) || optimizerStep < 0 || optimizerStep > state.step * 16_384) {
+  if (opt.step > state.step * 16_384) {
     throw new Error(`${optPath}: the optimizer step must be an integer in [0, ${state.step * 16_384}] for run step ${state.step} (got ${JSON.stringify(opt.metadata.step)})`);
   }
-  const optimizerTensors = new Map([...opt.tensors].map(([k, t]) => [k, t.data]));
-  return { policy, state, optimizerStep, optimizerTensors };
+  return { policy, state, optimizerStep: opt.step, optimizerTensors: opt.tensors };
 }
 
 /** The run directory of `sft` or `train`: what it holds, its recovery, and its saves. */
@@ -256,11 +255,7 @@ export class RunDir {
     const name = saveName(state.step);
     const tmp = join(this.dir, `${name}.tmp-${process.pid}`);
     const files = encodeCheckpoint(await policyToCheckpoint(policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } }));
-    const { step: optStep, tensors } = await optimizer.state();
-    const optBytes = encodeSafetensors(
-      [...tensors].map(([n, data]) => ({ name: n, shape: [data.length], data })),
-      { step: String(optStep), runStep: String(state.step) },
-    );
+    const optBytes = encodeOptimizerFile(await optimizer.state(), { runStep: String(state.step) });
     if (name === this.committedName) throw new Error(`cannot save ${this.dir} at step ${state.step}: that step is already the committed save`);
     savePoint('remove stale temporary');
     await rm(tmp, { recursive: true, force: true });

@@ -18,6 +18,8 @@ import { EngineClient } from './engineClient';
 import { nodeEndpoint } from './node/nodeEndpoint';
 import { nodeHost } from './node/nodeHost';
 import type { EngineEvent } from './protocol';
+import type { StepMetrics } from '../core/rl/train';
+import type { EpisodeTrace } from '../core/rollout/trace';
 import { serveEngine } from './serveEngine';
 
 const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, miniBatch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
@@ -335,5 +337,32 @@ describe('engine', () => {
     a.traces.forEach((t, i) => t.contexts.forEach((c, j) => expect(a.after[i][j]).toHaveLength(c.logprobs.length)));
     expect(a.settings).toMatchObject({ group: 2, batch: 2 });
     expect((await client.request({ kind: 'exportMetrics', format: 'csv' })).text.trim().split('\n')).toHaveLength(rows + 1);
+  });
+  it('a resumed session keeps its optimizer moments and its history: exports after the reload hold the earlier steps', async () => {
+    await client.request({ kind: 'step' });
+    const metrics = (await client.request({ kind: 'exportMetrics', format: 'jsonl' })).text;
+    const traces = (await client.request({ kind: 'exportTraces' })).jsonl.trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+    const current = await client.request({ kind: 'exportWeights', optimizer: true });
+    expect(Object.keys(current.files)).toContain('optimizer-grpo.safetensors');
+    const origin = await client.request({ kind: 'exportWeights', origin: true });
+    const buffers = (files: Record<string, Uint8Array>) => Object.fromEntries(Object.entries(files).map(([k, b]) => [k, b.slice().buffer]));
+    const rows = metrics.trim().split('\n').map((l) => JSON.parse(l) as StepMetrics);
+    const log = { metrics: rows, traces: traces.map(({ step, ...trace }) => ({ step, trace: trace as unknown as EpisodeTrace })) };
+    const resume = { counters: current.counters, origin: { files: buffers(origin.files), counters: origin.counters }, source: 'session', log };
+    // A malformed history is refused before anything changes.
+    await expect(client.request({ kind: 'loadFiles', files: buffers(current.files), resume: { ...resume, log: { metrics: [{}], traces: [] } as never } })).rejects.toThrow(/resume\.log\.metrics must be an array of metrics rows/);
+    // A damaged optimizer file too, naming it.
+    const damaged = { ...buffers(current.files), 'optimizer-grpo.safetensors': new Uint8Array(12).buffer };
+    await expect(client.request({ kind: 'loadFiles', files: damaged, resume })).rejects.toThrow(/^loadFiles: optimizer-grpo\.safetensors: /);
+    expect((await client.request({ kind: 'exportMetrics', format: 'jsonl' })).text).toBe(metrics);
+    const model = await client.request({ kind: 'loadFiles', files: buffers(current.files), resume });
+    expect(model.policyVersion).toBe(current.counters.policyVersion);
+    expect((await client.request({ kind: 'exportMetrics', format: 'jsonl' })).text).toBe(metrics);
+    const { metrics: next } = await client.request({ kind: 'step' });
+    expect(next.step).toBe(rows.length + 1);
+    const after = (await client.request({ kind: 'exportMetrics', format: 'jsonl' })).text.trim().split('\n');
+    expect(after).toHaveLength(rows.length + 1);
+    const exported = (await client.request({ kind: 'exportTraces' })).jsonl.trim().split('\n');
+    expect(exported.length).toBe(traces.length + 4);
   });
 });

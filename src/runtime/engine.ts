@@ -15,7 +15,7 @@ import { type ModelCounters, makeProvenance } from '../core/io/provenance';
 import { forwardLogits } from '../core/model/gpt';
 import { type RunConfig, PAGE_DEFAULTS, validateRunConfig } from '../core/runConfig';
 import type { ScoredEpisode, StepMetrics } from '../core/rl/train';
-import { scoredTrace } from '../core/rollout/trace';
+import { type EpisodeTrace, scoredTrace } from '../core/rollout/trace';
 import { Tokenizer } from '../core/tokenizer/tokenizer';
 import { Serial, yieldToEvents } from './async';
 import { fetchCheckpointFiles, filesFromRecord } from './checkpointFiles';
@@ -115,11 +115,25 @@ export class Engine {
       const resume = req.resume;
       const counters = checkCounters(resume.counters, 'resume.counters');
       const name = resume.source === undefined ? source : String(resume.source);
-      if (resume.origin === undefined) return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, name, counters)));
-      const origin = decodeCheckpoint(filesFromRecord(resume.origin.files));
-      await probeCheckpoint(origin);
-      const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
-      return reply(await this.replaceModel(TrainerModel.resumed(origin, originCounters, ckpt, counters, name)));
+      const log = resume.log === undefined ? null : checkLog(resume.log);
+      let model: TrainerModel;
+      if (resume.origin === undefined) {
+        model = TrainerModel.fromCheckpoint(ckpt, name, counters);
+      } else {
+        const origin = decodeCheckpoint(filesFromRecord(resume.origin.files));
+        await probeCheckpoint(origin);
+        const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
+        model = TrainerModel.resumed(origin, originCounters, ckpt, counters, name);
+      }
+      try {
+        model.loadOptimizers(files); // before the running model is replaced
+      } catch (e) {
+        model.dispose();
+        throw new Error(`loadFiles: ${(e as Error).message}`);
+      }
+      const report = await this.replaceModel(model);
+      if (log) this.log.restore(log.metrics, log.traces);
+      return reply(report);
     },
     setConfig: async (req) => {
       const training = this.requireTraining();
@@ -270,7 +284,7 @@ export class Engine {
       if (req.provenance !== undefined && !Array.isArray(req.provenance)) throw new Error('exportWeights: provenance must be an array of events');
       // Counters and weights are read in this same turn (exportFiles reads before its first await), so they agree.
       const provenance = req.provenance === undefined ? {} : { provenance: makeProvenance(model.counters(which), req.provenance) };
-      const { files, counters } = await model.exportFiles({ playground: this.config, ...provenance }, which);
+      const { files, counters } = await model.exportFiles({ playground: this.config, ...provenance }, which, { optimizer: req.optimizer === true });
       const record: Record<string, Uint8Array> = Object.fromEntries(files);
       return reply({ files: record, counters }, [...new Set([...files.values()].map((b) => b.buffer as ArrayBuffer))]);
     },
@@ -392,6 +406,18 @@ export class Engine {
   get state(): { status: Status; backend: BackendReport | null } {
     return { status: this.status, backend: this.training?.backendReport() ?? null };
   }
+}
+
+/** A resumed run's history from a message: arrays of metrics rows (each with its step) and of { step, trace }. */
+function checkLog(log: unknown): { metrics: StepMetrics[]; traces: { step: number; trace: EpisodeTrace }[] } {
+  const o = (typeof log === 'object' && log !== null ? log : {}) as Record<string, unknown>;
+  if (!Array.isArray(o.metrics) || !o.metrics.every((m) => typeof m === 'object' && m !== null && Number.isInteger((m as StepMetrics).step))) {
+    throw new Error('loadFiles: resume.log.metrics must be an array of metrics rows, each with an integer step');
+  }
+  if (!Array.isArray(o.traces) || !o.traces.every((t) => typeof t === 'object' && t !== null && Number.isInteger((t as { step: unknown }).step) && typeof (t as { trace: unknown }).trace === 'object')) {
+    throw new Error('loadFiles: resume.log.traces must be an array of { step, trace }');
+  }
+  return { metrics: o.metrics as StepMetrics[], traces: o.traces as { step: number; trace: EpisodeTrace }[] };
 }
 
 /** Counters from a message: non-negative integers, named when not. */

@@ -52,9 +52,11 @@ export type EngineRequest =
   /**
    * Files to download. `origin`: the weights of the model's origin (its KL reference, what Reset
    * returns to) instead of the current ones; `provenance`, with the counters of the exported
-   * weights, is written into selfcest.json's `training` (the provenance.json format).
+   * weights, is written into selfcest.json's `training` (the provenance.json format);
+   * `optimizer`: with the current weights, the optimizers' moments too (OPTIMIZER_FILES), as the
+   * page's saved session keeps them.
    */
-  | { kind: 'exportWeights'; origin?: boolean; provenance?: ProvenanceEvent[] }
+  | { kind: 'exportWeights'; origin?: boolean; provenance?: ProvenanceEvent[]; optimizer?: boolean }
   | { kind: 'exportTraces' }
   | { kind: 'exportMetrics'; format: 'jsonl' | 'csv' };
 
@@ -66,6 +68,11 @@ export interface ResumeModel {
   counters: ModelCounters;
   /** The model's origin when it is not the loaded weights: the KL reference, what Reset returns to. */
   origin?: { files: CheckpointFiles; counters: ModelCounters };
+  /**
+   * The run's history so far (a saved session's), so that the exports after a reload hold the
+   * steps before it too. Optimizer moments travel as files among `files` (OPTIMIZER_FILES).
+   */
+  log?: { metrics: StepMetrics[]; traces: { step: number; trace: EpisodeTrace }[] };
   /** The report's source (default: the file names). */
   source?: string;
 }

@@ -21,6 +21,13 @@ export class RunLog {
     if (this.traces.length > TRACE_CAP) this.traces = this.traces.slice(this.traces.length - TRACE_CAP);
   }
 
+  /** The history of a run that goes on (a saved session's): its rows, and its episodes oldest first. */
+  restore(metrics: readonly StepMetrics[], traces: readonly { step: number; trace: EpisodeTrace }[]): void {
+    this.clear();
+    this.metrics.push(...metrics);
+    this.traces = traces.slice(-TRACE_CAP);
+  }
+
   clear(): void {
     this.metrics.length = 0;
     this.traces = [];

@@ -93,3 +93,50 @@ describe('a resumed model', () => {
     for (const m of [grpo, reset, sft, unknown]) m.dispose();
   });
 });
+
+describe('optimizer moments saved with the weights', () => {
+  const grad = (model: TrainerModel, v: number) => new Map([...model.policy.params].map(([name, p]) => [name, tf.fill(p.shape, v)]));
+  const wte = async (model: TrainerModel) => Array.from(await (model.policy.params.get('transformer.wte.weight') as tf.Variable).data());
+
+  it('go with an export on request, and a resumed model then takes exactly the update the saved one would', async () => {
+    const model = TrainerModel.random('tiny', 4);
+    const g1 = grad(model, 0.3);
+    await model.grpoOptimizer(1e-2, 0, 1).apply(g1);
+    await model.sftOptimizer(1e-2, 0, 1).apply(g1);
+    await model.sftOptimizer(1e-2, 0, 1).apply(g1);
+    const origin = (await model.exportFiles({}, 'origin')).files;
+    expect([...(await model.exportFiles({})).files.keys()]).not.toContain('optimizer-grpo.safetensors');
+    const { files, counters } = await model.exportFiles({}, 'current', { optimizer: true });
+    expect([...files.keys()]).toEqual(expect.arrayContaining(['optimizer-grpo.safetensors', 'optimizer-sft.safetensors']));
+    // The origin's export never carries moments (they belong to the current weights).
+    expect([...(await model.exportFiles({}, 'origin', { optimizer: true })).files.keys()]).not.toContain('optimizer-grpo.safetensors');
+    const resumed = TrainerModel.resumed(decodeCheckpoint(origin), ZERO_COUNTERS, decodeCheckpoint(files), counters, 'session');
+    resumed.loadOptimizers(files);
+    expect(resumed.optimizerSteps()).toEqual({ grpo: 1, sft: 2 });
+    // The same next gradient: the same weights (a restart from zero moments would differ).
+    const g2 = grad(model, -0.7);
+    await model.grpoOptimizer(1e-2, 0, 1).apply(g2);
+    await resumed.grpoOptimizer(1e-2, 0, 1).apply(grad(resumed, -0.7));
+    expect(await wte(resumed)).toEqual(await wte(model));
+    const cold = TrainerModel.resumed(decodeCheckpoint(origin), ZERO_COUNTERS, decodeCheckpoint(files), counters, 'no moments');
+    await cold.grpoOptimizer(1e-2, 0, 1).apply(grad(cold, -0.7));
+    expect(await wte(cold)).not.toEqual(await wte(model));
+    for (const m of [model, resumed, cold]) m.dispose();
+    [...g1.values(), ...g2.values()].forEach((t) => t.dispose());
+  });
+
+  it('a damaged or mismatched optimizer file is refused, naming it, and leaves the optimizers as they were', async () => {
+    const model = TrainerModel.random('tiny', 5);
+    await model.grpoOptimizer(1e-2, 0, 1).apply(grad(model, 0.1));
+    const { files } = await model.exportFiles({}, 'current', { optimizer: true });
+    const target = TrainerModel.random('tiny', 6);
+    const truncated = new Map([['optimizer-grpo.safetensors', (files.get('optimizer-grpo.safetensors') as Uint8Array).slice(0, 40)]]);
+    expect(() => target.loadOptimizers(truncated)).toThrow(/^optimizer-grpo\.safetensors: /);
+    const small = TrainerModel.random('small', 1);
+    await small.sftOptimizer(1e-2, 0, 1).apply(grad(small, 0.1));
+    const other = (await small.exportFiles({}, 'current', { optimizer: true })).files;
+    expect(() => target.loadOptimizers(other)).toThrow(/^optimizer-sft\.safetensors: moment tensor m\.\S+ has \d+ values, expected \d+/);
+    expect(target.optimizerSteps()).toEqual({ grpo: null, sft: null });
+    for (const m of [model, target, small]) m.dispose();
+  });
+});

@@ -4,6 +4,7 @@
  * policy version (one more for every optimizer update).
  */
 import { type Checkpoint, encodeCheckpoint } from '../core/io/checkpoint';
+import { OPTIMIZER_FILES, decodeOptimizerFile, encodeOptimizerFile } from '../core/io/optimizerFile';
 import { type ModelCounters, ZERO_COUNTERS } from '../core/io/provenance';
 import { type ModelConfig, PRESETS, parameterCount, presetConfig } from '../core/model/config';
 import { type GPTParams, cloneParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../core/model/params';
@@ -46,8 +47,8 @@ export class TrainerModel {
 
   /**
    * A model that goes on where it was: the origin (KL reference, what `reset` returns to) from
-   * one checkpoint, the current weights and counters from another of the same shape. The
-   * optimizer moments are not part of it: they restart from zero.
+   * one checkpoint, the current weights and counters from another of the same shape. Optimizer
+   * moments come separately (loadOptimizers); without them Adam restarts from zero.
    */
   static resumed(origin: Checkpoint, originCounters: ModelCounters, current: Checkpoint, counters: ModelCounters, source: string): TrainerModel {
     const a = origin.config;
@@ -119,11 +120,61 @@ export class TrainerModel {
    * The checkpoint files of the current weights (or of the origin's), with their counters: both
    * read in the same turn, before any await, so a step that runs meanwhile cannot tear them apart.
    */
-  async exportFiles(training: Record<string, unknown>, which: 'current' | 'origin' = 'current'): Promise<{ files: Map<string, Uint8Array>; counters: ModelCounters }> {
+  async exportFiles(training: Record<string, unknown>, which: 'current' | 'origin' = 'current', opts: { optimizer?: boolean } = {}): Promise<{ files: Map<string, Uint8Array>; counters: ModelCounters }> {
     const counters = this.counters(which);
     const policy = which === 'origin' ? { config: this.config, params: this.reference } : this.policy;
+    // With the current weights, optionally the optimizers' moments (OPTIMIZER_FILES): their reads start in this turn too.
+    const optimizers = which === 'current' && opts.optimizer === true ? (['grpo', 'sft'] as const).flatMap((k) => {
+      const opt = k === 'grpo' ? this.grpoOpt : this.sftOpt;
+      return opt === null ? [] : [[OPTIMIZER_FILES[k], opt.state()] as const];
+    }) : [];
     const ckpt = await policyToCheckpoint(policy, { preset: this.preset, step: counters.policyVersion, training });
-    return { files: encodeCheckpoint(ckpt), counters };
+    const files = encodeCheckpoint(ckpt);
+    for (const [name, state] of optimizers) files.set(name, encodeOptimizerFile(await state));
+    return { files, counters };
+  }
+
+  /**
+   * Optimizer moments saved with these weights (OPTIMIZER_FILES; either may be absent), so that
+   * Adam goes on where it was instead of restarting from zero. Each file is checked whole against
+   * this model's parameters before anything is assigned; errors name the file.
+   */
+  loadOptimizers(files: ReadonlyMap<string, Uint8Array>): void {
+    const loaded: AdamW[] = [];
+    try {
+      for (const k of ['grpo', 'sft'] as const) {
+        const bytes = files.get(OPTIMIZER_FILES[k]);
+        if (bytes === undefined) continue;
+        const { step, tensors } = decodeOptimizerFile(bytes, OPTIMIZER_FILES[k]);
+        const opt = new AdamW(this.policy.params, { ...ADAMW_DEFAULTS });
+        loaded.push(opt);
+        try {
+          opt.load(step, tensors);
+        } catch (e) {
+          throw new Error(`${OPTIMIZER_FILES[k]}: ${(e as Error).message}`);
+        }
+      }
+    } catch (e) {
+      loaded.forEach((o) => o.dispose());
+      throw e;
+    }
+    let i = 0;
+    for (const k of ['grpo', 'sft'] as const) {
+      if (!files.has(OPTIMIZER_FILES[k])) continue;
+      const opt = loaded[i++];
+      if (k === 'grpo') {
+        this.grpoOpt?.dispose();
+        this.grpoOpt = opt;
+      } else {
+        this.sftOpt?.dispose();
+        this.sftOpt = opt;
+      }
+    }
+  }
+
+  /** Update counts of the optimizers (null: not made yet), for tests and reports. */
+  optimizerSteps(): { grpo: number | null; sft: number | null } {
+    return { grpo: this.grpoOpt?.step ?? null, sft: this.sftOpt?.step ?? null };
   }
 
   dispose(): void {

@@ -7,8 +7,8 @@
  * same turn), history from the store. While training, the page's rows can lag the engine's
  * weights by a metrics batch (≤ 1 s), so a save whose counters do not match the rows the page has
  * seen is retried shortly; after a few tries it is saved as it is (weights a step ahead of the
- * curves, never behind). Optimizer moments are not saved: a restored model's Adam state starts
- * from zero (as after a lost GPU device).
+ * curves, never behind). The optimizers' moments are saved with the weights (read in the same
+ * turn), so a restored run's Adam goes on where it was.
  */
 import type { ModelCounters } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
@@ -102,7 +102,7 @@ export function startAutosave(engine: Pick<Engine, 'request'>, archive: SessionA
       return 'saved';
     }
     const { run: runId } = before;
-    const current = await engine.request({ kind: 'exportWeights' });
+    const current = await engine.request({ kind: 'exportWeights', optimizer: true });
     if (origin?.run !== runId || (Object.keys(origin.files).length === 0 && !archive.hasOrigin(origin.id))) {
       const o = await engine.request({ kind: 'exportWeights', origin: true });
       origin = { run: runId, id: `${runId}-${Date.now().toString(36)}`, counters: o.counters, files: o.files };

@@ -76,10 +76,11 @@ export class AdamW {
 
   /** Moments as named arrays (`m.<param>`, `v.<param>`) for saving with a run. */
   async state(): Promise<{ step: number; tensors: Map<string, Float32Array> }> {
-    const tensors = new Map<string, Float32Array>();
-    for (const [name, t] of this.m) tensors.set(`m.${name}`, (await t.data()) as Float32Array);
-    for (const [name, t] of this.v) tensors.set(`v.${name}`, (await t.data()) as Float32Array);
-    return { step: this.step, tensors };
+    // Every read starts in this turn, with the step: an update that runs while they finish cannot tear them apart.
+    const step = this.step;
+    const entries = [...[...this.m].map(([name, t]) => [`m.${name}`, t] as const), ...[...this.v].map(([name, t]) => [`v.${name}`, t] as const)];
+    const data = await Promise.all(entries.map(([, t]) => t.data()));
+    return { step, tensors: new Map(entries.map(([key], i) => [key, data[i] as Float32Array])) };
   }
 
   /**
