@@ -27,6 +27,7 @@ import { type Autosave, startAutosave } from './autosave';
 import { setConfirm } from './confirm';
 import { idbStore } from './idbStore';
 import { restoreSession } from './sessionActions';
+import { pageRunOf } from '../runs/keptRun';
 
 const downloads = vi.hoisted(() => [] as { name: string; data: unknown }[]);
 vi.mock('../files/download', () => ({ download: (name: string, data: unknown) => downloads.push({ name, data }) }));
@@ -151,6 +152,17 @@ describe('discarding work asks first', () => {
     await reset();
     expect(kinds().at(-1)).toBe('reset');
     expect(getState()).toMatchObject({ policyVersion: 0, metrics: [] });
+  });
+
+  it('with the curves kept in the Runs panel, it names only the weights and rollouts as lost; a step later, the curves again', async () => {
+    await step();
+    setState({ keptRuns: [pageRunOf(getState(), { id: 'k1', name: 'before reset', keptAt: new Date().toISOString(), hash: '' })] });
+    answer = false;
+    await reset();
+    expect(asked.at(-1)).toMatch(/^Reset discards the weights at policy v1 and 1 rollout \(the curves and frontier points are kept as run "before reset" in the Runs panel\)\./);
+    await step();
+    await reset();
+    expect(asked.at(-1)).toMatch(/^Reset discards the weights at policy v2 and 2 GRPO steps of curves, 2 rollouts\./);
   });
 
   it('an import over history asks too', async () => {
