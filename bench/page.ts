@@ -7,7 +7,9 @@
  * plus `backend=wasm`, `workers=W`, `evalEvery=0` (the monitor evaluation would add its own
  * time to some steps) and anything in --hash. Train is pressed, the first step is not counted
  * (it includes worker start-up and weight transfer), and the step times are the engine's own
- * `wallSec` rows read through `window.selfcest`.
+ * `wallSec` rows read through `window.selfcest`. Beside them, the main thread's cost of the
+ * session saves made meanwhile: each save's wall time and size (autosave.ts measures
+ * 'selfcest-save') and every long task (≥ 50 ms) the main thread had from Train to Pause.
  *
  * Needs `npm run build` first (dist/) and a Chromium (the Debian package or Playwright's).
  */
@@ -26,6 +28,11 @@ interface PageStepResult {
   meanSec: number;
   medianSec: number;
   rolloutTokensPerSec: number;
+  /** The session saves during the run (autosave.ts marks each) and the main thread's long tasks in the same time. */
+  saves: { count: number; meanMs: number; meanMB: number };
+  longTasks: { count: number; maxMs: number; blockingMs: number; spanSec: number };
+  /** The long tasks that overlap a save. */
+  duringSaves: { count: number; maxMs: number; blockingMs: number };
 }
 
 const FLAGS = {
@@ -66,9 +73,26 @@ async function measure(page: Page, workers: number, steps: number, extra: string
   await page.goto(`http://127.0.0.1:${PORT}/#${params.toString()}`);
   await page.getByTestId('step').waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="step"]:not([disabled])') !== null, undefined, { timeout: 300_000 });
+  // Long tasks (≥ 50 ms) of the main thread from Train to Pause: what the saves (and everything else) cost it.
+  await page.evaluate(() => {
+    const w = window as unknown as { __longTasks: { start: number; ms: number }[]; __t0: number };
+    w.__longTasks = [];
+    w.__t0 = performance.now();
+    new PerformanceObserver((list) => list.getEntries().forEach((e) => w.__longTasks.push({ start: e.startTime, ms: e.duration }))).observe({ type: 'longtask' });
+  });
   await page.getByTestId('train').first().click();
   await page.waitForFunction((n) => (window.selfcest?.state().metrics.length ?? 0) >= n, steps + 1, { timeout: 1_800_000, polling: 500 });
   await page.getByTestId('pause').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="step"]:not([disabled])') !== null, undefined, { timeout: 600_000 });
+  const main = await page.evaluate(() => {
+    const w = window as unknown as { __longTasks: { start: number; ms: number }[]; __t0: number };
+    const saves = performance.getEntriesByName('selfcest-save', 'measure').filter((e) => e.startTime >= w.__t0) as PerformanceMeasure[];
+    return {
+      saves: saves.map((e) => ({ start: e.startTime, ms: e.duration, bytes: (e.detail as { bytes: number }).bytes })),
+      longTasks: w.__longTasks,
+      spanSec: (performance.now() - w.__t0) / 1000,
+    };
+  });
   const rows = (await stepRows(page)).slice(1, steps + 1);
   const secs = rows.map((r) => r.wallSec).sort((a, b) => a - b);
   return {
@@ -77,7 +101,18 @@ async function measure(page: Page, workers: number, steps: number, extra: string
     meanSec: secs.reduce((a, b) => a + b, 0) / secs.length,
     medianSec: secs[Math.floor(secs.length / 2)],
     rolloutTokensPerSec: rows.reduce((a, r) => a + r.rolloutTokensPerSec, 0) / rows.length,
+    saves: {
+      count: main.saves.length,
+      meanMs: main.saves.reduce((a, x) => a + x.ms, 0) / Math.max(1, main.saves.length),
+      meanMB: main.saves.reduce((a, x) => a + x.bytes, 0) / Math.max(1, main.saves.length) / 1e6,
+    },
+    longTasks: { ...taskStats(main.longTasks.map((t) => t.ms)), spanSec: main.spanSec },
+    duringSaves: taskStats(main.longTasks.filter((t) => main.saves.some((x) => t.start < x.start + x.ms && t.start + t.ms > x.start)).map((t) => t.ms)),
   };
+}
+
+function taskStats(ms: readonly number[]): { count: number; maxMs: number; blockingMs: number } {
+  return { count: ms.length, maxMs: Math.max(0, ...ms), blockingMs: ms.reduce((a, d) => a + d - 50, 0) };
 }
 
 export async function runPageBench(args: string[]): Promise<void> {
@@ -96,6 +131,10 @@ export async function runPageBench(args: string[]): Promise<void> {
       await page.close();
       const r = results[results.length - 1];
       console.log(`workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`);
+      const { saves, longTasks: lt, duringSaves: ds } = r;
+      console.log(
+        `  session saves: ${saves.count}, mean ${saves.meanMs.toFixed(0)} ms wall, ${saves.meanMB.toFixed(1)} MB each; main-thread long tasks in ${lt.spanSec.toFixed(0)} s: ${lt.count} (longest ${lt.maxMs.toFixed(0)} ms, blocking ${lt.blockingMs.toFixed(0)} ms), of them during a save: ${ds.count} (longest ${ds.maxMs.toFixed(0)} ms, blocking ${ds.blockingMs.toFixed(0)} ms)`,
+      );
     }
     const base = results[0];
     for (const r of results.slice(1)) {

@@ -31,6 +31,10 @@ test('frontier: evaluated points appear, the cost toggle redraws, training adds 
   await expect(points).toHaveCount(6);
   await expect(page.locator('[data-testid="frontier-point"][data-method="sc2"]')).toHaveCount(2);
   await expect(page.getByTestId('frontier-pareto')).toHaveCount(1);
+  // The legend names every method drawn and each mark that needs saying, and only those.
+  const legendKinds = () => page.getByTestId('frontier-legend-item').evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')));
+  expect(await legendKinds()).toEqual(expect.arrayContaining(['delegate', 'mono', 'sc2', 'pareto', 'interval']));
+  expect(await legendKinds()).not.toContain('trajectory');
 
   // Hover: the setting, n and the interval.
   await points.last().hover();
@@ -56,6 +60,7 @@ test('frontier: evaluated points appear, the cost toggle redraws, training adds 
   }
   await expect(page.locator('[data-testid="frontier-point"][data-label="step 2"]')).toHaveCount(2);
   await expect(page.getByTestId('frontier-trajectory')).toHaveCount(2);
+  expect(await legendKinds()).toEqual(expect.arrayContaining(['trajectory', 'faded']));
 
   const exported = await downloadText(page, 'frontier-export-svg');
   expect(exported.name).toBe('frontier-critical.svg');

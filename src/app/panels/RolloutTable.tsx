@@ -90,7 +90,14 @@ export function RolloutTable() {
           </thead>
           <tbody>
             {shown.map(({ key, step, trace }) => (
-              <tr key={key} data-testid="rollout-row" data-clones={trace.contexts.length - 1} className={key === selected ? 'selected' : ''} onClick={() => openTree({ kind: 'episode', key })}>
+              <tr
+                key={key}
+                data-testid="rollout-row"
+                data-clones={trace.contexts.length - 1}
+                data-correct={trace.correct}
+                data-violations={trace.violations.length}
+                data-gated={trace.contexts.some((c) => c.credit?.gated === true)}
+                className={key === selected ? 'selected' : ''} onClick={() => openTree({ kind: 'episode', key })}>
                 <td className="num">{step}</td>
                 <td className="mono wrap" title={trace.prompt}>
                   {trace.prompt}

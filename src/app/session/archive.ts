@@ -13,7 +13,11 @@
  */
 import { SessionError, type FileSet, type SavedSession, fromRecord, toRecord } from './session';
 
-/** What the archive needs of a store. `setMany` is atomic where the store can be (IndexedDB: one transaction). */
+/**
+ * What the archive needs of a store. `setMany` is atomic where the store can be (IndexedDB: one
+ * transaction), and may take the byte arrays of the file sets it is given (the worker store moves
+ * them): a caller does not use them after the call, whatever its outcome.
+ */
 export interface KeyValueStore {
   get(key: string): Promise<unknown>;
   setMany(entries: [string, unknown][]): Promise<void>;

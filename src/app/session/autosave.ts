@@ -111,8 +111,16 @@ export function startAutosave(engine: Pick<Engine, 'request'>, archive: SessionA
     if (s.run !== runId || (s.pending !== null && REPLACING.has(s.pending))) return 'retry';
     if (!inStep(s, origin.counters, current.counters) && tries < MAX_TRIES) return 'retry';
     const session = sessionOf(s, current, origin);
-    await archive.save(session);
-    origin.files = {};
+    const t0 = performance.now();
+    const bytes = [...Object.values(session.weights), ...Object.values(origin.files)].reduce((n, b) => n + b.byteLength, 0);
+    try {
+      await archive.save(session);
+    } finally {
+      // The store may have taken the bytes (KeyValueStore.setMany); an origin not stored is exported again.
+      origin.files = {};
+    }
+    // For `bench page`: each save's wall time and size, beside the long tasks of the main thread.
+    performance.measure('selfcest-save', { start: t0, end: performance.now(), detail: { bytes } });
     setState({ saved: { at: session.savedAt, step: current.counters.grpoSteps, policyVersion: current.counters.policyVersion } });
     return 'saved';
   };

@@ -8,7 +8,7 @@ import { configFromHash, configToHash } from '../../core/runConfig';
 import type { Engine } from '../engine/engine';
 import { type KeyValueStore, type LoadResult, SessionArchive } from '../session/archive';
 import { startAutosave } from '../session/autosave';
-import { browserStore } from '../session/idbStore';
+import { browserStore } from '../session/browserStore';
 import { attachSession, keepUnreadable, onBeforeUnload, restoreSession } from '../session/sessionActions';
 import { applyConfig, attachEngine, errorText, loadStartCheckpoint, machineDefaults, send, writeHash } from './actions';
 import { handleEvent } from './events';
