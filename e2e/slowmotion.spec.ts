@@ -10,6 +10,9 @@ test('a slow-motion step runs one real step and opens it stage by stage, prompt 
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1');
   await expect(page.getByTestId('policy-version')).toHaveText('v1');
   await expect(page.getByTestId('rollout-row')).toHaveCount(4);
+  // It opens at the first prompt whose group trained (prompt 1 unless that one was skipped).
+  await expect(page.getByTestId('slow-prompt')).toContainText(/prompt [12] of 2/);
+  if ((await page.getByTestId('slow-prompt').textContent())?.includes('prompt 2 of 2')) await page.getByTestId('slow-prev-prompt').click();
   await expect(page.getByTestId('slow-prompt')).toContainText('prompt 1 of 2');
   // Stage 1: the group's G = 2 episodes side by side, no rewards yet.
   await expect(page.getByTestId('slow-episode')).toHaveCount(2);

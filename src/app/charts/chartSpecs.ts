@@ -24,6 +24,8 @@ export interface ChartSpec {
   yMax?: number;
   /** Hide series that are zero everywhere (many violation classes never occur). */
   hideZero?: boolean;
+  /** Legend entries a row (default 2); 1 where labels and values are long enough to overlap. */
+  legendColumns?: 1 | 2;
 }
 
 // Tableau 10, in a fixed order so a class keeps its colour across charts and exports.
@@ -56,6 +58,7 @@ export const CHARTS: readonly ChartSpec[] = [
     title: 'Violations / episode, by class',
     yMin: 0,
     hideZero: true,
+    legendColumns: 1,
     series: VIOLATIONS.map((v, i) => ({ label: v, color: PALETTE[i % PALETTE.length], value: (p: MetricPoint) => p.metrics.violations[v] / Math.max(1, p.episodes) })),
   },
   {
@@ -63,6 +66,7 @@ export const CHARTS: readonly ChartSpec[] = [
     title: 'Gate rate',
     yMin: 0,
     yMax: 1,
+    legendColumns: 1,
     series: [
       { label: 'gated contexts', color: PALETTE[9], value: (p) => p.metrics.gateRate },
       { label: 'zero-variance groups', color: PALETTE[5], value: (p) => p.metrics.zeroVarianceFraction },

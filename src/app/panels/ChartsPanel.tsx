@@ -12,7 +12,7 @@ import { type MetricPoint, usePlayground } from '../state/store';
 
 function SpecChart({ spec, points, smoothing }: { spec: ChartSpec; points: readonly MetricPoint[]; smoothing: number }) {
   const data = useMemo(() => chartDataOf(spec, points), [spec, points]);
-  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} xLabel={GRPO_X} />;
+  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} xLabel={GRPO_X} legendColumns={spec.legendColumns} />;
 }
 
 function HeldOutChart() {

@@ -37,7 +37,7 @@ export function FrontierPanel() {
   const free = hasModel && pending === null && (engineState === 'idle' || engineState === 'paused');
   const evaluating = pending === 'frontier';
   return (
-    <section className="panel" aria-label="Accuracy–cost frontier">
+    <section className="panel" aria-label="Accuracy–cost frontier" data-testid="frontier-panel">
       <h2>
         Frontier{' '}
         <span className="muted" data-testid="frontier-status">

@@ -33,7 +33,7 @@ function Tokens({ row, scale }: { row: ContextRow; scale: number }) {
   );
 }
 
-function ContextBlock({ row, stage, R, rootA, scale }: { row: ContextRow; stage: Stage; R: number; rootA: number; scale: number }) {
+function ContextBlock({ row, stage, R, rootA, scale, trained }: { row: ContextRow; stage: Stage; R: number; rootA: number; scale: number; trained: boolean }) {
   const head = row.role === 'root' ? 'root' : `clone #${row.id}${row.budget !== null ? ` · b${row.budget}` : ''}`;
   return (
     <div className={`slow-ctx ${row.role}${stage >= 3 && row.gated ? ' gated' : ''}`} data-testid="slow-context" data-role={row.role} data-gated={row.gated}>
@@ -44,7 +44,7 @@ function ContextBlock({ row, stage, R, rootA, scale }: { row: ContextRow; stage:
       {stage >= 3 && (
         <div className="small mono" data-testid="slow-credit">
           {row.gated ? (
-            <span className="badge gated">gated: A 0{row.weight > 0 ? ', KL kept' : ', out of the batch'}</span>
+            <span className="badge gated">gated: A 0{!trained ? ' (and its group is skipped)' : row.weight > 0 ? ', KL kept' : ', out of the batch'}</span>
           ) : row.role === 'root' ? (
             `A ${f3(row.advantage)} · weight ${row.weight}`
           ) : row.factor !== null ? (
@@ -74,12 +74,12 @@ function ContextBlock({ row, stage, R, rootA, scale }: { row: ContextRow; stage:
   );
 }
 
-function Column({ col, stage, scale }: { col: EpisodeColumn; stage: Stage; scale: number }) {
+function Column({ col, n, stage, scale, trained }: { col: EpisodeColumn; n: number; stage: Stage; scale: number; trained: boolean }) {
   const R = col.reward.reward;
   return (
     <div className="slow-col" data-testid="slow-episode">
       <div className="context-head">
-        <b>episode {col.index + 1}</b> · answer <span className="mono">{col.answer ?? '∅'}</span> <span className={col.correct ? 'ok' : 'bad'}>{col.correct ? '✓' : '✗'}</span> · {col.contexts.length - 1} clone(s)
+        <b>episode {n}</b> · answer <span className="mono">{col.answer ?? '∅'}</span> <span className={col.correct ? 'ok' : 'bad'}>{col.correct ? '✓' : '✗'}</span> · {col.contexts.length - 1} clone(s)
       </div>
       {stage >= 1 && (
         <table className="slow-terms" data-testid="slow-reward">
@@ -103,20 +103,21 @@ function Column({ col, stage, scale }: { col: EpisodeColumn; stage: Stage; scale
         </div>
       )}
       {col.contexts.map((row) => (
-        <ContextBlock key={row.id} row={row} stage={stage} R={R} rootA={col.advantage} scale={scale} />
+        <ContextBlock key={row.id} row={row} stage={stage} R={R} rootA={col.advantage} scale={scale} trained={trained} />
       ))}
     </div>
   );
 }
 
 function Anatomy({ a }: { a: StepAnatomy }) {
-  const [group, setGroup] = useState(0);
+  // A new step opens at its first prompt that trained (a skipped group shows little), stage 1.
+  const firstTrained = Math.max(0, a.groups.findIndex((g) => g.trained));
+  const [group, setGroup] = useState(firstTrained);
   const [stage, setStage] = useState<Stage>(0);
-  // A new step starts over at its first prompt and stage.
   useEffect(() => {
-    setGroup(0);
+    setGroup(firstTrained);
     setStage(0);
-  }, [a]);
+  }, [a, firstTrained]);
   const g = a.groups[Math.min(group, a.groups.length - 1)];
   const cols = groupColumns(a, Math.min(group, a.groups.length - 1));
   const scale = deltaScale(cols);
@@ -156,8 +157,8 @@ function Anatomy({ a }: { a: StepAnatomy }) {
         {stage === 4 && `Every generated token coloured by what the update did to its log-probability: green up, red down, full colour at ±${scale.toPrecision(2)} nats (the largest change in this group); hover for p before → after. Before: the behaviour policy at rollout; after: the weights this step produced.`}
       </p>
       <div className="slow-cols">
-        {cols.map((c) => (
-          <Column key={c.index} col={c} stage={stage} scale={scale} />
+        {cols.map((c, j) => (
+          <Column key={c.index} col={c} n={j + 1} stage={stage} scale={scale} trained={g.trained} />
         ))}
       </div>
     </>
