@@ -34,5 +34,20 @@ test('the config panel validates fields and keeps the applied config in the URL 
   await expect(page.getByTestId('config-clip')).toHaveValue('0.1');
   await expect(page.getByTestId('config-credit')).toHaveValue('broadcast');
   await expect(hashErrors).toHaveCount(0);
+
+  // A recipe fills the fields it names (marked changed until applied); the menu reads the draft.
+  const recipe = page.getByTestId('config-recipe');
+  await expect(recipe).toHaveValue('custom'); // clip 0.1 and broadcast credit are no recipe
+  await recipe.selectOption('reference');
+  await expect(page.getByTestId('config-batch')).toHaveValue('32');
+  await expect(page.getByTestId('config-miniBatch')).toHaveValue('8');
+  await expect(page.getByTestId('config-credit')).toHaveValue('ratio');
+  await expect(page.getByTestId('config-apply')).toContainText('Apply (');
+  await recipe.selectOption('no-gating');
+  await expect(page.getByTestId('config-gating')).not.toBeChecked();
+  await expect(recipe).toHaveValue('no-gating');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('config-apply')).toBeDisabled();
+  expect(await page.evaluate(() => location.hash)).toContain('gating=false');
   expect(consoleErrors).toEqual([]);
 });

@@ -240,6 +240,31 @@ export function runConfigDefaults(surface: Surface, task: string = 'arithmetic')
 /** The page's defaults (the first visit, a Reset of the form). */
 export const PAGE_DEFAULTS: RunConfig = runConfigDefaults('page');
 
+/**
+ * Named recipes the page offers over its config: each sets only the fields it names (the rest
+ * stay as they are). `recipe` is the project's, as the defaults have it (docs/TRAINING.md);
+ * `reference` the paper's reference settings (DESIGN §1: G 4, batch 32 in mini-batches of 8
+ * prompts, clip 0.1, dual clip 3, KL k3 5e-4; token mean, grad clip 1 and one epoch are the
+ * page's fixed values already; its lr 6e-7 is a 4B model's and is not copied); the ablation arm
+ * turns gating off; Dr. GRPO drops the std. Page fields only.
+ */
+export const RUN_RECIPES: readonly { name: string; label: string; fields: Partial<RunConfig> }[] = [
+  {
+    name: 'recipe',
+    label: 'project recipe (the defaults)',
+    fields: Object.fromEntries(
+      (['group', 'batch', 'miniBatch', 'lr', 'beta', 'clip', 'dualClip', 'gating', 'gateMode', 'gatedKl', 'credit', 'std', 'dynamicSampling'] as const).map((k) => [k, PAGE_DEFAULTS[k]]),
+    ) as Partial<RunConfig>,
+  },
+  {
+    name: 'reference',
+    label: 'paper reference (G 4, 32 prompts in mini-batches of 8, clip 0.1; lr kept)',
+    fields: { group: 4, batch: 32, miniBatch: 8, clip: 0.1, dualClip: 3, beta: 5e-4, gating: true, gateMode: 'reference', gatedKl: true, credit: 'ratio', std: true, dynamicSampling: false },
+  },
+  { name: 'no-gating', label: 'gating ablation arm (gating off)', fields: { gating: false } },
+  { name: 'dr-grpo', label: 'Dr. GRPO (advantages without std normalisation)', fields: { std: false } },
+];
+
 /** The allowed range of a field, in words (for errors, help texts and tooltips). */
 export function rangeOf(f: Field): string {
   switch (f.type) {

@@ -3,10 +3,10 @@
  * Apply sends the whole config to the engine and writes it into the URL hash.
  */
 import { useEffect, useMemo, useState } from 'react';
-import { TASK_NAMES, rangeOf } from '../../core/runConfig';
+import { RUN_RECIPES, TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, retaskDraft, withPreset, type ConfigProp, type Draft } from '../state/configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe, type ConfigProp, type Draft } from '../state/configForm';
 import { usePlayground } from '../state/store';
 
 /** The task options: JSON typed, or a named setting of the draft's task picked beside it ("custom" when it is none). */
@@ -97,6 +97,23 @@ export function ConfigPanel() {
           ))}
         </ul>
       )}
+      <div className="row small recipe-row">
+        <label htmlFor="config-recipe">Recipe</label>
+        <select
+          id="config-recipe"
+          data-testid="config-recipe"
+          value={recipesOfDraft(draft)[0] ?? 'custom'}
+          title="Fills the fields a recipe names (the others stay); Apply sends them. Changed fields are marked."
+          onChange={(e) => e.target.value !== 'custom' && setDraft(withRecipe(draft, e.target.value))}
+        >
+          {RUN_RECIPES.map((r) => (
+            <option key={r.name} value={r.name} title={Object.entries(r.fields).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(', ')}>
+              {r.label}
+            </option>
+          ))}
+          {recipesOfDraft(draft).length === 0 && <option value="custom">custom</option>}
+        </select>
+      </div>
       <div className="config-grid">
         {PAGE_FIELDS.map((p) => (
           <Field

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { PAGE_DEFAULTS, TASK_NAMES } from '../../core/runConfig';
+import { PAGE_DEFAULTS, RUN_RECIPES, TASK_NAMES } from '../../core/runConfig';
 import { TASKS } from '../../core/tasks';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, retaskDraft, withPreset } from './configForm';
+import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe } from './configForm';
 import { configFromHash, configToHash } from '../../core/runConfig';
 
 describe('config form', () => {
@@ -88,5 +88,34 @@ describe('config form', () => {
     const back = retaskDraft(typed, 'arithmetic');
     expect(back.taskOptions).toBe('{"hops":3}');
     expect(draftErrors(back).taskOptions).toMatch(/^taskOptions: arithmetic has no option hops/);
+  });
+});
+
+describe('recipes', () => {
+  it('set only page fields, validate, and are recognised in the draft they make', () => {
+    const pageKeys = new Set(PAGE_FIELDS.map((p) => p.key));
+    for (const r of RUN_RECIPES) {
+      for (const k of Object.keys(r.fields)) expect(pageKeys.has(k as never), `${r.name}.${k}`).toBe(true);
+      const draft = withRecipe(draftOf(PAGE_DEFAULTS), r.name);
+      expect(draftErrors(draft)).toEqual({});
+      expect(recipesOfDraft(draft)).toContain(r.name);
+    }
+    expect(recipesOfDraft(draftOf(PAGE_DEFAULTS))).toEqual(['recipe']);
+  });
+
+  it('the reference recipe is the paper’s settings, on a page whose fixed values already are', () => {
+    const config = configOfDraft(withRecipe(draftOf(PAGE_DEFAULTS), 'reference'), PAGE_DEFAULTS)!;
+    expect(config).toMatchObject({ group: 4, batch: 32, miniBatch: 8, clip: 0.1, dualClip: 3, beta: 5e-4, gating: true, gateMode: 'reference', credit: 'ratio', std: true });
+    // Not page fields: the page runs them at the reference's values.
+    expect(config).toMatchObject({ epochs: 1, aggregation: 'token-mean', gradClip: 1, clipHigh: null });
+    // Its lr is the page's (6e-7 is the 4B model's).
+    expect(config.lr).toBe(PAGE_DEFAULTS.lr);
+  });
+
+  it('the ablation arm and Dr. GRPO change one field each; an unknown name is refused', () => {
+    const base = draftOf(PAGE_DEFAULTS);
+    expect(changedKeys(withRecipe(base, 'no-gating'), PAGE_DEFAULTS)).toEqual(['gating']);
+    expect(changedKeys(withRecipe(base, 'dr-grpo'), PAGE_DEFAULTS)).toEqual(['std']);
+    expect(() => withRecipe(base, 'best')).toThrow(/unknown recipe "best" \(known: recipe, reference, no-gating, dr-grpo\)/);
   });
 });

@@ -3,7 +3,7 @@
  * an editable draft value, checked with the same checkField the URL hash, the CLI and the
  * engine use. Pure; the panel renders it.
  */
-import { type Field, PAGE_DEFAULTS, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldOf, fieldsOf, fieldText, parseFieldText, runConfigDefaults, taskEntryOf } from '../../core/runConfig';
+import { type Field, PAGE_DEFAULTS, RUN_RECIPES, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldOf, fieldsOf, fieldText, parseFieldText, runConfigDefaults, taskEntryOf } from '../../core/runConfig';
 import { type OptionPreset, getTask, isTaskName } from '../../core/tasks';
 
 export type ConfigProp = Field;
@@ -105,4 +105,21 @@ export function retaskDraft(draft: Draft, task: string): Draft {
     if (JSON.stringify(parseDraftValue(p, draft[p.key])) === JSON.stringify(before[p.key])) next[p.key] = isText(p) ? fieldText(p, after[p.key]) : (after[p.key] as string | boolean | number[]);
   }
   return next;
+}
+
+/** The draft with a recipe's fields (RUN_RECIPES) filled in; the others as they were. Throws for an unknown name. */
+export function withRecipe(draft: Draft, name: string): Draft {
+  const recipe = RUN_RECIPES.find((r) => r.name === name);
+  if (recipe === undefined) throw new Error(`unknown recipe ${JSON.stringify(name)} (known: ${RUN_RECIPES.map((r) => r.name).join(', ')})`);
+  const next: Draft = { ...draft };
+  for (const [key, value] of Object.entries(recipe.fields) as [ConfigKey, unknown][]) {
+    const p = fieldOf(key);
+    next[key] = isText(p) ? fieldText(p, value) : (value as string | boolean | number[]);
+  }
+  return next;
+}
+
+/** The recipes whose every field the draft already has (what the recipe menu shows as chosen). */
+export function recipesOfDraft(draft: Draft): string[] {
+  return RUN_RECIPES.filter((r) => (Object.entries(r.fields) as [ConfigKey, unknown][]).every(([k, v]) => JSON.stringify(parseDraftValue(fieldOf(k), draft[k])) === JSON.stringify(v))).map((r) => r.name);
 }
