@@ -51,7 +51,7 @@ test('the rollout filters show exactly the rollouts they name, and the count lin
   expect(consoleErrors).toEqual([]);
 });
 
-test('Pause says "pausing…" and what it still finishes, at once, then "paused"', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a running step shows its progress; Pause says "pausing…" and what it still finishes, at once, then "paused"', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
   // The states are the page's and the engine loop's, whatever the backend; on software WebGPU this costs 3 minutes of CI.
   test.skip(backend !== 'wasm', 'the pausing state does not depend on the backend');
   test.setTimeout(300_000);
@@ -62,11 +62,14 @@ test('Pause says "pausing…" and what it still finishes, at once, then "paused"
   await page.getByTestId('train').first().click();
   await expect(state).toHaveAttribute('data-state', 'training');
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
+  // Inside a step or an evaluation the status bar says which and how far.
+  await expect(page.getByTestId('progress')).toHaveText(/^(step \d+: (rollouts|updates)|evaluation: (delegate|mono) at \d+ \(step \d+\)) \d+\/\d+$/);
   await page.getByTestId('pause').click();
   await expect(state).toHaveAttribute('data-state', 'pausing');
   await expect(state).toHaveText(/^pausing… \(finishing (step \d+|the evaluation at step \d+)\)/);
   await expect(page.getByTestId('train').first()).toBeDisabled();
   await expect(state).toHaveAttribute('data-state', 'paused', { timeout: 180_000 });
+  await expect(page.getByTestId('progress')).toHaveCount(0);
   await expect(page.getByTestId('train').first()).toBeEnabled();
   expect(consoleErrors).toEqual([]);
 });

@@ -365,4 +365,14 @@ describe('engine', () => {
     const exported = (await client.request({ kind: 'exportTraces' })).jsonl.trim().split('\n');
     expect(exported.length).toBe(traces.length + 4);
   });
+  it('tells where a step is: its rollouts, then its updates, each ending at its total', async () => {
+    events = [];
+    const { metrics } = await client.request({ kind: 'step' });
+    const progress = ofKind('progress');
+    const rollouts = progress.filter((p) => p.what === `step ${metrics.step}: rollouts`);
+    const updates = progress.filter((p) => p.what === `step ${metrics.step}: updates`);
+    expect(rollouts.at(-1)).toMatchObject({ done: 4, total: 4 });
+    expect(updates.at(-1)).toMatchObject({ done: 1, total: 1 });
+    expect(progress.indexOf(updates[0])).toBeGreaterThan(progress.indexOf(rollouts.at(-1)!));
+  });
 });

@@ -33,6 +33,8 @@ import { Training } from './training';
 const EPISODES_PER_EVENT = 32;
 /** Metrics rows are sent at most this often while training (and when a loop stops). */
 const METRICS_EVERY_MS = 1000;
+/** Progress inside a step or an evaluation is sent at most this often. */
+const PROGRESS_EVERY_MS = 250;
 
 type Handlers = { [K in EngineRequestKind]: (req: Extract<EngineRequest, { kind: K }>) => Promise<Reply<EngineReplies[K]>> };
 type Status = Extract<EngineEvent, { kind: 'status' }>['state'];
@@ -262,7 +264,7 @@ export class Engine {
       const points = await this.runBusy('frontier', async () => {
         const training = this.requireTraining();
         const label = { checkpoint: `v${training.model.version}` };
-        return training.frontier(methods, limits, n, this.encode, label, this.emitPoint);
+        return training.frontier(methods, limits, n, this.encode, label, this.emitPoint, this.emitProgress);
       });
       return reply({ points });
     },
@@ -333,10 +335,19 @@ export class Engine {
     if (every === 0 || step % every !== 0) return;
     const training = this.requireTraining();
     this.activity = `the evaluation at step ${step}`;
-    await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint);
+    await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint, (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total));
   }
 
   private readonly emitPoint = (p: FrontierPoint): void => this.emit({ kind: 'frontier', points: [p] });
+
+  private lastProgress = 0;
+  /** A 'progress' event, at most every PROGRESS_EVERY_MS (the last of a phase too, so it ends at its total). */
+  private readonly emitProgress = (what: string, done: number, total: number): void => {
+    const now = Date.now();
+    if (now - this.lastProgress < PROGRESS_EVERY_MS && done < total) return;
+    this.lastProgress = now;
+    this.emit({ kind: 'progress', what, done, total });
+  };
 
   private async stopActive(): Promise<void> {
     this.runId++;
@@ -389,11 +400,12 @@ export class Engine {
     this.emit({ kind: 'status', state: 'pausing', finishing, policyVersion: this.training?.model.version ?? 0 });
   }
 
-  /** One GRPO step of a run or of Step, named for a pause that has to wait for it. */
+  /** One GRPO step of a run or of Step, named for a pause that has to wait for it, telling its progress. */
   private grpoStep(): ReturnType<Training['grpoStep']> {
     const training = this.requireTraining();
-    this.activity = `step ${training.model.grpoSteps + 1}`;
-    return training.grpoStep(this.encode);
+    const name = `step ${training.model.grpoSteps + 1}`;
+    this.activity = name;
+    return training.grpoStep(this.encode, (p) => this.emitProgress(`${name}: ${p.phase === 'rollouts' ? 'rollouts' : 'updates'}`, p.done, p.total));
   }
 
   private teardown(): void {

@@ -150,6 +150,12 @@ export type EngineEvent =
   /** Finished frontier points: of a 'frontier' request, or of the periodic evaluation while training (with `step`). */
   | { kind: 'frontier'; points: FrontierPoint[] }
   | { kind: 'sftProgress'; step: number; steps: number; loss: number; tokensPerSec: number; etaSec: number }
+  /**
+   * Where a GRPO step or an evaluation is, at most every 250 ms: `what` names it ("step 12:
+   * rollouts", "step 12: updates", "evaluation: delegate at 48"), `done` of `total` (episodes,
+   * or optimizer updates).
+   */
+  | { kind: 'progress'; what: string; done: number; total: number }
   /** Every warm-start step's row, as the CLI's sft writes it to metrics.jsonl. */
   | { kind: 'sftMetrics'; rows: SftMetricsRow[] }
   | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };

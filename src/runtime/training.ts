@@ -13,7 +13,7 @@ import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/fro
 import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
 import { type StepAnatomy, stepAnatomy } from '../core/rl/anatomy';
-import { type ScoredEpisode, type StepMetrics, grpoStep } from '../core/rl/train';
+import { type ScoredEpisode, type StepMetrics, type StepProgress, grpoStep } from '../core/rl/train';
 import { getTask, withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from '../core/runConfigTargets';
@@ -126,7 +126,7 @@ export class Training {
   }
 
   /** One GRPO step: rollouts in the pool, the update here, then the new weights to the pool. */
-  async grpoStep(encode: Encode): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
+  async grpoStep(encode: Encode, onProgress?: (p: StepProgress) => void): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
     const cfg = grpoConfigOf(this.config, OPEN_ENDED_STEPS);
     const task = getTask(this.config.task);
     for (let attempt = 1; ; attempt++) {
@@ -134,7 +134,7 @@ export class Training {
       try {
         await this.syncPool();
         const optimizer = model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
-        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder };
+        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder, ...(onProgress ? { onProgress } : {}) };
         const r = await this.guard(grpoStep(deps, cfg, model.grpoSteps, model.version));
         model.grpoSteps++;
         model.version++;
@@ -196,7 +196,15 @@ export class Training {
    * Frontier points of the current weights on the fixed held-out set: each method at each
    * root limit, episodes run by the rollout pool. `onPoint` sees each point when it is done.
    */
-  async frontier(methods: readonly Method[], limits: readonly number[], n: number, encode: Encode, label: { checkpoint: string; step?: number }, onPoint: (p: FrontierPoint) => void): Promise<FrontierPoint[]> {
+  async frontier(
+    methods: readonly Method[],
+    limits: readonly number[],
+    n: number,
+    encode: Encode,
+    label: { checkpoint: string; step?: number },
+    onPoint: (p: FrontierPoint) => void,
+    onProgress?: (what: string, done: number, total: number) => void,
+  ): Promise<FrontierPoint[]> {
     await this.syncPool();
     // The configured options (the long-context multihop setting, say), not the task's defaults.
     const [{ task, opts }] = taskMixOf(this.config);
@@ -205,7 +213,9 @@ export class Training {
     const points: FrontierPoint[] = [];
     for (const method of methods) {
       for (const limit of limits) {
-        const p: FrontierPoint = { ...(await this.guard(frontierPoint(this.decoder, task, problems, method, limit, spec, encode))), ...label };
+        const what = `evaluation: ${method} at ${limit}`;
+        const progress = onProgress && ((done: number, total: number) => onProgress(what, done, total));
+        const p: FrontierPoint = { ...(await this.guard(frontierPoint(this.decoder, task, problems, method, limit, spec, encode, progress))), ...label };
         points.push(p);
         onPoint(p);
       }

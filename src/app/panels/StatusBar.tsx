@@ -15,6 +15,7 @@ export function StatusBar() {
   const modelNote = usePlayground((s) => s.modelNote);
   const engineState = usePlayground((s) => s.engineState);
   const finishing = usePlayground((s) => s.finishing);
+  const progress = usePlayground((s) => s.progress);
   const policyVersion = usePlayground((s) => s.policyVersion);
   const pending = usePlayground((s) => s.pending);
   const error = usePlayground((s) => s.error);
@@ -63,6 +64,11 @@ export function StatusBar() {
           {engineStateText(engineState, finishing)}
           {pending ? ` · ${pending}…` : ''}
         </dd>
+        {progress && (
+          <dd data-testid="progress" data-done={progress.done} data-total={progress.total} className="muted">
+            {progress.what} {progress.done}/{progress.total}
+          </dd>
+        )}
       </dl>
       {modelNote && (
         <p className="warn" data-testid="model-note">

@@ -41,7 +41,8 @@ export function handleEvent(event: EngineEvent): void {
         // Pause was pressed: a late report that the loop started (sent before the engine saw the pause) does not undo it.
         const stale = s.engineState === 'pausing' && (event.state === 'training' || event.state === 'sft');
         if (stale) return { policyVersion: event.policyVersion };
-        return { engineState: event.state, finishing: event.state === 'pausing' ? event.finishing : null, policyVersion: event.policyVersion };
+        const settled = event.state === 'idle' || event.state === 'paused';
+        return { engineState: event.state, finishing: event.state === 'pausing' ? event.finishing : null, policyVersion: event.policyVersion, ...(settled ? { progress: null } : {}) };
       });
       return;
     case 'policyVersion':
@@ -55,6 +56,9 @@ export function handleEvent(event: EngineEvent): void {
       return;
     case 'frontier':
       setState((s) => ({ frontier: [...s.frontier, ...event.points] }));
+      return;
+    case 'progress':
+      setState({ progress: { what: event.what, done: event.done, total: event.total } });
       return;
     case 'sftProgress':
       setState({ sft: { step: event.step, steps: event.steps, loss: event.loss, tokensPerSec: event.tokensPerSec, etaSec: event.etaSec } });

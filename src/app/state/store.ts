@@ -83,6 +83,8 @@ export interface PlaygroundState {
   engineState: EngineState;
   /** While pausing: what the engine finishes before it stops (e.g. "step 12"), once it has said. */
   finishing: string | null;
+  /** Where the running step or evaluation is ('progress' events); null once the engine settles. */
+  progress: { what: string; done: number; total: number } | null;
   policyVersion: number;
   /** The control request in flight, if any (buttons wait for it). */
   pending: EngineRequestKind | null;
@@ -136,6 +138,7 @@ export const INITIAL_STATE: PlaygroundState = {
   modelNote: null,
   engineState: 'starting',
   finishing: null,
+  progress: null,
   policyVersion: 0,
   pending: null,
   error: null,

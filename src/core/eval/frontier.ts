@@ -106,6 +106,7 @@ async function runSamples<O>(
   seed: number,
   batch: number,
   encode: (t: string) => number[],
+  onProgress?: (done: number, total: number) => void,
 ): Promise<EpisodeTrace[][]> {
   const jobs = problems.flatMap((p, i) => Array.from({ length: k }, (_, j) => ({ p, i, j })));
   const out: EpisodeTrace[][] = problems.map(() => []);
@@ -113,7 +114,7 @@ async function runSamples<O>(
     const slice = jobs.slice(start, start + batch);
     const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
     slice.forEach(({ p, i, j }) => s.addEpisode(task, p, Rng.stream(seed, 'frontier-episode', i, j)));
-    const traces = await s.run();
+    const traces = await s.run(onProgress && ((finished) => onProgress(start + finished, jobs.length)));
     slice.forEach(({ i }, n) => out[i].push(traces[n]));
   }
   return out;
@@ -128,10 +129,12 @@ export async function frontierPoint<O>(
   limit: number,
   spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch' | 'rollout'>,
   encode: (t: string) => number[],
+  /** Episodes done of the point's total (problems × samples), as they finish. */
+  onProgress?: (done: number, total: number) => void,
 ): Promise<FrontierPoint> {
   const k = samplesOf(method);
   const base = { ...(task.rolloutDefaults ?? {}), ...(spec.rollout ?? {}) };
-  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, base), spec.seed, spec.batch, encode);
+  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, base), spec.seed, spec.batch, encode, onProgress);
   let correct = 0;
   let tokens = 0;
   let critical = 0;

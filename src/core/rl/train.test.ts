@@ -12,7 +12,7 @@ import { ADAMW_DEFAULTS, AdamW } from './optim';
 import { SFT_DEFAULTS, sftSequences, sftStep } from './sft';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, episodeSequences, grpoStep } from './train';
+import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep } from './train';
 import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
@@ -181,6 +181,24 @@ describe('PPO mini-batches', () => {
     // One full-batch update per rollout batch: ρ = 1 up to decode rounding, nothing clipped.
     const full = await toySteps(1, toyConfig(1), 3);
     expect(full.metrics.every((m) => m.clipFraction === 0 && m.updates <= 1 && m.approxKl < 1e-5)).toBe(true);
+  });
+
+  it('tells its progress: episodes finished of the batch, then updates applied of those planned', async () => {
+    const cfg: GrpoConfig = { ...toyConfig(2), miniBatch: 1, innerEpochs: 2 };
+    const seen: StepProgress[] = [];
+    const params = initParams(config, 2);
+    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode, rewardFn: digitFirst, onProgress: (p) => seen.push(p) }, cfg, 0);
+    optimizer.dispose();
+    params.forEach((p) => p.dispose());
+    const rollouts = seen.filter((p) => p.phase === 'rollouts');
+    const updates = seen.filter((p) => p.phase === 'update');
+    // Rollouts first, rising to B × G; then one report per mini-batch of each epoch (4 prompts × 2).
+    expect(seen.findIndex((p) => p.phase === 'update')).toBe(rollouts.length);
+    expect(rollouts.map((p) => p.done)).toEqual([...rollouts.map((p) => p.done)].sort((a, b) => a - b));
+    expect(rollouts.at(-1)).toEqual({ phase: 'rollouts', done: 32, total: 32 });
+    expect(updates.map((p) => p.done)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(updates.every((p) => p.total === 8)).toBe(true);
   });
 
   it('shuffles the mini-batches by (seed, step, epoch): same seed, same run', async () => {

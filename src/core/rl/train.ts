@@ -143,7 +143,12 @@ export interface TrainerDeps<O> {
    * workers). Default: a decoder over `policy` in this thread, made and freed by the step.
    */
   decoder?: ContextDecoder;
+  /** Hears how far the step is: episodes finished of those sampled so far, then updates applied of those planned. */
+  onProgress?: (p: StepProgress) => void;
 }
+
+/** Where a step is (TrainerDeps.onProgress). With dynamic sampling the rollout total grows by round. */
+export type StepProgress = { phase: 'rollouts'; done: number; total: number } | { phase: 'update'; done: number; total: number };
 
 /**
  * One episode of a step as the trainer scored it: the problem it was generated for, its trace
@@ -211,7 +216,8 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
         }
         groups.push(members);
       }
-      const traces = await scheduler.run();
+      const before = out.traces.length;
+      const traces = await scheduler.run(deps.onProgress && ((finished, episodes) => deps.onProgress?.({ phase: 'rollouts', done: before + finished, total: before + episodes })));
       traces.forEach((t, i) => {
         const verdict = task.verify(problems[i], t.answer);
         out.problems.push(problems[i]);
@@ -273,13 +279,18 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
   let losses = 0;
   let updates = 0;
   let nonFiniteSkips = 0;
+  const planned = size === 0 ? 0 : cfg.innerEpochs * Math.ceil(groups.length / size);
+  let tried = 0;
   for (let epoch = 0; epoch < cfg.innerEpochs && size > 0; epoch++) {
     const order = Rng.stream(cfg.seed, 'grpo-minibatch', step, epoch).shuffle(groups.map((_, k) => k));
     for (let first = 0; first < order.length; first += size) {
       const members = order.slice(first, first + size).sort((a, b) => a - b);
       const seqs = members.flatMap((k) => seqsOf[k]);
       const batches = packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens);
-      if (batches.length === 0) continue; // nothing trained in these groups (all skipped or gated)
+      if (batches.length === 0) {
+        deps.onProgress?.({ phase: 'update', done: ++tried, total: planned });
+        continue; // nothing trained in these groups (all skipped or gated)
+      }
       const r = await policyGradients(policy.params, policy.config, batches, cfg.loss);
       sums = addSums(sums, r.sums);
       lossSum += r.loss;
@@ -294,6 +305,7 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
         else nonFiniteSkips++;
       }
       r.grads.forEach((g: tf.Tensor) => g.dispose());
+      deps.onProgress?.({ phase: 'update', done: ++tried, total: planned });
     }
   }
   return { loss: losses === 0 ? 0 : lossSum / losses, sums, gradNorm: attempts === 0 ? 0 : normSum / attempts, updates, nonFiniteSkips };

@@ -158,9 +158,15 @@ export class RolloutScheduler {
     return runnable.length;
   }
 
-  /** Run until every episode has finished. */
-  async run(): Promise<EpisodeTrace[]> {
-    while (!this.done) await this.step();
+  /** Run until every episode has finished; `onProgress` hears each time the count of finished episodes grows. */
+  async run(onProgress?: (finished: number, episodes: number) => void): Promise<EpisodeTrace[]> {
+    let reported = 0;
+    while (!this.done) {
+      await this.step();
+      if (onProgress === undefined) continue;
+      const finished = this.episodes.reduce((n, e) => n + (e.finished ? 1 : 0), 0);
+      if (finished > reported) onProgress((reported = finished), this.episodes.length);
+    }
     return this.results();
   }
 
