@@ -73,3 +73,18 @@ test('a running step shows its progress; Pause says "pausing…" and what it sti
   await expect(page.getByTestId('train').first()).toBeEnabled();
   expect(consoleErrors).toEqual([]);
 });
+
+test('a first-use hint says what Train does and where to look, until dismissed (also after a reload)', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'the hint does not depend on the backend');
+  await openApp(TINY_RUN);
+  await waitForModel();
+  const hint = page.getByTestId('first-use-hint');
+  await expect(hint).toContainText('Train');
+  await expect(hint).toContainText('slow motion');
+  await page.getByTestId('hint-dismiss').click();
+  await expect(hint).toHaveCount(0);
+  await page.reload();
+  await waitForModel();
+  await expect(page.getByTestId('first-use-hint')).toHaveCount(0);
+  expect(consoleErrors).toEqual([]);
+});

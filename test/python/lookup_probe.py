@@ -158,12 +158,33 @@ def batch_of(drills, prompt_weight=0.0):
 
 
 @torch.no_grad()
-def accuracy(model, drills):
+def row_ok(model, drills):
     ids, tgt, w = batch_of(drills)
     pred = model(ids).argmax(-1)
     mask = tgt != -100
-    ok = ((pred == tgt) | ~mask).all(dim=1)
-    return ok.float().mean().item()
+    return ((pred == tgt) | ~mask).all(dim=1)
+
+
+def accuracy(model, drills):
+    return row_ok(model, drills).float().mean().item()
+
+
+def found_breakdown(model, drills):
+    """Finds by where the asked assignment stands in the chunk (0 = first) and by what its
+    right-hand side is (a number or a name): which lookups a plateau gets right."""
+    ok = row_ok(model, drills).tolist()
+    by_pos, by_kind = {}, {}
+    for (prompt, answer), good in zip(drills, ok):
+        body = prompt[len("<clone>") :].split("<sep>")[0]
+        q = body.rsplit(" ", 1)[1].rstrip("?") if prompt.endswith("?<sep>") else body.split("?")[0]
+        names = [part.split("=")[0] for part in body.split(" ") if "=" in part]
+        pos = names.index(q) if q in names else -1
+        kind = "number" if answer.isdigit() else "name"
+        for table, key in ((by_pos, str(pos)), (by_kind, kind)):
+            n, k = table.get(key, (0, 0))
+            table[key] = (n + 1, k + (1 if good else 0))
+    fmt = lambda t: {k: round(v[1] / v[0], 3) for k, v in sorted(t.items())}
+    return {"foundByPosition": fmt(by_pos), "foundByKind": fmt(by_kind)}
 
 
 def main():
@@ -222,7 +243,7 @@ def main():
         opt.step()
         if step % a.eval_every == 0:
             fa, ma = accuracy(model, found), accuracy(model, missing)
-            print(json.dumps({"step": step, "loss": round(loss.item(), 4), "found": fa, "missing": ma, "sec": round(time.time() - t0, 1)}), flush=True)
+            print(json.dumps({"step": step, "loss": round(loss.item(), 4), "found": fa, "missing": ma, **found_breakdown(model, found), "sec": round(time.time() - t0, 1)}), flush=True)
             if fa >= a.target and ma >= a.target:
                 reached = step
                 break

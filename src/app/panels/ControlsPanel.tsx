@@ -63,6 +63,39 @@ function SftBar({ sft }: { sft: SftProgress }) {
   );
 }
 
+const HINT_KEY = 'selfcest-first-use-hint';
+
+/** What Train does and where to look, until the first step or until dismissed (remembered in this browser). */
+function FirstUseHint() {
+  const steps = usePlayground((s) => s.metrics.length + s.sftMetrics.length);
+  const [dismissed, setDismissed] = useState(() => {
+    try {
+      return localStorage.getItem(HINT_KEY) === 'dismissed';
+    } catch {
+      return false;
+    }
+  });
+  if (dismissed || steps > 0) return null;
+  const dismiss = () => {
+    setDismissed(true);
+    try {
+      localStorage.setItem(HINT_KEY, 'dismissed');
+    } catch {
+      // private mode: the hint comes back next visit, nothing else is lost
+    }
+  };
+  return (
+    <div className="hint small" data-testid="first-use-hint" role="note">
+      <b>First time here?</b> <b>Train</b> runs GRPO on the loaded warm start (the recipe in Config) until Pause; <b>Step</b> takes one step.
+      Watch <i>Curves</i> (reward, held-out accuracy), click a row under <i>Rollouts</i> for its delegation tree, and try <i>Step in slow motion</i> to see one step stage by
+      stage. Runs are saved in this browser; hover a config field for its meaning.{' '}
+      <button type="button" className="link" data-testid="hint-dismiss" onClick={dismiss}>
+        Got it
+      </button>
+    </div>
+  );
+}
+
 export function ControlsPanel() {
   const engineState = usePlayground((s) => s.engineState);
   const pending = usePlayground((s) => s.pending);
@@ -78,6 +111,7 @@ export function ControlsPanel() {
   return (
     <section className="panel" aria-label="Controls">
       <h2>Run</h2>
+      <FirstUseHint />
       <div className="buttons">
         {engineState === 'paused' ? (
           <button type="button" data-testid="train" disabled={!free} onClick={() => void train()}>
