@@ -4,10 +4,30 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from '@playwright/test';
-import { untar } from '../src/app/files/tar';
+import { tarArchive, untar } from '../src/app/files/tar';
 import { TINY_RUN, expect, test } from './chromium';
 
 const TEXT = '<root>12+3*4<sep>=12+12=24<ans>24<eos>';
+
+async function downloadText(page: Page, testId: string): Promise<string> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
+  return readFile(await download.path(), 'utf8');
+}
+
+/**
+ * A CLI run folder from committed files only: the shipped tiny weights (a run's save has its
+ * weights; the committed run folders do not), and a committed run's metrics.jsonl (25 steps),
+ * state.json and its sample of traces as traces.jsonl (32 rollouts at steps 5, 10, 20, 25).
+ */
+async function cliRunFolder(): Promise<{ name: string; bytes: Uint8Array }[]> {
+  const weights = ['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json'].map((name) => [name, join('public/checkpoints/warmstart-tiny', name)]);
+  const run = [
+    ['metrics.jsonl', 'runs/ablation/gating-s1/metrics.jsonl'],
+    ['state.json', 'runs/ablation/gating-s1/state.json'],
+    ['traces.jsonl', 'runs/ablation/gating-s1/traces.sample.jsonl'],
+  ];
+  return Promise.all([...weights, ...run].map(async ([name, path]) => ({ name, bytes: new Uint8Array(await readFile(path)) })));
+}
 
 interface Logits {
   tokens: number[];
@@ -125,4 +145,54 @@ test('the page starts from the shipped checkpoint the config names, or a labelle
   await expect(page.getByTestId('model-source')).toContainText('checkpoints/warmstart-tiny/');
   await expect(page.getByTestId('model-note')).toHaveCount(0);
   await waitForModel();
+});
+
+test('a CLI run folder imports whole: its curves, its rollouts with their trees, and the exports hold them', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'reading the run files does not depend on the backend');
+  test.setTimeout(180_000);
+  await openApp(TINY_RUN);
+  await waitForModel();
+  const files = await cliRunFolder();
+  const input = page.getByTestId('import-files');
+  const importError = page.getByTestId('import-error');
+
+  // metrics.jsonl alone: a checkpoint is needed with it (the Runs panel compares curves alone).
+  await input.setInputFiles([{ name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(files.find((f) => f.name === 'metrics.jsonl')?.bytes ?? []) }]);
+  await expect(importError).toContainText('load with the checkpoint of their run');
+  await expect(importError).toContainText('Runs panel');
+
+  // The folder as a .tar.
+  const tar = tarArchive('gating-s1', files, 0);
+  await input.setInputFiles([{ name: 'gating-s1.tar', mimeType: 'application/x-tar', buffer: Buffer.from(tar) }]);
+  const note = page.getByTestId('import-note');
+  await expect(note).toContainText('curves of 25 GRPO steps (steps 1–25) from gating-s1.tar: gating-s1/metrics.jsonl', { timeout: 60_000 });
+  await expect(note).toContainText('32 rollouts (steps 5–25) from gating-s1.tar: gating-s1/traces.jsonl');
+  await expect(note).toContainText('resumes at step 25, policy v25');
+  await expect(importError).toHaveCount(0);
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '25');
+  await expect(page.getByTestId('chart-svg-reward')).toHaveAttribute('data-points', '25');
+  await expect(page.getByTestId('policy-version')).toHaveText('v25');
+  await expect(page.getByTestId('rollout-row')).toHaveCount(32);
+  await expect(page.getByTestId('rollout-row').first()).toContainText('25');
+
+  // A rollout with clones opens its delegation tree.
+  await page.locator('[data-testid="rollout-row"]:not([data-clones="0"])').first().click();
+  await expect(page.locator('[data-testid="tree-node"][data-role="root"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="tree-node"][data-role="clone"]')).toHaveCount(2);
+
+  // The engine's run log has them: the exports hold the run's rows and rollouts.
+  const rows = (await downloadText(page, 'export-metrics-jsonl')).trim().split('\n');
+  expect(rows.map((l) => (JSON.parse(l) as { step: number }).step)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+  const traces = (await downloadText(page, 'export-traces')).trim().split('\n');
+  expect(traces).toHaveLength(32);
+  expect((JSON.parse(traces[0]) as { step: number }).step).toBe(5);
+
+  // A malformed traces.jsonl refuses the whole import, naming the file and the line; nothing changes.
+  const bad = files.map((f) => (f.name === 'traces.jsonl' ? { name: f.name, bytes: new TextEncoder().encode('{"step":1,"schema":"selfcest-episode/1"}\n') } : f));
+  await input.setInputFiles([{ name: 'bad.tar', mimeType: 'application/x-tar', buffer: Buffer.from(tarArchive('bad', bad, 0)) }]);
+  await expect(importError).toContainText('bad.tar: bad/traces.jsonl: line 1: task must be a string');
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '25');
+  await expect(page.getByTestId('rollout-row')).toHaveCount(32);
+  await expect(page.getByTestId('policy-version')).toHaveText('v25');
+  expect(consoleErrors).toEqual([]);
 });

@@ -13,12 +13,15 @@ const shipped: PickedFile[] = readdirSync(SHIPPED)
   .map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
 const shippedMap = () => new Map(shipped.map((f) => [f.name, f.bytes]));
 const text = (s: string) => new TextEncoder().encode(s);
-/** What a CLI run folder holds beside the checkpoint. */
+/** What a CLI run folder holds beside the checkpoint: run files (set aside for runFolder.ts) and others. */
 const runExtras = [
   { name: 'metrics.jsonl', bytes: text('{"step":1}\n') },
   { name: 'traces.jsonl', bytes: text('{}\n') },
   { name: 'state.json', bytes: text('{"step":1}') },
+  { name: 'optimizer.safetensors', bytes: text('moments') },
+  { name: 'train.log', bytes: text('step 1') },
 ];
+const runOrigins = (pick: ReturnType<typeof checkpointFilesOf>) => Object.fromEntries([...pick.run].map(([name, f]) => [name, f.origin]));
 
 beforeAll(async () => {
   await initBackend('cpu');
@@ -51,11 +54,13 @@ describe('checkpoint .tar', () => {
     for (const [name, values] of original.tensors) expect(back.tensors.get(name), name).toEqual(values);
   });
 
-  it('keeps the checkpoint files of a run folder tar and names the others as ignored', () => {
+  it('keeps the checkpoint files of a run folder tar, sets its run files aside and names the others as ignored', () => {
     const tar = tarArchive('run', [...shipped, ...runExtras], 0);
     const pick = checkpointFilesOf([{ name: 'run.tar', bytes: tar }]);
     expect([...pick.files.keys()].sort()).toEqual(['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json']);
-    expect(pick.ignored).toEqual(['run.tar: run/metrics.jsonl', 'run.tar: run/traces.jsonl', 'run.tar: run/state.json']);
+    expect(runOrigins(pick)).toEqual({ 'metrics.jsonl': 'run.tar: run/metrics.jsonl', 'traces.jsonl': 'run.tar: run/traces.jsonl', 'state.json': 'run.tar: run/state.json' });
+    expect(new TextDecoder().decode(pick.run.get('metrics.jsonl')?.bytes)).toBe('{"step":1}\n');
+    expect(pick.ignored).toEqual(['run.tar: run/optimizer.safetensors', 'run.tar: run/train.log']);
     for (const f of shipped) expect(Array.from(pick.files.get(f.name) ?? []), f.name).toEqual(Array.from(f.bytes));
     expect(() => decodeCheckpoint(pick.files)).not.toThrow();
   });
@@ -63,7 +68,8 @@ describe('checkpoint .tar', () => {
   it('takes loose files as they are, and names the ones that are not part of a checkpoint', () => {
     const pick = checkpointFilesOf([...shipped, ...runExtras]);
     expect([...pick.files.keys()]).toEqual(shipped.map((f) => f.name));
-    expect(pick.ignored).toEqual(['metrics.jsonl', 'traces.jsonl', 'state.json']);
+    expect(runOrigins(pick)).toEqual({ 'metrics.jsonl': 'metrics.jsonl', 'traces.jsonl': 'traces.jsonl', 'state.json': 'state.json' });
+    expect(pick.ignored).toEqual(['optimizer.safetensors', 'train.log']);
     expect(decodeCheckpoint(pick.files).config).toEqual(decodeCheckpoint(shippedMap()).config);
   });
 
@@ -74,13 +80,23 @@ describe('checkpoint .tar', () => {
     );
     const tar = tarArchive('ckpt', shipped, 0);
     expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar }, shipped[0]])).toThrow(/^config\.json is given twice \(ckpt\.tar: ckpt\/config\.json and config\.json\)/);
+    // A whole run directory's tar: the committed save's run files and their copies at the top are one file; different ones are refused.
+    const save = [...shipped, runExtras[0]].map((f) => ({ ...f, name: `save-000001/${f.name}` }));
+    const whole = checkpointFilesOf([{ name: 'dir.tar', bytes: tarArchive('dir', [...save, runExtras[0]], 0) }]);
+    expect(runOrigins(whole)).toEqual({ 'metrics.jsonl': 'dir.tar: dir/save-000001/metrics.jsonl' });
+    const later = { name: 'metrics.jsonl', bytes: text('{"step":1}\n{"step":2}\n') };
+    expect(() => checkpointFilesOf([{ name: 'dir.tar', bytes: tarArchive('dir', [...save, later], 0) }])).toThrow(
+      'metrics.jsonl is given twice with different contents (dir.tar: dir/save-000001/metrics.jsonl and dir.tar: dir/metrics.jsonl); pick the files of one run',
+    );
     expect(() => checkpointFilesOf([{ name: 'ckpt.tar.gz', bytes: Uint8Array.of(0x1f, 0x8b, 8, 0) }])).toThrow(/^ckpt\.tar\.gz is a compressed tar/);
     expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar.slice(0, 5000) }])).toThrow(/^ckpt\.tar: tar: truncated: ckpt\/model\.safetensors .* \(size beyond end\)$/);
   });
 
   it('the help names exactly the files decodeCheckpoint requires, and the optional ones', () => {
     expect(IMPORT_HELP).toBe(
-      'The exported .tar, or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. Optional: tokenizer_config.json, provenance.json (the history of the weights; the model resumes at its policy version). Other files are ignored.',
+      'The exported .tar, a CLI run folder\'s files (or its .tar), or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. ' +
+        'Optional: tokenizer_config.json, provenance.json (the history of the weights; the model resumes at its policy version); ' +
+        'metrics.jsonl and traces.jsonl (the run\'s curves and rollouts, with run.json or state.json for its group size). Other files are ignored.',
     );
     for (const name of ['model.safetensors', 'config.json', 'tokenizer.json', 'selfcest.json']) {
       const files = shippedMap();

@@ -98,7 +98,7 @@ export function defaultCliName(command: readonly string[] | null, metricsFile: s
  * The episodes per step, for violation rates: prompts sampled × group where the row says how
  * many groups it sampled (dynamic sampling), else batch × group; NaN without a config.
  */
-function episodesOf(row: MetricsRow, config: Record<string, unknown> | null): number {
+export function episodesOf(row: MetricsRow, config: Record<string, unknown> | null): number {
   const group = config?.group;
   const batch = config?.batch;
   if (typeof group !== 'number') return NaN;

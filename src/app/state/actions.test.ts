@@ -36,14 +36,14 @@ describe('import', () => {
   it('loads the exported .tar picked alone; files the import does not use are reported as ignored, not loaded', async () => {
     const requests: EngineRequest[] = [];
     attachEngine(fakeEngine(requests));
-    const extras = [{ name: 'metrics.jsonl', bytes: new TextEncoder().encode('{"step":1}\n') }];
+    const extras = [{ name: 'train.log', bytes: new TextEncoder().encode('step 1\n') }];
     const tar = tarArchive('selfcest-tiny-v3', [...shipped, ...extras], 0);
     await importFiles([new File([tar], 'selfcest-tiny-v3.tar')]);
     const s = getState();
     expect(s.importError).toBeNull();
     expect(s.model?.source.split(', ').sort()).toEqual(['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json']);
     expect(s.importNote).toMatch(/^loaded selfcest-tiny-v3\.tar: selfcest-tiny-v3\/\S+/);
-    expect(s.importNote).toMatch(/; ignored \(not part of a checkpoint\): selfcest-tiny-v3\.tar: selfcest-tiny-v3\/metrics\.jsonl$/);
+    expect(s.importNote).toMatch(/; ignored \(not part of a checkpoint\): selfcest-tiny-v3\.tar: selfcest-tiny-v3\/train\.log$/);
     expect(requests).toHaveLength(1);
   });
 

@@ -8,10 +8,11 @@ import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtim
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
 import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
-import { PROVENANCE_FILE, type ProvenanceEvent, encodeProvenance, loadEvent, makeProvenance, originProvenance } from '../../core/io/provenance';
+import { type RunHistory, resumeCounters, runHistoryOf, stepBatches } from '../files/runFolder';
+import { PROVENANCE_FILE, type Provenance, type ProvenanceEvent, encodeProvenance, loadEvent, makeProvenance, originProvenance } from '../../core/io/provenance';
 import { confirmAction, confirmDiscard } from '../session/confirm';
-import { addMetrics } from './events';
-import { clearedHistory, getState, setState, type TreeSource } from './store';
+import { addEpisodes, addMetrics } from './events';
+import { MAX_EPISODES, clearedHistory, getState, setState, type TreeSource } from './store';
 import { warmStartPlan, warmStartQuestion } from './warmStartPlan';
 
 let engine: Engine | null = null;
@@ -169,35 +170,59 @@ export async function warmStart(steps: number): Promise<void> {
   if (reply) setState({ log: [...getState().log, { level: 'info', message: `warm start: ${reply.steps} steps, loss ${reply.loss.toFixed(4)}` }] });
 }
 
+/** Why run files picked without a checkpoint are not loaded: alone they have no model to belong to. */
+export const RUN_FILES_ALONE =
+  'metrics.jsonl and traces.jsonl load with the checkpoint of their run: pick them together with its files (or the run folder as a .tar). ' +
+  "To compare a CLI run's curves without its weights, import its metrics.jsonl in the Runs panel.";
+
 /**
- * Reads the chosen files (the exported .tar, or loose files), keeps the checkpoint's own and
- * hands them to the engine, which validates them; the note names what was loaded and what ignored.
+ * Reads the chosen files (the exported .tar, a CLI run folder, or loose files), keeps the
+ * checkpoint's own and hands them to the engine, which validates them. A run's metrics.jsonl and
+ * traces.jsonl beside them are checked here first (a bad line refuses the whole import), then go
+ * to the engine's run log (so exports hold them) and to the curves and the rollout table; the
+ * weights resume at the run's counters (resumeCounters). The note names what was loaded from
+ * which file, and what was ignored.
  */
 export async function importFiles(files: readonly File[]): Promise<void> {
   setState({ importError: null, importNote: null });
   if (files.length === 0) return;
   let pick: CheckpointPick;
+  let history: RunHistory;
+  let resumed: ReturnType<typeof resumeCounters>;
+  let provenance: Provenance | null;
+  let note: string | null;
   try {
     pick = checkpointFilesOf(await Promise.all(files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) }))));
+    if (pick.files.size === 0 && (pick.run.has('metrics.jsonl') || pick.run.has('traces.jsonl'))) throw new Error(RUN_FILES_ALONE);
+    history = runHistoryOf(pick);
+    // With its provenance the model resumes at its counters (policy version, steps), not at v0.
+    ({ provenance, note } = provenanceOf(pick));
+    resumed = resumeCounters(provenance, history);
   } catch (err) {
     setState({ importError: errorText(err) });
     return;
   }
-  const ignored = pick.ignored.length > 0 ? `; ignored (not part of a checkpoint): ${pick.ignored.join(', ')}` : '';
+  const ignoredFiles = [...pick.ignored, ...history.ignored];
+  const ignored = ignoredFiles.length > 0 ? `; ignored (not part of a checkpoint): ${ignoredFiles.join(', ')}` : '';
   const archives = [...new Set([...pick.origins.values()].map((o) => o.split(': ')[0]))].join(', ');
   if (!confirmDiscard(`Importing ${archives}`)) return;
-  // With its provenance the model resumes at its counters (policy version, steps), not at v0.
-  const { provenance, note } = provenanceOf(pick);
   // Each kept file owns its buffer (File.arrayBuffer, untar's copies), so it can be transferred whole.
   const buffers: Record<string, ArrayBuffer> = {};
   for (const [name, bytes] of pick.files) buffers[name] = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
-  const counters = provenance && { policyVersion: provenance.policyVersion, grpoSteps: provenance.grpoSteps, sftSteps: provenance.sftSteps };
-  const req = counters ? { kind: 'loadFiles' as const, files: buffers, resume: { counters } } : { kind: 'loadFiles' as const, files: buffers };
+  const { counters } = resumed;
+  const log = history.metrics.length > 0 || history.traces.length > 0 ? { metrics: history.metrics.map((p) => p.metrics), traces: history.traces } : null;
+  const req = counters ? { kind: 'loadFiles' as const, files: buffers, resume: { counters, ...(log ? { log } : {}) } } : { kind: 'loadFiles' as const, files: buffers };
   const model = await send(req, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
   if (!model) return;
   const load = loadEvent(archives, model.preset, counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null);
   showModel(model, null, [...(provenance?.events ?? []), load]);
-  setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${ignored}${note ? `; ${note}` : ''}` });
+  setState({ metrics: history.metrics });
+  // Oldest first, a step at a time: the table ends newest first, as the engine's events build it.
+  for (const batch of stepBatches(history.traces.slice(-MAX_EPISODES))) addEpisodes(batch.step, batch.traces);
+  const resumes = resumed.fromRun && counters ? `; resumes at step ${counters.grpoSteps}, policy v${counters.policyVersion} (its last logged step: the weights carry no usable provenance)` : '';
+  const run = history.loaded.map((l) => `; ${l}`).join('');
+  const unused = note ? `; ${note}${counters ? '' : '; the model starts at v0'}` : '';
+  setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${run}${resumes}${ignored}${unused}` });
 }
 
 /** The weights as a .tar: the engine's checkpoint files and provenance.json (also inside selfcest.json's `training`). */
