@@ -51,7 +51,7 @@ function maxAbsDiff(a: number[][], b: number[][]): number {
   return worst;
 }
 
-test('exported weights load in the CLI and give the page engine logits', async ({ page, openApp, waitForModel, consoleErrors }) => {
+test('exported weights load in the CLI and give the page engine logits; the CLI trains on them and its run imports back', async ({ page, openApp, waitForModel, consoleErrors }) => {
   test.setTimeout(300_000);
   await openApp(TINY_RUN);
   await waitForModel();
@@ -80,6 +80,24 @@ test('exported weights load in the CLI and give the page engine logits', async (
     const browser = await pageLogits(page, TEXT);
     expect(browser.tokens).toEqual(cli.tokens);
     expect(maxAbsDiff(browser.logits, cli.logits)).toBeLessThan(1e-4);
+
+    // Page → CLI → page: the CLI trains two GRPO steps from the export; its save folder imports
+    // back whole (weights, curves, rollouts), its optimizer file named as ignored.
+    const run = join(dir, 'run');
+    await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'train', '--task', 'arithmetic', '--init', folder, '--steps', '2', '--group', '2', '--batch', '2', '--mini-batch', '2', '--seed', '3', '--out', run], { maxBuffer: 64 << 20, timeout: 180_000 });
+    const save = join(run, 'save-000002');
+    const names = ['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json', 'metrics.jsonl', 'traces.jsonl', 'state.json', 'optimizer.safetensors'];
+    page.on('dialog', (d) => void d.accept());
+    await page.getByTestId('import-files').setInputFiles(names.map((n) => join(save, n)));
+    await expect(page.getByTestId('import-note')).toContainText('traces.jsonl', { timeout: 60_000 });
+    await expect(page.getByTestId('import-note')).toContainText('optimizer.safetensors');
+    await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '2');
+    await expect(page.getByTestId('rollout-row')).toHaveCount(8);
+    await expect(page.getByTestId('policy-version')).toHaveText('v2');
+    const cliLogits = JSON.parse(
+      (await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', save, '--text', TEXT, '--json'], { maxBuffer: 64 << 20, timeout: 120_000 })).stdout.trim().split('\n').pop() ?? '',
+    ) as Logits;
+    expect(maxAbsDiff((await pageLogits(page, TEXT)).logits, cliLogits.logits)).toBeLessThan(1e-4);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
