@@ -9,7 +9,7 @@ import { SmoothingSelect } from '../charts/SmoothingSelect';
 import { type FlatConfig, KEY_SETTINGS, comparableConfig } from '../runs/configDiff';
 import { type KeptRun, pageHeldOut, suggestedRunName } from '../runs/keptRun';
 import { runColour, runOutcome } from '../runs/overlay';
-import { deleteKeptRun, deleteUnreadableRuns, importCliRun, keepCurrentRun, renameKeptRun } from '../runs/runsActions';
+import { deleteKeptRun, deleteUnreadableRuns, exportKeptRun, importCliRun, keepCurrentRun, renameKeptRun, reopenKeptRun } from '../runs/runsActions';
 import { usePlayground } from '../state/store';
 import { RunsCompare } from './RunsCompare';
 
@@ -102,6 +102,14 @@ function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: 
             <button type="button" data-testid="run-rename" onClick={() => setDraft(run.name)}>
               Rename
             </button>
+            <button type="button" data-testid="run-export" title="Download this run's record (curves, held-out readings, config); Import reads it back" onClick={() => exportKeptRun(run.id)}>
+              Export
+            </button>
+            {run.origin.kind === 'page' && (
+              <button type="button" data-testid="run-reopen" title="Apply this run's config to the page (its weights were not kept: a new run starts from its start checkpoint)" onClick={() => void reopenKeptRun(run.id)}>
+                Use config
+              </button>
+            )}
             <button type="button" data-testid="run-delete" onClick={() => void deleteKeptRun(run.id)}>
               Delete
             </button>

@@ -12,7 +12,7 @@ import { setConfirm } from '../session/confirm';
 import { idbStore } from '../session/idbStore';
 import { INITIAL_STATE, getState, setState } from '../state/store';
 import { KeptRunStore } from './keptRunStore';
-import { deleteKeptRun, importCliRun, keepCurrentRun, renameKeptRun, startKeptRuns } from './runsActions';
+import { deleteKeptRun, importCliRun, keepCurrentRun, keptRunExport, keptRunFileName, renameKeptRun, startKeptRuns } from './runsActions';
 
 const GATING = 'runs/ablation-naive/gating-s1';
 const file = (path: string, name = path.split('/').pop() as string) => new File([readFileSync(path)], name);
@@ -101,6 +101,25 @@ describe('keeping and comparing runs', () => {
     expect(await deleteKeptRun(a.id)).toBe(true);
     await load();
     expect(names()).toEqual(['ablation-naive/no-gating-s1']);
+  });
+
+  it('exports a kept run as its record, which the import reads back as the same run under a free name', async () => {
+    setState({ metrics: [1, 2, 3].map((step) => ({ metrics: { step, meanReward: step / 8 } as StepMetrics, episodes: 4 })) });
+    const run = await keepCurrentRun('lr 2e-5 / seed 1');
+    const out = keptRunExport(run!.id)!;
+    expect(out.name).toBe('lr_2e-5_seed_1.run.json');
+    expect(keptRunFileName({ name: '///' })).toBe('run.run.json');
+    const back = await importCliRun([new File([out.text], out.name)]);
+    expect(back?.name).toBe('lr 2e-5 / seed 1 (2)');
+    // The same run (the reader fills the rows' fields a test row leaves out with NaN).
+    expect(back!.metrics.map((p) => [p.metrics.step, p.metrics.meanReward, p.episodes])).toEqual(run!.metrics.map((p) => [p.metrics.step, p.metrics.meanReward, p.episodes]));
+    expect([back!.task, back!.counters, back!.origin, back!.heldOut, back!.frontier]).toEqual([run!.task, run!.counters, run!.origin, run!.heldOut, run!.frontier]);
+    // A damaged record is refused by field, and nothing kept changes.
+    const damaged = JSON.stringify({ ...JSON.parse(out.text), counters: { grpoSteps: -1 } });
+    expect(await importCliRun([new File([damaged], out.name)])).toBeNull();
+    expect(getState().runsNote?.message).toMatch(/^import failed, kept runs unchanged: kept run lr_2e-5_seed_1\.run\.json: counters/);
+    expect(names()).toEqual(['lr 2e-5 / seed 1', 'lr 2e-5 / seed 1 (2)']);
+    expect(keptRunExport('nope')).toBeNull();
   });
 
   it('says so when the browser keeps nothing', async () => {

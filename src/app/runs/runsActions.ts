@@ -5,11 +5,12 @@
  * kept run as it was; `runsNote` says what happened.
  */
 import { configToHash } from '../../core/runConfig';
+import { download } from '../files/download';
 import { confirmAction } from '../session/confirm';
-import { machineDefaults } from '../state/actions';
+import { applyConfig, machineDefaults } from '../state/actions';
 import { getState, setState } from '../state/store';
 import { cliRunOf } from './cliRun';
-import { type KeptRun, checkRunName, pageRunOf, suggestedRunName, uniqueRunName } from './keptRun';
+import { KEPT_RUN_FORMAT, type KeptRun, checkRunName, fromKeptRecord, pageRunOf, suggestedRunName, toKeptRecord, uniqueRunName } from './keptRun';
 import type { KeptRunStore } from './keptRunStore';
 
 let shelf: KeptRunStore | null = null;
@@ -55,15 +56,48 @@ export async function keepCurrentRun(name: string): Promise<KeptRun | null> {
   return run;
 }
 
-/** Imports a CLI run from its picked files (metrics.jsonl, optionally run.json or state.json). */
+/** The file name a kept run is exported under: its name with every character a file name may not hold replaced. */
+export function keptRunFileName(run: Pick<KeptRun, 'name'>): string {
+  return `${run.name.replace(/[^\w.-]+/g, '_').replace(/^_+|_+$/g, '') || 'run'}.run.json`;
+}
+
+/** A kept run's export: its record as JSON (docs/FORMATS.md "Kept runs"), under keptRunFileName; null for an unknown id. */
+export function keptRunExport(id: string): { name: string; text: string } | null {
+  const run = getState().keptRuns.find((r) => r.id === id);
+  return run ? { name: keptRunFileName(run), text: `${JSON.stringify(toKeptRecord(run), null, 1)}\n` } : null;
+}
+
+/** Downloads a kept run's record; the Runs import reads it back. */
+export function exportKeptRun(id: string): void {
+  const out = keptRunExport(id);
+  if (!out) return failed(`export failed: no kept run ${id}`);
+  download(out.name, out.text, 'application/json');
+  info(`exported as ${out.name}`);
+}
+
+/** A kept page run's config back in the page (its weights were not kept: the config's start checkpoint loads, after the usual question). */
+export async function reopenKeptRun(id: string): Promise<void> {
+  const run = getState().keptRuns.find((r) => r.id === id);
+  if (!run) return failed(`reopen failed: no kept run ${id}`);
+  if (run.origin.kind !== 'page') return failed(`"${run.name}" is a CLI run: its config is the trainer's, not the page's (import its folder in the Checkpoint panel to continue it)`);
+  await applyConfig(run.origin.config);
+  info(`the config of "${run.name}" is applied (its weights were not kept: this is a new run from its start checkpoint)`);
+}
+
+/**
+ * Imports a run from its picked files: a CLI run (metrics.jsonl, optionally run.json or
+ * state.json), or a kept run's own export (one `*.run.json` record).
+ */
 export async function importCliRun(files: readonly File[]): Promise<KeptRun | null> {
   if (files.length === 0) return null;
   if (!shelf) return (failed(`import failed: ${NO_STORE}`), null);
   let run: KeptRun;
-  let ignored: string[];
+  let ignored: string[] = [];
   try {
     const texts = await Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
-    ({ run, ignored } = cliRunOf(texts, { id: newId(), keptAt: new Date().toISOString() }));
+    const record = texts.length === 1 ? keptRecordOf(texts[0].text) : null;
+    if (record !== null) run = { ...fromKeptRecord(record, texts[0].name), id: newId(), keptAt: new Date().toISOString() };
+    else ({ run, ignored } = cliRunOf(texts, { id: newId(), keptAt: new Date().toISOString() }));
     run = { ...run, name: uniqueRunName(run.name, takenNames()) };
     await shelf.put(run);
   } catch (e) {
@@ -119,5 +153,15 @@ export async function deleteUnreadableRuns(): Promise<void> {
     setState({ unreadableRuns: [] });
   } catch (e) {
     failed(`not deleted: ${errorText(e)}`);
+  }
+}
+
+/** A kept run's exported record (a JSON object of KEPT_RUN_FORMAT), or null for any other file. */
+function keptRecordOf(text: string): unknown {
+  try {
+    const raw = JSON.parse(text) as unknown;
+    return raw !== null && typeof raw === 'object' && (raw as { format?: unknown }).format === KEPT_RUN_FORMAT ? raw : null;
+  } catch {
+    return null;
   }
 }
