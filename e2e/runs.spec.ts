@@ -56,6 +56,43 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await expect(page.locator('[data-testid="runs-diff-row"][data-key="start"]')).toContainText('checkpoints/warmstart-naive');
   await expect(page.locator('[data-testid="runs-diff-row"][data-key="advantage.gating"]')).toHaveCount(0);
 
+  // The x axis: GRPO step, wall time or generated tokens; the label says the unit and the lines move.
+  const reward = page.getByTestId('chart-svg-runs-reward');
+  const cliLine = reward.locator('path[data-series="ablation-naive/gating-s1"]');
+  await expect(page.getByTestId('runs-x-step')).toHaveAttribute('aria-pressed', 'true');
+  await expect(page.getByTestId('chart-xlabel-runs-reward')).toHaveText('x: GRPO step');
+  const byStep = await cliLine.getAttribute('d');
+  await page.getByTestId('runs-x-time').click();
+  await expect(page.getByTestId('runs-x-time')).toHaveAttribute('aria-pressed', 'true');
+  await expect(page.getByTestId('runs-x-step')).toHaveAttribute('aria-pressed', 'false');
+  // The CLI run took 1768 s: minutes.
+  await expect(page.getByTestId('chart-xlabel-runs-reward')).toHaveText('x: wall time (min)');
+  await expect(page.getByTestId('chart-xlabel-runs-heldout')).toHaveText('x: wall time (min)');
+  const byTime = await cliLine.getAttribute('d');
+  await page.getByTestId('runs-x-tokens').click();
+  await expect(page.getByTestId('chart-xlabel-runs-tokens-total')).toHaveText('x: generated tokens');
+  const byTokens = await cliLine.getAttribute('d');
+  expect(new Set([byStep, byTime, byTokens]).size).toBe(3);
+  await expect(reward.locator('path[data-series]')).toHaveCount(2);
+  await expect(page.getByTestId('chart-dot-runs-heldout')).toHaveCount(6); // every reading has its row's token count
+  await expect(page.getByTestId('runs-x-note')).toHaveCount(0);
+
+  // Hovering a chart: a line at the nearest step and a tooltip naming both runs; mid-run the one-step run has no value near.
+  await page.getByTestId('runs-x-step').click();
+  await expect(page.getByTestId('chart-xlabel-runs-reward')).toHaveText('x: GRPO step');
+  const box = await reward.boundingBox();
+  if (!box) throw new Error('the reward chart has no box');
+  await reward.hover({ position: { x: box.width * 0.5, y: box.height * 0.4 } });
+  const tip = page.getByTestId('runs-crosshair');
+  await expect(tip).toHaveCount(1);
+  await expect(page.getByTestId('runs-crosshair-line')).toBeVisible();
+  await expect(tip).toContainText(/^step \d+/);
+  await expect(tip.getByTestId('runs-crosshair-row')).toHaveCount(2);
+  await expect(tip.locator('[data-name="tiny e2e"]')).toContainText('—');
+  await expect(tip.locator('[data-name="ablation-naive/gating-s1"]')).toContainText(/\d\.\d{3}/);
+  await page.mouse.move(0, 0);
+  await expect(tip).toHaveCount(0);
+
   // Delete asks first: No keeps the run, Yes removes it (and after a reload too).
   let answer = false;
   const asked: string[] = [];

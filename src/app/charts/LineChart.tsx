@@ -7,9 +7,13 @@
  * across the steps without one, with the value's interval as an error bar; they are not smoothed.
  * A secondary series (the warm start's learning rate under its loss) has its own scale on a right
  * axis, drawn dashed and raw: a schedule is not noise.
+ *
+ * Opt-in (the runs overlay): series that own only some rows of the x (runs on a time axis), whose
+ * lines join their own rows; and a crosshair that reads every series at the x under the pointer,
+ * drawn as HTML over the SVG so an exported chart never carries it.
  */
-import { type NumberValue, axisBottom, axisLeft, axisRight, extent, format, line, scaleLinear, select, type Selection } from 'd3';
-import { useEffect, useRef } from 'react';
+import { type NumberValue, type ScaleLinear, axisBottom, axisLeft, axisRight, extent, format, line, scaleLinear, select, type Selection } from 'd3';
+import { type PointerEvent, useEffect, useRef, useState } from 'react';
 import { type ChartData, type ChartSeries, thinIndices } from './chartSpecs';
 import { emaSmooth } from './smoothing';
 import { exportSvg } from './svgExport';
@@ -22,12 +26,35 @@ const SUBTITLE_H = 11;
 /** Room for the right axis' tick labels when there is a secondary series. */
 const RIGHT_AXIS_W = 34;
 
+/** A series that may own only some rows of the x: its line joins `rows` (ascending), skipping the other series' rows. */
+export interface LineSeries extends ChartSeries {
+  rows?: readonly number[];
+}
+
+export interface LineData extends ChartData {
+  series: LineSeries[];
+}
+
+/** What the crosshair shows at one x: a title ("step 12") and each series' value there (NaN: none near, "—"). */
+export interface CrosshairReading {
+  x: number;
+  title: string;
+  rows: { label: string; color: string; value: number; raw: number }[];
+}
+
+export interface Crosshair {
+  /** The reading nearest a data x (the line is drawn at its `x`), or null where there is none. */
+  read: (x: number) => CrosshairReading | null;
+  /** data-testid of the tooltip; the line's is `${testId}-line`, a row's `${testId}-row`. */
+  testId: string;
+}
+
 export interface LineChartProps {
   id: string;
   title: string;
   /** A second, smaller title line (e.g. which problems and how many). */
   subtitle?: string;
-  data: ChartData;
+  data: LineData;
   yMin?: number;
   yMax?: number;
   /** EMA weight in [0, 1); 0 draws the raw values only. */
@@ -40,6 +67,18 @@ export interface LineChartProps {
   xLabel?: string;
   /** One more series on its own scale (right axis), never smoothed; its values are per row of `data`. */
   secondary?: ChartSeries;
+  /** The d3 format of the x ticks; 'd' (the default) shows whole steps only. */
+  xFormat?: string;
+  /** A crosshair on hover (off by default). */
+  crosshair?: Crosshair;
+}
+
+/** Where draw() put the plot, in viewBox units, for the crosshair. */
+interface Geometry {
+  x: ScaleLinear<number, number>;
+  top: number;
+  right: number;
+  height: number;
 }
 
 function fmt(v: number): string {
@@ -53,7 +92,7 @@ const lastFinite = (values: readonly number[]): number => {
   return NaN;
 };
 
-function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
+function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
   const { data, sparse } = p;
   const smoothing = sparse ? 0 : p.smoothing;
   const rows = thinIndices(data.steps.length);
@@ -75,8 +114,9 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   const x = scaleLinear()
     .domain([x0 ?? 0, Math.max(x1 ?? 1, (x0 ?? 0) + 1)])
     .range([M.left, W - right]);
-  const drawn = data.series.map((s) => ({ ...s, smooth: emaSmooth(s.values, smoothing) }));
-  const values = drawn.flatMap((s) => [...rows.map((i) => s.values[i]), ...rows.flatMap((i) => s.intervals?.[i] ?? [])]).filter(Number.isFinite);
+  // A series with its own rows is thinned over them, so thinning the union cannot skip all of its rows.
+  const drawn = data.series.map((s) => ({ ...s, idx: s.rows ? thinIndices(s.rows.length).map((k) => s.rows?.[k] as number) : rows, smooth: emaSmooth(s.values, smoothing) }));
+  const values = drawn.flatMap((s) => [...s.idx.map((i) => s.values[i]), ...s.idx.flatMap((i) => s.intervals?.[i] ?? [])]).filter(Number.isFinite);
   let [lo, hi] = [Math.min(...values, p.yMin ?? Infinity), Math.max(...values, p.yMax ?? -Infinity)];
   if (!Number.isFinite(lo) || !Number.isFinite(hi)) [lo, hi] = [p.yMin ?? 0, p.yMax ?? 1];
   if (hi - lo < 1e-9) [lo, hi] = [lo - 0.5, hi + 0.5];
@@ -86,8 +126,9 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
     g.attr('font-size', 9).attr('color', 'currentColor').attr('opacity', 0.75);
     g.selectAll('.domain').attr('stroke-opacity', 0.5);
   };
-  const stepTicks = x.ticks(5).filter(Number.isInteger); // steps are whole numbers
-  svg.append('g').attr('transform', `translate(0,${top + PLOT_H})`).call(axisBottom(x).tickValues(stepTicks).tickFormat(format('d')).tickSizeOuter(0)).call(axisStyle);
+  const xFormat = p.xFormat ?? 'd';
+  const xTicks = xFormat === 'd' ? x.ticks(5).filter(Number.isInteger) : x.ticks(5); // steps are whole numbers
+  svg.append('g').attr('transform', `translate(0,${top + PLOT_H})`).call(axisBottom(x).tickValues(xTicks).tickFormat(format(xFormat)).tickSizeOuter(0)).call(axisStyle);
   svg.append('g').attr('transform', `translate(${M.left},0)`).call(axisLeft(y).ticks(4).tickFormat(format('~g'))).call(axisStyle);
   // The secondary scale starts at 0 (a learning rate is read against none at all).
   const v2 = secondary ? rows.map((i) => secondary.values[i]).filter(Number.isFinite) : [];
@@ -108,7 +149,7 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
       .y((i) => y(vs[i]))(idx) ?? '';
   for (const s of drawn) {
     if (sparse) {
-      const at = rows.filter((i) => Number.isFinite(s.values[i]));
+      const at = s.idx.filter((i) => Number.isFinite(s.values[i]));
       svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.2).attr('d', pathOf(s.values, at)).attr('data-series', s.label);
       for (const i of at) {
         const iv = s.intervals?.[i];
@@ -118,9 +159,11 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
       continue;
     }
     // The raw values faint behind the smoothed line; the line named by data-series is the one read.
-    if (smoothing > 0) svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1).attr('stroke-opacity', 0.25).attr('d', pathOf(s.values, rows)).attr('data-raw', s.label);
-    svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.4).attr('d', pathOf(s.smooth, rows)).attr('data-series', s.label);
-    if (rows.length === 1 && Number.isFinite(s.values[0])) svg.append('circle').attr('cx', x(data.steps[0])).attr('cy', y(s.values[0])).attr('r', 2).attr('fill', s.color);
+    if (smoothing > 0) svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1).attr('stroke-opacity', 0.25).attr('d', pathOf(s.values, s.idx)).attr('data-raw', s.label);
+    svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.4).attr('d', pathOf(s.smooth, s.idx)).attr('data-series', s.label);
+    // A line through one value draws nothing: a single value (a one-step run) is a dot.
+    const only = s.idx.filter((i) => Number.isFinite(s.values[i]));
+    if (only.length === 1) svg.append('circle').attr('cx', x(data.steps[only[0]])).attr('cy', y(s.smooth[only[0]])).attr('r', 2).attr('fill', s.color);
   }
 
   if (secondary) {
@@ -148,17 +191,76 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): void {
   if (drawn.length === 0) {
     svg.append('text').attr('x', M.left).attr('y', top + PLOT_H + M.bottom + 8).attr('font-size', 9).attr('fill', 'currentColor').text(sparse ? 'no evaluations yet' : 'none so far');
   }
+  return { x, top, right, height };
+}
+
+/** The pointer in viewBox units, or null off the plot (the crosshair reads the plot only). */
+function pointerIn(e: PointerEvent<SVGSVGElement>, g: Geometry): { vx: number; vy: number } | null {
+  const r = e.currentTarget.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) return null;
+  const vx = ((e.clientX - r.left) * W) / r.width;
+  const vy = ((e.clientY - r.top) * g.height) / r.height;
+  const inside = vx >= M.left - 4 && vx <= W - g.right + 4 && vy >= g.top - 4 && vy <= g.top + PLOT_H + 4;
+  return inside ? { vx, vy } : null;
+}
+
+/** The crosshair's line and tooltip, in percent of the chart so they follow its CSS size. */
+function CrosshairView({ reading, g, vx, smoothing, testId }: { reading: CrosshairReading; g: Geometry; vx: number; smoothing: number; testId: string }) {
+  const left = (g.x(reading.x) / W) * 100;
+  // The tooltip opens away from the nearer edge, so it stays on the chart.
+  const side = vx > W / 2 ? { right: `${100 - (vx / W) * 100 + 2}%` } : { left: `${(vx / W) * 100 + 2}%` };
+  const text = (v: number, raw: number) => (!Number.isFinite(v) ? '—' : `${fmt(v)}${smoothing > 0 && fmt(v) !== fmt(raw) ? ` (${fmt(raw)})` : ''}`);
+  return (
+    <>
+      <div
+        aria-hidden="true"
+        data-testid={`${testId}-line`}
+        data-x={reading.x}
+        style={{ position: 'absolute', left: `${left}%`, top: `${(g.top / g.height) * 100}%`, height: `${(PLOT_H / g.height) * 100}%`, width: 0, borderLeft: '1px dashed currentColor', opacity: 0.6, pointerEvents: 'none' }}
+      />
+      <div
+        role="status"
+        data-testid={testId}
+        style={{ position: 'absolute', top: `${(g.top / g.height) * 100}%`, ...side, zIndex: 3, maxWidth: '90%', padding: '2px 5px', fontSize: 10.5, lineHeight: 1.35, background: 'var(--panel)', border: '1px solid var(--border)', borderRadius: 3, boxShadow: '0 1px 3px rgba(0,0,0,0.18)', pointerEvents: 'none', whiteSpace: 'nowrap' }}
+      >
+        <div style={{ fontWeight: 600 }}>{reading.title}</div>
+        {reading.rows.map((r) => (
+          <div key={r.label} data-testid={`${testId}-row`} data-name={r.label} style={{ display: 'flex', gap: 4, alignItems: 'center' }}>
+            <span className="run-swatch" style={{ background: r.color, flex: 'none' }} aria-hidden="true" />
+            <span style={{ overflow: 'hidden', textOverflow: 'ellipsis', minWidth: 0 }}>{r.label}</span>
+            <span className="mono" style={{ marginLeft: 'auto', paddingLeft: 6 }}>
+              {text(r.value, r.raw)}
+            </span>
+          </div>
+        ))}
+      </div>
+    </>
+  );
 }
 
 export function LineChart(props: LineChartProps) {
   const ref = useRef<SVGSVGElement>(null);
-  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary } = props;
+  const geometry = useRef<Geometry | null>(null);
+  const [hover, setHover] = useState<{ vx: number; vy: number } | null>(null);
+  const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat, crosshair } = props;
   useEffect(() => {
-    if (ref.current) draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary });
-  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary]);
+    if (ref.current) geometry.current = draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat });
+  }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat]);
+  const g = geometry.current;
+  // Read at render, so a chart that redraws under a still pointer (a live run) shows fresh values.
+  const reading = crosshair && hover && g ? crosshair.read(g.x.invert(hover.vx)) : null;
+  const onMove = (e: PointerEvent<SVGSVGElement>) => setHover(geometry.current && pointerIn(e, geometry.current));
   return (
     <figure className="chart" data-testid={`chart-${id}`}>
-      <svg ref={ref} xmlns="http://www.w3.org/2000/svg" role="img" aria-label={title} data-testid={`chart-svg-${id}`} />
+      <svg
+        ref={ref}
+        xmlns="http://www.w3.org/2000/svg"
+        role="img"
+        aria-label={title}
+        data-testid={`chart-svg-${id}`}
+        {...(crosshair ? { onPointerMove: onMove, onPointerDown: onMove, onPointerLeave: () => setHover(null) } : {})}
+      />
+      {crosshair && reading && g && hover && <CrosshairView reading={reading} g={g} vx={hover.vx} smoothing={sparse ? 0 : smoothing} testId={crosshair.testId} />}
       <button type="button" className="chart-export" title="Download this chart as SVG" data-testid={`chart-export-${id}`} onClick={() => ref.current && exportSvg(ref.current, `${id}.svg`)}>
         SVG
       </button>

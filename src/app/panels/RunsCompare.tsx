@@ -1,13 +1,14 @@
 /**
  * The ticked runs overlaid: a legend (one colour per run), reward, held-out accuracy and total
- * tokens on a shared step axis, one more chart of any metric the curves panel draws, and the
- * settings that differ between the runs.
+ * tokens on a shared x axis (GRPO step, wall time or generated tokens), one more chart of any
+ * metric the curves panel draws, a crosshair reading every run on hover, and the settings that
+ * differ between the runs.
  */
 import { useMemo, useState } from 'react';
-import { LineChart } from '../charts/LineChart';
+import { type Crosshair, LineChart } from '../charts/LineChart';
 import { type FlatConfig, configDiff, valueText } from '../runs/configDiff';
 import type { KeptRun } from '../runs/keptRun';
-import { type DrawnRun, OVERLAY_METRICS, heldOutNs, heldOutOverlay, overlayData, overlayMetric } from '../runs/overlay';
+import { type DrawnRun, type OverlayAxis, type OverlayData, type OverlayX, OVERLAY_AXES, OVERLAY_METRICS, crosshairReader, heldOutNs, heldOutOverlay, overlayData, overlayMetric, overlayX, unplacedNote } from '../runs/overlay';
 
 export interface ComparedRun extends DrawnRun {
   config: FlatConfig | null;
@@ -16,10 +17,24 @@ export interface ComparedRun extends DrawnRun {
 /** The charts always shown; the fourth is the user's choice. */
 const FIXED = ['reward', 'tokens-total'] as const;
 
-function MetricChart({ id, runs, smoothing }: { id: string; runs: readonly DrawnRun[]; smoothing: number }) {
+const AXIS_NAMES: Record<OverlayAxis, string> = { step: 'GRPO step', time: 'wall time', tokens: 'tokens' };
+
+/** The crosshair of one chart, reading the data it draws. */
+function useCrosshair(data: OverlayData, smoothing: number, x: OverlayX): Crosshair {
+  return useMemo(() => ({ read: crosshairReader(data, smoothing, x.text), testId: 'runs-crosshair' }), [data, smoothing, x]);
+}
+
+function MetricChart({ id, runs, smoothing, x }: { id: string; runs: readonly DrawnRun[]; smoothing: number; x: OverlayX }) {
   const metric = overlayMetric(id);
-  const data = useMemo(() => overlayData(metric, runs), [metric, runs]);
-  return <LineChart id={`runs-${id.replace(/[^\w-]/g, '_')}`} title={metric.title} data={data} yMin={metric.yMin} yMax={metric.yMax} smoothing={smoothing} legendColumns={1} />;
+  const data = useMemo(() => overlayData(metric, runs, x), [metric, runs, x]);
+  const crosshair = useCrosshair(data, smoothing, x);
+  return <LineChart id={`runs-${id.replace(/[^\w-]/g, '_')}`} title={metric.title} data={data} yMin={metric.yMin} yMax={metric.yMax} smoothing={smoothing} legendColumns={1} xLabel={x.label} xFormat={x.tick} crosshair={crosshair} />;
+}
+
+function HeldOutChart({ runs, x }: { runs: readonly DrawnRun[]; x: OverlayX }) {
+  const data = useMemo(() => heldOutOverlay(runs, x), [runs, x]);
+  const crosshair = useCrosshair(data, 0, x);
+  return <LineChart id="runs-heldout" title="Held-out accuracy" subtitle={heldOutNs(runs)} data={data} yMin={0} yMax={1} smoothing={0} sparse legendColumns={1} xLabel={x.label} xFormat={x.tick} crosshair={crosshair} />;
 }
 
 function DiffTable({ runs }: { runs: readonly ComparedRun[] }) {
@@ -68,22 +83,40 @@ function DiffTable({ runs }: { runs: readonly ComparedRun[] }) {
 
 export function RunsCompare({ runs, smoothing }: { runs: readonly ComparedRun[]; smoothing: number }) {
   const [extra, setExtra] = useState('accuracy');
+  const [axis, setAxis] = useState<OverlayAxis>('step');
   const drawn = useMemo(() => runs.map((r) => ({ run: r.run, color: r.color })), [runs]);
-  const heldOut = useMemo(() => heldOutOverlay(drawn), [drawn]);
+  const x = useMemo(() => overlayX(axis, drawn.map((r) => r.run)), [axis, drawn]);
+  const note = axis === 'step' ? '' : unplacedNote(x, drawn.map((r) => r.run.name));
   const last = (run: KeptRun) => run.metrics.at(-1)?.metrics.step ?? 0;
   return (
     <div className="runs-compare" data-testid="runs-compare" data-runs={runs.length}>
       <ul className="runs-legend" data-testid="runs-legend" aria-label="runs compared">
         {runs.map((r) => (
           <li key={r.run.id} data-testid="runs-legend-item" data-name={r.run.name}>
-            <span className="run-swatch" style={{ background: r.color }} aria-hidden="true" /> {r.run.name} <span className="muted">({last(r.run)} steps)</span>
+            <span className="run-swatch" style={{ background: r.color }} aria-hidden="true" /> {r.run.name} <span className="muted">({last(r.run)} step{last(r.run) === 1 ? '' : 's'})</span>
           </li>
         ))}
       </ul>
+      <div className="row">
+        <span className="muted">x axis</span>
+        {/* A toggle: the chosen axis is pressed (drawn active), not disabled. */}
+        <span className="toggle" role="group" aria-label="x axis">
+          {OVERLAY_AXES.map((a) => (
+            <button key={a} type="button" data-testid={`runs-x-${a}`} aria-pressed={axis === a} onClick={() => setAxis(a)}>
+              {AXIS_NAMES[a]}
+            </button>
+          ))}
+        </span>
+        {note && (
+          <span className="muted small" data-testid="runs-x-note">
+            {note}
+          </span>
+        )}
+      </div>
       <div className="charts">
-        <MetricChart id={FIXED[0]} runs={drawn} smoothing={smoothing} />
-        <LineChart id="runs-heldout" title="Held-out accuracy" subtitle={heldOutNs(drawn)} data={heldOut} yMin={0} yMax={1} smoothing={0} sparse legendColumns={1} />
-        <MetricChart id={FIXED[1]} runs={drawn} smoothing={smoothing} />
+        <MetricChart id={FIXED[0]} runs={drawn} smoothing={smoothing} x={x} />
+        <HeldOutChart runs={drawn} x={x} />
+        <MetricChart id={FIXED[1]} runs={drawn} smoothing={smoothing} x={x} />
         <div>
           <label className="small">
             chart{' '}
@@ -95,7 +128,7 @@ export function RunsCompare({ runs, smoothing }: { runs: readonly ComparedRun[];
               ))}
             </select>
           </label>
-          <MetricChart id={extra} runs={drawn} smoothing={smoothing} />
+          <MetricChart id={extra} runs={drawn} smoothing={smoothing} x={x} />
         </div>
       </div>
       <DiffTable runs={runs} />
