@@ -93,6 +93,24 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await page.mouse.move(0, 0);
   await expect(tip).toHaveCount(0);
 
+  // Export writes the CLI run's record; importing it back gives the same run under a free name.
+  const [download] = await Promise.all([page.waitForEvent('download'), cli.getByTestId('run-export').click()]);
+  expect(download.suggestedFilename()).toBe('ablation-naive_gating-s1.run.json');
+  await page.getByTestId('import-run-files').setInputFiles(await download.path());
+  const copy = page.locator('[data-testid="run-row"][data-name="ablation-naive/gating-s1 (2)"]');
+  await expect(copy).toHaveCount(1);
+  await expect(copy.getByTestId('run-steps')).toHaveText(await cli.getByTestId('run-steps').textContent() ?? '');
+  // Only a page run offers its config back.
+  await expect(cli.getByTestId('run-reopen')).toHaveCount(0);
+  await expect(kept.getByTestId('run-reopen')).toHaveCount(1);
+  // Use config: a changed field goes back to the kept run's value.
+  await page.getByTestId('config-lr').fill('0.0001');
+  await page.getByTestId('config-apply').click();
+  await expect(page.getByTestId('config-apply')).toBeDisabled();
+  await kept.getByTestId('run-reopen').click();
+  await expect(page.getByTestId('runs-note')).toContainText('the config of "tiny e2e" is applied');
+  await expect(page.getByTestId('config-lr')).toHaveValue('0.00002');
+
   // Delete asks first: No keeps the run, Yes removes it (and after a reload too).
   let answer = false;
   const asked: string[] = [];
@@ -106,6 +124,9 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await cli.getByTestId('run-delete').click();
   await expect(cli).toHaveCount(0);
   expect(asked).toHaveLength(2);
+  answer = true;
+  await copy.getByTestId('run-delete').click();
+  await expect(copy).toHaveCount(0);
   expect(asked[0]).toContain('Delete the kept run "ablation-naive/gating-s1"');
   await page.reload();
   await waitForModel();
