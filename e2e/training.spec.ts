@@ -75,7 +75,7 @@ test('the warm start (SFT) shows its progress and ETA, and advances the policy',
   expect(consoleErrors).toEqual([]);
 });
 
-test('training keeps the main thread free: no long task over 200 ms', async ({ page, openApp, waitForModel, consoleErrors }) => {
+test('training keeps the main thread free: no long task over 200 ms', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
   test.setTimeout(300_000);
   await page.addInitScript(() => {
     const w = window as unknown as { longTasks: number[] };
@@ -106,11 +106,12 @@ test('training keeps the main thread free: no long task over 200 ms', async ({ p
   });
   await page.getByTestId('train').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'training');
-  await expect.poll(async () => Number(await page.getByTestId('metrics-steps').getAttribute('data-steps')), { timeout: 180_000 }).toBeGreaterThanOrEqual(2);
+  // Two steps with their evaluations on wasm; one on software WebGPU (a minute a step there).
+  await expect.poll(async () => Number(await page.getByTestId('metrics-steps').getAttribute('data-steps')), { timeout: 180_000 }).toBeGreaterThanOrEqual(backend === 'webgpu' ? 1 : 2);
   await page.getByTestId('pause').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'paused');
-  // The run's starting point and its steps' points were evaluated and drawn.
-  expect(Number(await page.getByTestId('frontier-svg').getAttribute('data-points'))).toBeGreaterThanOrEqual(4);
+  // The run's starting point and (on wasm) its first step's points were evaluated and drawn.
+  expect(Number(await page.getByTestId('frontier-svg').getAttribute('data-points'))).toBeGreaterThanOrEqual(backend === 'webgpu' ? 2 : 4);
   const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
   expect(longTasks.filter((d) => d > 200)).toEqual([]);
   expect(consoleErrors).toEqual([]);
