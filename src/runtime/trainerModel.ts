@@ -140,28 +140,27 @@ export class TrainerModel {
    * this model's parameters before anything is assigned; errors name the file.
    */
   loadOptimizers(files: ReadonlyMap<string, Uint8Array>): void {
-    const loaded: AdamW[] = [];
+    const loaded = new Map<'grpo' | 'sft', AdamW>();
     try {
       for (const k of ['grpo', 'sft'] as const) {
-        const bytes = files.get(OPTIMIZER_FILES[k]);
+        const name = OPTIMIZER_FILES[k];
+        const bytes = files.get(name);
         if (bytes === undefined) continue;
-        const { step, tensors } = decodeOptimizerFile(bytes, OPTIMIZER_FILES[k]);
+        const { step, tensors } = decodeOptimizerFile(bytes, name);
         const opt = new AdamW(this.policy.params, { ...ADAMW_DEFAULTS });
-        loaded.push(opt);
+        loaded.set(k, opt);
         try {
           opt.load(step, tensors);
         } catch (e) {
-          throw new Error(`${OPTIMIZER_FILES[k]}: ${(e as Error).message}`);
+          throw new Error(`${name}: ${(e as Error).message}`);
         }
       }
     } catch (e) {
       loaded.forEach((o) => o.dispose());
       throw e;
     }
-    let i = 0;
-    for (const k of ['grpo', 'sft'] as const) {
-      if (!files.has(OPTIMIZER_FILES[k])) continue;
-      const opt = loaded[i++];
+    // All checked: only now do they replace the running ones.
+    for (const [k, opt] of loaded) {
       if (k === 'grpo') {
         this.grpoOpt?.dispose();
         this.grpoOpt = opt;

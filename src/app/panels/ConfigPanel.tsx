@@ -85,6 +85,7 @@ export function ConfigPanel() {
   useEffect(() => setDraft(draftOf(config)), [config]);
   const errors = useMemo(() => draftErrors(draft), [draft]);
   const changed = useMemo(() => new Set(changedKeys(draft, config)), [draft, config]);
+  const recipes = useMemo(() => recipesOfDraft(draft), [draft]);
   const next = configOfDraft(draft, config);
   const idle = engineState === 'idle' || engineState === 'paused';
   return (
@@ -102,7 +103,7 @@ export function ConfigPanel() {
         <select
           id="config-recipe"
           data-testid="config-recipe"
-          value={recipesOfDraft(draft)[0] ?? 'custom'}
+          value={recipes[0] ?? 'custom'}
           title="Fills the fields a recipe names (the others stay); Apply sends them. Changed fields are marked."
           onChange={(e) => e.target.value !== 'custom' && setDraft(withRecipe(draft, e.target.value))}
         >
@@ -111,7 +112,7 @@ export function ConfigPanel() {
               {r.label}
             </option>
           ))}
-          {recipesOfDraft(draft).length === 0 && <option value="custom">custom</option>}
+          {recipes.length === 0 && <option value="custom">custom</option>}
         </select>
       </div>
       <div className="config-grid">

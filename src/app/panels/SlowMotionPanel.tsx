@@ -4,7 +4,7 @@
  * advantages, each context's credit and gate, and what the update did to the log-probability
  * of every token the policy wrote.
  */
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import type { StepAnatomy } from '../../core/rl/anatomy';
 import { slowStep } from '../state/actions';
 import { type ContextRow, type EpisodeColumn, STAGES, type Stage, baselineText, deltaColour, deltaScale, groupColumns, rewardTerms } from '../state/slowMotion';
@@ -118,8 +118,9 @@ function Anatomy({ a }: { a: StepAnatomy }) {
     setGroup(firstTrained);
     setStage(0);
   }, [a, firstTrained]);
-  const g = a.groups[Math.min(group, a.groups.length - 1)];
-  const cols = groupColumns(a, Math.min(group, a.groups.length - 1));
+  const shown = Math.min(group, a.groups.length - 1);
+  const g = a.groups[shown];
+  const cols = useMemo(() => groupColumns(a, shown), [a, shown]);
   const scale = deltaScale(cols);
   const s = a.settings;
   return (
@@ -152,7 +153,7 @@ function Anatomy({ a }: { a: StepAnatomy }) {
       <p className="small" data-testid="slow-stage-note">
         {stage === 0 && 'The G episodes this prompt got, as the rollout workers sampled them from the behaviour policy.'}
         {stage === 1 && 'Each episode’s reward: its score less the length, call and unused-budget costs.'}
-        {stage === 2 && baselineText(a, Math.min(group, a.groups.length - 1))}
+        {stage === 2 && baselineText(a, shown)}
         {stage === 3 && `Each context’s credit: the root gets A; a clone gets ${s.credit === 'ratio' ? 'A · clamp(r_clone / R)' : 'A (broadcast)'}, with r_clone = R unless a gate (${s.gating ? s.gateMode : 'off'}) sets it to 0.`}
         {stage === 4 && `Every generated token coloured by what the update did to its log-probability: green up, red down, full colour at ±${scale.toPrecision(2)} nats (the largest change in this group); hover for p before → after. Before: the behaviour policy at rollout; after: the weights this step produced.`}
       </p>

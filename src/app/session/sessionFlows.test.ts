@@ -4,20 +4,19 @@
  * from steps to export to import, and a save in IndexedDB (fake-indexeddb) restored after a reload.
  */
 import 'fake-indexeddb/auto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
-import { PROVENANCE_FILE, ZERO_COUNTERS, decodeProvenance, trainingSettings } from '../../core/io/provenance';
+import { PROVENANCE_FILE, decodeProvenance, trainingSettings } from '../../core/io/provenance';
 import type { SftMetricsRow } from '../../core/rl/sft';
 import type { StepMetrics } from '../../core/rl/train';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { initBackend } from '../../runtime/backend';
-import { filesFromRecord } from '../../runtime/checkpointFiles';
-import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
-import { TrainerModel } from '../../runtime/trainerModel';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { EngineRequest } from '../../runtime/protocol';
+import type { TrainerModel } from '../../runtime/trainerModel';
+import { ModelEngine, WARM_START_DIR, WARM_START_SOURCE, warmStartFiles, warmStartModel } from '../engine/modelEngineFixture';
 import { untar } from '../files/tar';
 import { attachEngine, exportWeights, importFiles, reset, showModel, step, warmStart } from '../state/actions';
 import { handleEvent } from '../state/events';
@@ -32,28 +31,15 @@ import { pageRunOf } from '../runs/keptRun';
 const downloads = vi.hoisted(() => [] as { name: string; data: unknown }[]);
 vi.mock('../files/download', () => ({ download: (name: string, data: unknown) => downloads.push({ name, data }) }));
 
-const SHIPPED = 'public/checkpoints/warmstart-tiny';
-const shippedMap = () => new Map(readdirSync(SHIPPED).map((name) => [name, new Uint8Array(readFileSync(join(SHIPPED, name)))]));
-const SOURCE = 'checkpoints/warmstart-tiny/';
 const config = { ...PAGE_DEFAULTS, preset: 'tiny' as const, lr: 3e-5, gating: false, seed: 4, sftLr: 1e-3, sftTeacher: 'naive' as const };
 
 const trace = sampleTrace({ policyVersion: 0, problemId: 'train-0-0', method: 'mono' });
 const metricsRow = (s: number) => ({ step: s, meanReward: 0.4 + s / 100 }) as StepMetrics;
 const sftRow = (s: number, skipped = false): SftMetricsRow => ({ step: s, loss: 1 / s, lr: 1e-3, gradNorm: 1, skipped, tokens: 100, trainedTokens: 80, elapsedSec: s });
 
-/**
- * Stands in for the engine: a real TrainerModel behind exportWeights, loadFiles and reset; a
- * Step or a warm start moves its counters and sends the events the real one sends.
- */
-class ModelEngine implements Engine {
-  requests: EngineRequest[] = [];
-  model = TrainerModel.fromCheckpoint(decodeCheckpoint(shippedMap()), SOURCE);
-
-  async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
-    const r: EngineRequest = req;
-    this.requests.push(r);
-    const m = this.model;
-    let out: unknown;
+/** The shared stand-in plus the requests these flows send: a Step or a warm start moves its counters and sends the events the real one sends; reset and pause. */
+class FlowEngine extends ModelEngine {
+  protected override async answer(r: EngineRequest, m: TrainerModel): Promise<unknown> {
     switch (r.kind) {
       case 'step': {
         m.grpoSteps++;
@@ -62,8 +48,7 @@ class ModelEngine implements Engine {
         handleEvent({ kind: 'policyVersion', policyVersion: m.version });
         handleEvent({ kind: 'episodes', step: m.grpoSteps, traces: [{ ...trace, policyVersion: m.version - 1 }] });
         handleEvent({ kind: 'metrics', rows: [metrics] });
-        out = { metrics };
-        break;
+        return { metrics };
       }
       case 'sft': {
         for (let i = 0; i < r.steps; i++) {
@@ -73,44 +58,21 @@ class ModelEngine implements Engine {
           handleEvent({ kind: 'sftMetrics', rows: [sftRow(m.sftSteps, skipped)] });
         }
         handleEvent({ kind: 'status', state: 'paused', policyVersion: m.version });
-        out = { steps: r.steps, loss: 0.5 };
-        break;
-      }
-      case 'exportWeights': {
-        const training = r.provenance === undefined ? {} : { provenance: { policyVersion: m.version, events: r.provenance } };
-        const { files, counters } = await m.exportFiles({ playground: config, ...training }, r.origin ? 'origin' : 'current');
-        out = { files: Object.fromEntries(files), counters };
-        break;
-      }
-      case 'loadFiles': {
-        const ckpt = decodeCheckpoint(filesFromRecord(r.files));
-        const source = r.resume?.source ?? 'imported';
-        const next = r.resume?.origin
-          ? TrainerModel.resumed(decodeCheckpoint(filesFromRecord(r.resume.origin.files)), r.resume.origin.counters, ckpt, r.resume.counters, source)
-          : TrainerModel.fromCheckpoint(ckpt, source, r.resume?.counters ?? ZERO_COUNTERS);
-        this.model.dispose();
-        this.model = next;
-        out = next.report();
-        break;
+        return { steps: r.steps, loss: 0.5 };
       }
       case 'reset':
         this.model = m.fresh();
         m.dispose();
-        out = this.model.report();
-        break;
+        return this.model.report();
       case 'pause':
-        out = { policyVersion: m.version };
-        break;
+        return { policyVersion: m.version };
       default:
-        throw new Error(`unexpected request ${r.kind}`);
+        return super.answer(r, m);
     }
-    return out as EngineReplies[K];
   }
-  on = () => () => undefined;
-  terminate = () => this.model.dispose();
 }
 
-let engine: ModelEngine;
+let engine: FlowEngine;
 const asked: string[] = [];
 let answer = true;
 
@@ -121,7 +83,7 @@ beforeAll(async () => {
 
 beforeEach(() => {
   engine?.terminate();
-  engine = new ModelEngine();
+  engine = new FlowEngine(config);
   attachEngine(engine);
   setState({ ...INITIAL_STATE, config, engineState: 'idle' }, true);
   showModel(engine.model.report(), null);
@@ -168,7 +130,7 @@ describe('discarding work asks first', () => {
   it('an import over history asks too', async () => {
     await step();
     answer = false;
-    await importFiles([new File([readFileSync(join(SHIPPED, 'model.safetensors'))], 'model.safetensors')]);
+    await importFiles([new File([readFileSync(join(WARM_START_DIR, 'model.safetensors'))], 'model.safetensors')]);
     expect(asked).toEqual([expect.stringMatching(/^Importing model\.safetensors discards the weights at policy v1/)]);
     expect(kinds()).toEqual(['step']);
   });
@@ -182,7 +144,7 @@ describe('provenance', () => {
     await step();
     const { provenance } = getState();
     expect(provenance.map((e) => e.kind)).toEqual(['load', 'grpo', 'sft', 'grpo']);
-    expect(provenance[0]).toMatchObject({ kind: 'load', source: SOURCE, policyVersion: 0 });
+    expect(provenance[0]).toMatchObject({ kind: 'load', source: WARM_START_SOURCE, policyVersion: 0 });
     expect(provenance[1]).toMatchObject({ firstStep: 1, lastStep: 2, fromVersion: 0, toVersion: 2, settings: trainingSettings('grpo', config) });
     expect(provenance[1].kind === 'grpo' && provenance[1].settings).toMatchObject({ lr: 3e-5, gating: false, seed: 4, batch: config.batch, group: config.group });
     // Three warm-start steps, one skipped: two policy versions.
@@ -203,7 +165,7 @@ describe('provenance', () => {
     // A new page (fresh store, the shipped warm start) imports the export.
     setState({ ...INITIAL_STATE, config, engineState: 'idle' }, true);
     engine.model.dispose();
-    engine.model = TrainerModel.fromCheckpoint(decodeCheckpoint(shippedMap()), SOURCE);
+    engine.model = warmStartModel();
     showModel(engine.model.report(), null);
     await importFiles([new File([downloads[0].data as Uint8Array<ArrayBuffer>], 'selfcest-tiny-v5.tar')]);
     const s = getState();
@@ -267,7 +229,7 @@ describe('the saved session', () => {
     // Reload: a fresh store and a fresh engine with the shipped warm start.
     setState({ ...INITIAL_STATE, config: PAGE_DEFAULTS, engineState: 'idle' }, true);
     engine.terminate();
-    engine = new ModelEngine();
+    engine = new FlowEngine(config);
     attachEngine(engine);
     const loaded = await archiveOf(name).load();
     expect(loaded.kind).toBe('ok');
@@ -282,7 +244,7 @@ describe('the saved session', () => {
     expect(s.frontier).toEqual(before.frontier);
     expect(s.provenance).toEqual(before.provenance);
     expect(s.episodes.map((e) => [e.step, e.trace])).toEqual(before.episodes.map((e) => [e.step, e.trace]));
-    expect(s.model?.source).toBe(SOURCE);
+    expect(s.model?.source).toBe(WARM_START_SOURCE);
     // The engine has the saved weights (not the warm start) at the saved counters.
     expect(engine.model.counters()).toEqual({ policyVersion: 3, grpoSteps: 2, sftSteps: 2 });
     const restored = await engine.model.weights();
@@ -295,7 +257,7 @@ describe('the saved session', () => {
     await reset();
     expect(getState().policyVersion).toBe(0);
     expect(getState().provenance).toEqual([before.provenance[0]]);
-    const warm = decodeCheckpoint(shippedMap()).tensors;
+    const warm = decodeCheckpoint(warmStartFiles()).tensors;
     const back = await engine.model.weights();
     for (const [k, v] of warm) expect(back.get(k), k).toEqual(v);
   });

@@ -3,20 +3,18 @@
  * holds a real TrainerModel (cpu backend) and the engine's RunLog: the curves, the rollout table,
  * the engine's exports and the counters the next step goes on from; a bad line refuses it all.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { decodeCheckpoint } from '../../core/io/checkpoint';
-import { ZERO_COUNTERS } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/train';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { initBackend } from '../../runtime/backend';
-import { filesFromRecord } from '../../runtime/checkpointFiles';
-import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
+import type { EngineRequest, ModelReport } from '../../runtime/protocol';
 import { RunLog } from '../../runtime/runLog';
-import { TrainerModel } from '../../runtime/trainerModel';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { TrainerModel } from '../../runtime/trainerModel';
+import type { RequestOf } from '../engine/engine';
+import { ModelEngine, warmStartFiles } from '../engine/modelEngineFixture';
 import { tarArchive } from '../files/tar';
 import { setConfirm } from '../session/confirm';
 import { RUN_FILES_ALONE, attachEngine, exportMetrics, exportTraces, exportWeights, importFiles, showModel, step } from './actions';
@@ -26,9 +24,8 @@ import { INITIAL_STATE, MAX_EPISODES, getState, setState } from './store';
 const downloads = vi.hoisted(() => [] as { name: string; data: unknown }[]);
 vi.mock('../files/download', () => ({ download: (name: string, data: unknown) => downloads.push({ name, data }) }));
 
-const SHIPPED = 'public/checkpoints/warmstart-tiny';
 const RUN = 'runs/ablation/gating-s1';
-const shipped = readdirSync(SHIPPED).map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
+const shipped = [...warmStartFiles()].map(([name, bytes]) => ({ name, bytes }));
 const runFiles = [
   { name: 'metrics.jsonl', bytes: new Uint8Array(readFileSync(join(RUN, 'metrics.jsonl'))) },
   { name: 'state.json', bytes: new Uint8Array(readFileSync(join(RUN, 'state.json'))) },
@@ -39,27 +36,19 @@ const trace = sampleTrace({ method: 'mono' });
 const asFile = (f: { name: string; bytes: Uint8Array }) => new File([f.bytes as Uint8Array<ArrayBuffer>], f.name);
 const lines = (text: string) => text.split('\n').filter((l) => l !== '');
 
-/** The engine's loadFiles, step and exports over a real model and run log (what engine.ts does with them). */
-class RunEngine implements Engine {
-  requests: EngineRequest[] = [];
+/** With the engine's RunLog: loadFiles restores it, a step adds to it, the exports read it (what engine.ts does with them). */
+class RunEngine extends ModelEngine {
   log = new RunLog();
-  model = TrainerModel.fromCheckpoint(decodeCheckpoint(new Map(shipped.map((f) => [f.name, f.bytes]))), 'checkpoints/warmstart-tiny/');
 
-  async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
-    const r: EngineRequest = req;
-    this.requests.push(r);
-    const m = this.model;
-    let out: unknown;
+  protected override load(r: RequestOf<'loadFiles'>): ModelReport {
+    const report = super.load(r);
+    this.log.clear();
+    if (r.resume?.log) this.log.restore(r.resume.log.metrics, r.resume.log.traces);
+    return report;
+  }
+
+  protected override async answer(r: EngineRequest, m: TrainerModel): Promise<unknown> {
     switch (r.kind) {
-      case 'loadFiles': {
-        const next = TrainerModel.fromCheckpoint(decodeCheckpoint(filesFromRecord(r.files)), 'imported', r.resume?.counters ?? ZERO_COUNTERS);
-        m.dispose();
-        this.model = next;
-        this.log.clear();
-        if (r.resume?.log) this.log.restore(r.resume.log.metrics, r.resume.log.traces);
-        out = next.report();
-        break;
-      }
       case 'step': {
         m.grpoSteps++;
         m.version++;
@@ -68,28 +57,16 @@ class RunEngine implements Engine {
         this.log.add(metrics, traces);
         handleEvent({ kind: 'episodes', step: m.grpoSteps, traces });
         handleEvent({ kind: 'metrics', rows: [metrics] });
-        out = { metrics };
-        break;
-      }
-      case 'exportWeights': {
-        const training = r.provenance === undefined ? {} : { provenance: { policyVersion: m.version, events: r.provenance } };
-        const { files, counters } = await m.exportFiles({ playground: config, ...training });
-        out = { files: Object.fromEntries(files), counters };
-        break;
+        return { metrics };
       }
       case 'exportMetrics':
-        out = { text: this.log.metricsText(r.format) };
-        break;
+        return { text: this.log.metricsText(r.format) };
       case 'exportTraces':
-        out = { jsonl: this.log.tracesJsonl() };
-        break;
+        return { jsonl: this.log.tracesJsonl() };
       default:
-        throw new Error(`unexpected request ${r.kind}`);
+        return super.answer(r, m);
     }
-    return out as EngineReplies[K];
   }
-  on = () => () => undefined;
-  terminate = () => this.model.dispose();
 }
 
 let engine: RunEngine;
@@ -101,7 +78,7 @@ beforeAll(async () => {
 
 beforeEach(() => {
   engine?.terminate();
-  engine = new RunEngine();
+  engine = new RunEngine(config);
   attachEngine(engine);
   setState({ ...INITIAL_STATE, config, engineState: 'idle' }, true);
   showModel(engine.model.report(), null);
