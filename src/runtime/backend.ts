@@ -7,6 +7,7 @@
  * parallelism from workers instead.
  */
 import * as tf from '@tensorflow/tfjs';
+import { installFastBatchMatMul } from './wasmKernels/batchMatMul';
 
 export const BACKENDS = ['wasm', 'cpu', 'webgpu'] as const;
 export type BackendName = (typeof BACKENDS)[number];
@@ -43,5 +44,7 @@ export async function initBackend(name: BackendName, opts: InitBackendOptions = 
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`backend ${name} could not be initialised on this platform`);
   await tf.ready();
+  // Batched and transposed matMuls on wasm go to the project's SIMD kernel (wasmKernels/).
+  if (name === 'wasm') installFastBatchMatMul();
   return tf.getBackend();
 }

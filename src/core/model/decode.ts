@@ -7,8 +7,8 @@
  * prefill for a new clone next to single sampled tokens for everyone else.
  *
  * Layout: keys K [rows, H, W, dh] and values Vᵀ [rows, H, dh, W], so that for a single new token
- * both attention products are a broadcast multiply and a sum over the last axis (on wasm that
- * beats the batched matMul, which has no fast path). W grows in chunks of 32 columns; the last
+ * both attention products are batched matMuls against a transposed operand whose rows lie
+ * contiguous (dot products in the project's wasm kernel, no transpose). W grows in chunks of 32 columns; the last
  * column is scratch where padding and idle rows write, and no query ever attends to it. Rows
  * grow by doubling and are compacted when most are closed.
  *
@@ -418,10 +418,10 @@ export class BatchedDecoder {
 
         let attended: tf.Tensor2D;
         if (tq === 1) {
-          // One query per row: scores and mixing as broadcast multiply + sum over the last axis.
-          const scores = tf.sum(tf.mul(tf.reshape(q, [rows, h, 1, dh]), kr), -1);
-          const probs = tf.softmax(tf.add(scores, maskT));
-          attended = tf.reshape(tf.sum(tf.mul(tf.reshape(probs, [rows, h, 1, width]), vr), -1), [rows, d]);
+          // One query per row: [rows·H, 1, dh] against the cached keys and values, no transposes.
+          const scores = tf.matMul(tf.reshape(q, [rows * h, 1, dh]), tf.reshape(kr, [rows * h, width, dh]), false, true);
+          const probs = tf.softmax(tf.add(tf.reshape(scores, [rows, h, width]), maskT));
+          attended = tf.reshape(tf.matMul(tf.reshape(probs, [rows * h, 1, width]), tf.reshape(vr, [rows * h, dh, width]), false, true), [rows, d]);
         } else {
           const qh = tf.reshape(tf.transpose(tf.reshape(q, [rows, tq, h, dh]), [0, 2, 1, 3]), [rows * h, tq, dh]);
           const scores = tf.reshape(tf.matMul(qh, tf.reshape(kr, [rows * h, width, dh]), false, true), [rows, h, tq, width]);

@@ -5,10 +5,10 @@
  * LayerNorm and an LM head tied to the token embedding.
  *
  * Written for the tfjs wasm backend, where the cost model is unusual:
- * - a matMul takes the fast XNNPACK path only when neither operand is transposed and the batch
- *   is 1; anything else runs a naive loop 10–20x slower. Linear layers therefore carry their own
- *   gradient (explicit transposes, then plain matMuls), and the LM head multiplies by a
- *   transposed copy of wte instead of using transposeB.
+ * - tfjs's own wasm matMul is fast only for one 2-D product with neither operand transposed;
+ *   the runtime replaces it with the project's SIMD kernel (src/runtime/wasmKernels), for
+ *   which transposed and batched products cost the same as plain ones. Linear layers carry
+ *   their own gradient (two transposed matMuls and a column sum, no autodiff bookkeeping).
  * - every op costs tens of microseconds of overhead, so the graph is kept small: the attention
  *   scale is folded into the query weights, the causal mask is a cached additive constant.
  * - slicing a large tensor copies all of it, and tanh is ~20x slower than sigmoid, hence the
@@ -24,13 +24,9 @@ import type { GPTParams } from './params';
 
 type Grad2 = (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[];
 
-/**
- * xᵀ·dy without a transposed matMul. Transposing an [N, c] activation is the costly part (the
- * wasm 2D transpose moves one float at a time), so the narrower of x and dy is transposed.
- */
+/** xᵀ·dy, the weight gradient of x·w. */
 function weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
-  if (x.shape[1] <= dy.shape[1]) return tf.matMul(tf.transpose(x), dy);
-  return tf.transpose(tf.matMul(tf.transpose(dy), x)) as tf.Tensor2D;
+  return tf.matMul(x, dy, true, false);
 }
 
 /** Column sums of dy [N, c] as a ones-row matMul (a sum over axis 0 transposes first on wasm). */
@@ -43,7 +39,7 @@ const matMulFast = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
   save([x, w]);
   const gradFunc: Grad2 = (dy, [xs, ws]) => [
-    tf.matMul(dy as tf.Tensor2D, tf.transpose(ws as tf.Tensor2D)),
+    tf.matMul(dy as tf.Tensor2D, ws as tf.Tensor2D, false, true),
     weightGrad(xs as tf.Tensor2D, dy as tf.Tensor2D),
   ];
   return { value: tf.matMul(x, w), gradFunc };
@@ -54,7 +50,7 @@ const linearFast = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, w, b, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
   save([x, w]);
   const gradFunc: Grad2 = (dy, [xs, ws]) => [
-    tf.matMul(dy as tf.Tensor2D, tf.transpose(ws as tf.Tensor2D)),
+    tf.matMul(dy as tf.Tensor2D, ws as tf.Tensor2D, false, true),
     weightGrad(xs as tf.Tensor2D, dy as tf.Tensor2D),
     columnSums(dy as tf.Tensor2D),
   ];
