@@ -11,6 +11,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { BackendReport } from './protocol';
 import { initBackend } from './backend';
 import { type AdapterFacts, webgpuPassedOver } from './softwareAdapter';
+import { fastBatchMatMulActive } from './wasmKernels/batchMatMul';
 
 export type BackendName = BackendReport['backend'];
 export type BackendPreference = 'auto' | BackendName;
@@ -110,6 +111,10 @@ async function tryBackend(name: BackendName, opts: SelectOptions): Promise<strin
   }
 }
 
+/** The note a wasm backend carries when the project's matMul kernel could not be installed. */
+export const WASM_KERNEL_MISSING =
+  "wasm: the project's SIMD matMul kernel is not installed here (no WebAssembly SIMD, or the backend's memory is out of reach): tfjs's own kernels, several times slower";
+
 /** Selects, initialises and checks a backend; throws only when none works. */
 export async function selectBackend(pref: BackendPreference, opts: SelectOptions = {}): Promise<BackendReport> {
   const start = pref === 'auto' ? 0 : BACKEND_ORDER.indexOf(pref);
@@ -129,7 +134,10 @@ export async function selectBackend(pref: BackendPreference, opts: SelectOptions
       adapter = adapterInfo(found);
     }
     const reason = await tryBackend(name, opts);
-    if (reason === null) return { backend: name, adapter, notes, reason: passedOver };
+    if (reason === null) {
+      if (name === 'wasm' && !fastBatchMatMulActive()) notes.push(WASM_KERNEL_MISSING);
+      return { backend: name, adapter, notes, reason: passedOver };
+    }
     notes.push(`${name}: ${reason}`);
   }
   throw new Error(`no tfjs backend works here (${[...(passedOver === null ? [] : [`webgpu: ${passedOver}`]), ...notes].join('; ')})`);
