@@ -1,7 +1,9 @@
 /**
- * `npm run bench -- page [--steps N] [--workers 1,3] [--hash k=v&...]`: wall time per GRPO step in
- * the real page (headless Chromium, the production build in dist/, backend wasm), once per
- * rollout-worker count, in one run so that the ratio compares like with like.
+ * `npm run bench -- page [--steps N] [--workers 1,3] [--hash k=v&...] [--against DIR]`: wall time
+ * per GRPO step in the real page (headless Chromium, the production build in dist/, backend
+ * wasm), once per rollout-worker count, in one run so that the ratio compares like with like.
+ * `--against` names a second production build (e.g. an earlier commit's, built in a worktree),
+ * measured right after dist/ at each worker count, and prints how many times faster dist/ is.
  *
  * The page is opened with its default run configuration (what a user who presses Train gets)
  * plus `backend=wasm`, `workers=W`, `evalEvery=0` (the monitor evaluation would add its own
@@ -39,11 +41,12 @@ const FLAGS = {
   steps: { type: 'int', default: 10, min: 1, max: 1000, help: 'timed steps per worker count (after one untimed step)' },
   workers: { type: 'string', default: '1,3', help: 'comma list of rollout-worker counts' },
   hash: { type: 'string', default: '', help: 'extra config entries for the page, as in its URL hash (k=v&...)' },
+  against: { type: 'string', default: '', help: 'a second production build (its dist folder, e.g. of an earlier commit) measured in the same run, alternating with dist/' },
 } as const;
 
-async function startPreview(): Promise<ChildProcess> {
-  if (!existsSync('dist/index.html')) throw new Error('bench page: dist/ is missing; run `npm run build` first');
-  const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort'], { stdio: 'ignore', detached: true });
+async function startPreview(dist: string): Promise<ChildProcess> {
+  if (!existsSync(`${dist}/index.html`)) throw new Error(`bench page: ${dist}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
+  const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort', '--outDir', dist], { stdio: 'ignore', detached: true });
   for (let i = 0; i < 200; i++) {
     try {
       if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return server;
@@ -121,27 +124,43 @@ export async function runPageBench(args: string[]): Promise<void> {
   const workerCounts = intList('workers', f.workers);
   if (!workerCounts.every((w) => w >= 1 && w <= 16)) throw new Error('bench page: --workers must be a comma list of integers in [1, 16]');
   const extra = f.hash;
-  const server = await startPreview();
+  const builds = f.against === '' ? ['dist'] : ['dist', f.against.replace(/\/$/, '')];
+  for (const b of builds) if (!existsSync(`${b}/index.html`)) throw new Error(`bench page: ${b}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
+  const results = new Map<string, PageStepResult[]>(builds.map((b) => [b, []]));
   try {
-    const results: PageStepResult[] = [];
+    // With two builds, each worker count runs on one, then the other, so both see the same load.
     for (const w of workerCounts) {
-      const page = await browser.newPage();
-      results.push(await measure(page, w, steps, extra));
-      await page.close();
-      const r = results[results.length - 1];
-      console.log(`workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`);
-      const { saves, longTasks: lt, duringSaves: ds } = r;
-      console.log(
-        `  session saves: ${saves.count}, mean ${saves.meanMs.toFixed(0)} ms wall, ${saves.meanMB.toFixed(1)} MB each; main-thread long tasks in ${lt.spanSec.toFixed(0)} s: ${lt.count} (longest ${lt.maxMs.toFixed(0)} ms, blocking ${lt.blockingMs.toFixed(0)} ms), of them during a save: ${ds.count} (longest ${ds.maxMs.toFixed(0)} ms, blocking ${ds.blockingMs.toFixed(0)} ms)`,
-      );
+      for (const build of builds) {
+        const server = await startPreview(build);
+        try {
+          const page = await browser.newPage();
+          const r = await measure(page, w, steps, extra);
+          await page.close();
+          results.get(build)?.push(r);
+          const label = builds.length > 1 ? `${build}, ` : '';
+          console.log(`${label}workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`);
+          const { saves, longTasks: lt, duringSaves: ds } = r;
+          console.log(
+            `  session saves: ${saves.count}, mean ${saves.meanMs.toFixed(0)} ms wall, ${saves.meanMB.toFixed(1)} MB each; main-thread long tasks in ${lt.spanSec.toFixed(0)} s: ${lt.count} (longest ${lt.maxMs.toFixed(0)} ms, blocking ${lt.blockingMs.toFixed(0)} ms), of them during a save: ${ds.count} (longest ${ds.maxMs.toFixed(0)} ms, blocking ${ds.blockingMs.toFixed(0)} ms)`,
+          );
+        } finally {
+          stopPreview(server);
+          await new Promise((r) => setTimeout(r, 500)); // the port is free again
+        }
+      }
     }
-    const base = results[0];
-    for (const r of results.slice(1)) {
+    const mine = results.get('dist') ?? [];
+    const base = mine[0];
+    for (const r of mine.slice(1)) {
       console.log(`ratio workers ${r.workers} / workers ${base.workers}: ${(r.meanSec / base.meanSec).toFixed(2)} (step time), ${(r.rolloutTokensPerSec / base.rolloutTokensPerSec).toFixed(2)} (rollout tokens/s)`);
     }
+    const other = builds.length > 1 ? (results.get(builds[1]) ?? []) : [];
+    other.forEach((o, i) => {
+      const r = mine[i];
+      console.log(`ratio ${builds[1]} / dist at workers ${r.workers}: ${(o.meanSec / r.meanSec).toFixed(2)} (step time: dist is that many times faster)`);
+    });
   } finally {
     await browser.close();
-    stopPreview(server);
   }
 }
