@@ -22,6 +22,7 @@ interface TensorData {
 interface WasmBackend {
   dataIdMap: { get(dataId: object): TensorData | undefined };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  disposeData(dataId: object): boolean;
   wasm: { asm?: { memory?: WebAssembly.Memory }; _malloc(bytes: number): number; _free(ptr: number): void };
 }
 
@@ -29,12 +30,17 @@ interface Bmm {
   bmm(a: number, b: number, c: number, batch: number, m: number, k: number, n: number, strideA: number, strideB: number, transA: number, transB: number, scratchA: number, scratchB: number, bias: number): void;
 }
 
-let installed: Bmm | undefined;
+/** The kernel module compiled once; one instance per wasm backend, over that backend's memory. */
+let compiled: WebAssembly.Module | null | undefined;
+const instances = new WeakMap<object, Bmm>();
+/** The backend the last install saw, and whether tfjs's kernels are re-registered (once, globally). */
+let current: object | undefined;
+let registered = false;
 let enabled = true;
 
-/** Whether the project's kernel now serves the matMuls on wasm. */
+/** Whether the project's kernel now serves the matMuls on the active wasm backend. */
 export function fastBatchMatMulActive(): boolean {
-  return installed !== undefined && enabled;
+  return enabled && registered && current !== undefined && instances.has(current) && tf.getBackend() === 'wasm' && tf.backend() === current;
 }
 
 /**
@@ -52,32 +58,53 @@ function memoryOf(backend: WasmBackend): WebAssembly.Memory | undefined {
   return mem instanceof WebAssembly.Memory ? mem : undefined;
 }
 
+/** The module, or null where the platform cannot validate it (no WebAssembly SIMD). */
+function kernelModule(): WebAssembly.Module | null {
+  if (compiled === undefined) {
+    const bytes = Uint8Array.from(atob(BATCH_MATMUL_WASM), (ch) => ch.charCodeAt(0));
+    compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+  }
+  return compiled;
+}
+
+/** The kernel over this backend's memory, made on first use: a re-created wasm backend (after
+ * tf.removeBackend) has a new memory and gets its own instance. */
+function instanceFor(backend: WasmBackend): Bmm | undefined {
+  const known = instances.get(backend);
+  if (known !== undefined) return known;
+  const memory = memoryOf(backend);
+  const mod = kernelModule();
+  if (memory === undefined || mod === null) return undefined;
+  const made = new WebAssembly.Instance(mod, { env: { memory } }).exports as unknown as Bmm;
+  instances.set(backend, made);
+  return made;
+}
+
 /**
- * Registers the kernels for the active wasm backend (call after `tf.setBackend('wasm')`): every
+ * Sets the kernels up for the active wasm backend (call after `tf.setBackend('wasm')`): every
  * float32 BatchMatMul, and every _FusedMatMul with at most a bias (no activation), goes to the
  * project's kernel; anything else stays with tfjs. Returns false, leaving tfjs's kernels in
- * place, where the backend's memory is not reachable or the platform lacks WebAssembly SIMD;
- * installing twice is a no-op.
+ * charge, where the backend's memory is not reachable or the platform lacks WebAssembly SIMD.
+ * Safe to call again, also after the wasm backend was removed and made anew.
  */
 export function installFastBatchMatMul(): boolean {
-  if (installed !== undefined) return true;
   if (tf.getBackend() !== 'wasm') return false;
   const backend = tf.backend() as unknown as WasmBackend;
-  const memory = memoryOf(backend);
-  const plain = tf.getKernel('BatchMatMul', 'wasm');
-  const fused = tf.getKernel('_FusedMatMul', 'wasm');
-  if (memory === undefined || plain === undefined || fused === undefined) return false;
-  const bytes = Uint8Array.from(atob(BATCH_MATMUL_WASM), (ch) => ch.charCodeAt(0));
-  if (!WebAssembly.validate(bytes)) return false; // no SIMD here
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } });
-  installed = instance.exports as unknown as Bmm;
-  for (const [config, ours] of [
-    [plain, batchMatMul],
-    [fused, fusedMatMul],
-  ] as const) {
-    const original = config.kernelFunc;
-    tf.unregisterKernel(config.kernelName, 'wasm');
-    tf.registerKernel({ ...config, kernelFunc: (args) => ours(args) ?? original(args) });
+  current = backend;
+  if (instanceFor(backend) === undefined) return false;
+  if (!registered) {
+    const plain = tf.getKernel('BatchMatMul', 'wasm');
+    const fused = tf.getKernel('_FusedMatMul', 'wasm');
+    if (plain === undefined || fused === undefined) return false;
+    for (const [config, ours] of [
+      [plain, batchMatMul],
+      [fused, fusedMatMul],
+    ] as const) {
+      const original = config.kernelFunc;
+      tf.unregisterKernel(config.kernelName, 'wasm');
+      tf.registerKernel({ ...config, kernelFunc: (args) => ours(args) ?? original(args) });
+    }
+    registered = true;
   }
   return true;
 }
@@ -101,7 +128,9 @@ function fusedMatMul(args: KernelArgs): tf.TensorInfo | undefined {
 
 /** The product by the project's kernel, or undefined where tfjs's own kernel should run. */
 function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean, bias?: tf.TensorInfo): tf.TensorInfo | undefined {
-  if (!enabled || installed === undefined) return undefined;
+  if (!enabled) return undefined;
+  const kernel = instanceFor(backend);
+  if (kernel === undefined) return undefined;
   if (a.dtype !== 'float32' || b.dtype !== 'float32') return undefined;
   const ra = a.shape.length;
   const rb = b.shape.length;
@@ -131,8 +160,14 @@ function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, trans
   // A transposed B under more than 4 rows is copied untransposed first (the kernel's rule).
   const scratchB = transposeB && m > 4 ? backend.wasm._malloc(k * n * 4) : 0;
   try {
+    if ((transposeA && scratchA === 0) || (transposeB && m > 4 && scratchB === 0)) {
+      throw new Error(`matMul (wasm): out of memory for a ${m}×${k}·${k}×${n} product's scratch space`);
+    }
     const batch = Math.max(batchA, batchB);
-    installed.bmm(at(a), at(b), at(out), batch, m, k, n, batchA === 1 ? 0 : m * k, batchB === 1 ? 0 : k * n, transposeA ? 1 : 0, transposeB ? 1 : 0, scratchA, scratchB, bias === undefined ? 0 : at(bias));
+    kernel.bmm(at(a), at(b), at(out), batch, m, k, n, batchA === 1 ? 0 : m * k, batchB === 1 ? 0 : k * n, transposeA ? 1 : 0, transposeB ? 1 : 0, scratchA, scratchB, bias === undefined ? 0 : at(bias));
+  } catch (e) {
+    backend.disposeData(out.dataId);
+    throw e;
   } finally {
     if (scratchA !== 0) backend.wasm._free(scratchA);
     if (scratchB !== 0) backend.wasm._free(scratchB);
