@@ -17,6 +17,9 @@ import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig, type RlSequence, aggregati
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
 import { addAll } from '../src/core/rl/grads';
 import { Rng } from '../src/core/rng';
+import { decodeCheckpoint } from '../src/core/io/checkpoint';
+import { ZERO_COUNTERS } from '../src/core/io/provenance';
+import { TrainerModel } from '../src/runtime/trainerModel';
 
 const noGpu = await installNodeWebgpu().then(
   () => null,
@@ -216,5 +219,37 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
     tf.dispose([a, b]);
     expect(tf.memory().numTensors).toBe(before);
     tf.dispose([...scalars, ...rows]);
+  });
+
+  it('a session saved on webgpu (weights and both optimizers’ moments) resumes on webgpu and on wasm with the same next update', async () => {
+    // What the page's session save reads back from the GPU, and what a reload puts back.
+    const grad = (model: TrainerModel, v: number) => new Map([...model.policy.params].map(([name, p]) => [name, tf.fill(p.shape, v)]));
+    const wte = async (model: TrainerModel) => Array.from(await (model.policy.params.get('transformer.wte.weight') as tf.Variable).data());
+    const step = async (model: TrainerModel, v: number) => {
+      const g = grad(model, v);
+      await model.grpoOptimizer(1e-2, 0, 1).apply(g);
+      [...g.values()].forEach((t) => t.dispose());
+    };
+    await initBackend('webgpu');
+    const model = TrainerModel.random('tiny', 4);
+    await step(model, 0.3);
+    const g = grad(model, 0.2);
+    await model.sftOptimizer(1e-2, 0, 1).apply(g);
+    [...g.values()].forEach((t) => t.dispose());
+    const origin = (await model.exportFiles({}, 'origin')).files;
+    const { files, counters } = await model.exportFiles({}, 'current', { optimizer: true });
+    await step(model, -0.7);
+    const want = await wte(model);
+    model.dispose();
+    for (const backend of ['webgpu', 'wasm'] as const) {
+      await initBackend(backend);
+      const resumed = TrainerModel.resumed(decodeCheckpoint(origin), ZERO_COUNTERS, decodeCheckpoint(files), counters, 'session');
+      resumed.loadOptimizers(files);
+      expect(resumed.optimizerSteps(), backend).toEqual({ grpo: 1, sft: 1 });
+      await step(resumed, -0.7);
+      expect(maxAbsDiff(await wte(resumed), want), backend).toBeLessThan(1e-5);
+      resumed.dispose();
+    }
+    expect(gpuErrors).toEqual([]);
   });
 });
