@@ -48,6 +48,8 @@ async function startPreview(dist: string): Promise<ChildProcess> {
   if (!existsSync(`${dist}/index.html`)) throw new Error(`bench page: ${dist}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
   const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort', '--outDir', dist], { stdio: 'ignore', detached: true });
   for (let i = 0; i < 200; i++) {
+    // A preview that exited (the port still held by another) must not pass for this build.
+    if (server.exitCode !== null) throw new Error(`bench page: vite preview for ${dist} exited (code ${server.exitCode}); is port ${PORT} in use?`);
     try {
       if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return server;
     } catch {
@@ -57,6 +59,13 @@ async function startPreview(dist: string): Promise<ChildProcess> {
   }
   stopPreview(server);
   throw new Error(`bench page: vite preview did not answer on port ${PORT}`);
+}
+
+/** npx starts vite as its child: end the whole process group, and wait until it has gone (the port is free). */
+async function stopPreviewAndWait(server: ChildProcess): Promise<void> {
+  const gone = new Promise<void>((resolve) => (server.exitCode !== null || server.signalCode !== null ? resolve() : server.once('exit', () => resolve())));
+  stopPreview(server);
+  await Promise.race([gone, new Promise((r) => setTimeout(r, 5000))]);
 }
 
 /** npx starts vite as its child: end the whole process group. */
@@ -124,7 +133,8 @@ export async function runPageBench(args: string[]): Promise<void> {
   const workerCounts = intList('workers', f.workers);
   if (!workerCounts.every((w) => w >= 1 && w <= 16)) throw new Error('bench page: --workers must be a comma list of integers in [1, 16]');
   const extra = f.hash;
-  const builds = f.against === '' ? ['dist'] : ['dist', f.against.replace(/\/$/, '')];
+  const builds = f.against === '' ? ['dist'] : ['dist', f.against.replace(/\/+$/, '')];
+  if (builds.length > 1 && (builds[1] === 'dist' || builds[1] === './dist')) throw new Error('bench page: --against must name another build than dist/');
   for (const b of builds) if (!existsSync(`${b}/index.html`)) throw new Error(`bench page: ${b}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
   const results = new Map<string, PageStepResult[]>(builds.map((b) => [b, []]));
@@ -145,8 +155,7 @@ export async function runPageBench(args: string[]): Promise<void> {
             `  session saves: ${saves.count}, mean ${saves.meanMs.toFixed(0)} ms wall, ${saves.meanMB.toFixed(1)} MB each; main-thread long tasks in ${lt.spanSec.toFixed(0)} s: ${lt.count} (longest ${lt.maxMs.toFixed(0)} ms, blocking ${lt.blockingMs.toFixed(0)} ms), of them during a save: ${ds.count} (longest ${ds.maxMs.toFixed(0)} ms, blocking ${ds.blockingMs.toFixed(0)} ms)`,
           );
         } finally {
-          stopPreview(server);
-          await new Promise((r) => setTimeout(r, 500)); // the port is free again
+          await stopPreviewAndWait(server);
         }
       }
     }

@@ -20,6 +20,7 @@ import { Rng } from '../src/core/rng';
 import { decodeCheckpoint } from '../src/core/io/checkpoint';
 import { ZERO_COUNTERS } from '../src/core/io/provenance';
 import { TrainerModel } from '../src/runtime/trainerModel';
+import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/rl/adamwStep';
 
 const noGpu = await installNodeWebgpu().then(
   () => null,
@@ -250,6 +251,36 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
       expect(maxAbsDiff(await wte(resumed), want), backend).toBeLessThan(1e-5);
       resumed.dispose();
     }
+    expect(gpuErrors).toEqual([]);
+  });
+
+  it('the fused AdamW kernel on webgpu gives the update the composed ops give on wasm', async () => {
+    const arrays = await sharpWeights();
+    const rng = new Rng(3);
+    const grads = new Map([...arrays].map(([name, a]) => [name, Float32Array.from(a, () => rng.normal())]));
+    const after = async (backend: Backend, fused: boolean) => {
+      await initBackend(backend);
+      const was = setFusedAdamW(fused);
+      try {
+        if (fused) expect(fusedAdamWAvailable()).toBe(true);
+        const params = paramsFromArrays(config, arrays);
+        const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 1e-2, weightDecay: 0.1, gradClip: 1 });
+        for (let s = 0; s < 2; s++) {
+          const g = new Map([...params].map(([name, p]) => [name, tf.tensor(grads.get(name) as Float32Array, p.shape)]));
+          await opt.apply(g);
+          g.forEach((t) => t.dispose());
+        }
+        const out = await paramsToArrays(params);
+        opt.dispose();
+        disposeParams(params);
+        return out;
+      } finally {
+        setFusedAdamW(was);
+      }
+    };
+    const gpu = await after('webgpu', true);
+    const wasm = await after('wasm', false);
+    for (const [name, w] of wasm) expect(maxAbsDiff(gpu.get(name) as Float32Array, w), name).toBeLessThan(1e-5);
     expect(gpuErrors).toEqual([]);
   });
 });

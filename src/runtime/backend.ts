@@ -7,6 +7,7 @@
  * parallelism from workers instead.
  */
 import * as tf from '@tensorflow/tfjs';
+import { registerAdamWKernels } from './kernels/adamw';
 import { installFastBatchMatMul } from './wasmKernels/batchMatMul';
 
 export const BACKENDS = ['wasm', 'cpu', 'webgpu'] as const;
@@ -40,6 +41,8 @@ export async function initBackend(name: BackendName, opts: InitBackendOptions = 
   } else if (name === 'webgpu') {
     await import('@tensorflow/tfjs-backend-webgpu');
   }
+  // The project's fused kernels (AdamW) for every backend, before the backend's setup runs.
+  registerAdamWKernels();
   // '@tensorflow/tfjs' registers cpu (and webgl) itself.
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`backend ${name} could not be initialised on this platform`);

@@ -25,11 +25,16 @@ export function addInto(sums: Map<string, tf.Tensor>, name: string, g: tf.Tensor
   g.dispose();
 }
 
+/** Inputs of one tf.addN: WebGPU binds them all in one shader, with the output, under the 8 storage buffers a stage may bind. */
+const ADD_N_CHUNK = 6;
+
 /**
- * The sum of same-shape tensors by pairwise adds; a new tensor, the inputs stay the caller's.
- * Not tf.addN: its WebGPU kernel binds every input in one shader, and past the storage buffers
- * a stage may bind (8 by default) the dispatch is invalid and reads back zeros (a grad norm of
- * 0 on WebGPU with loss and KL right). tfjs 4.22 does not split it, as it splits concat.
+ * The sum of same-shape tensors; a new tensor, the inputs stay the caller's. tf.addN over chunks
+ * of at most 6, then over the chunks' sums: one dispatch per chunk on WebGPU, where pairwise adds
+ * take one per input. Not one tf.addN over all of them: its WebGPU kernel binds every input in
+ * one shader, and past the storage buffers a stage may bind (8 by default) the dispatch is
+ * invalid and reads back zeros (a grad norm of 0 on WebGPU with loss and KL right). tfjs 4.22
+ * does not split it, as it splits concat.
  */
 export function addAll(ts: readonly tf.Tensor[]): tf.Tensor {
   return tf.tidy(() => {
@@ -37,14 +42,26 @@ export function addAll(ts: readonly tf.Tensor[]): tf.Tensor {
     let level: tf.Tensor[] = [...ts];
     while (level.length > 1) {
       const next: tf.Tensor[] = [];
-      for (let i = 0; i < level.length; i += 2) next.push(i + 1 < level.length ? tf.add(level[i], level[i + 1]) : level[i]);
+      for (let i = 0; i < level.length; i += ADD_N_CHUNK) {
+        const chunk = level.slice(i, i + ADD_N_CHUNK);
+        next.push(chunk.length === 1 ? chunk[0] : tf.addN(chunk));
+      }
       level = next;
     }
     return tf.clone(level[0]);
   });
 }
 
-/** Σ‖g‖² over all gradients (the square of the global norm that clipping reads). */
+/**
+ * Σ‖g‖² over all gradients (the square of the global norm that clipping reads): each tensor's
+ * as a dot product with itself (one matMul, where square and sum are two kernels), then summed.
+ */
 export function squaredGlobalNorm(grads: Iterable<tf.Tensor>): tf.Scalar {
-  return tf.tidy(() => addAll([...grads].map((g) => tf.sum(tf.square(g)))) as tf.Scalar);
+  return tf.tidy(() => {
+    const parts = [...grads].map((g) => {
+      const flat = tf.reshape(g, [1, g.size]) as tf.Tensor2D;
+      return tf.reshape(tf.matMul(flat, flat, false, true), []);
+    });
+    return addAll(parts) as tf.Scalar;
+  });
 }

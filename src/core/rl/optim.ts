@@ -3,6 +3,7 @@
  * step) can be saved with a run and restored exactly on resume.
  */
 import * as tf from '@tensorflow/tfjs';
+import { adamwStep } from './adamwStep';
 import { squaredGlobalNorm } from './grads';
 
 export interface AdamWConfig {
@@ -60,9 +61,17 @@ export class AdamW {
       for (const [name, p] of this.params) {
         const g0 = grads.get(name);
         if (!g0) continue;
-        const g = scale === 1 ? g0 : tf.mul(g0, scale);
         const m = this.m.get(name)!;
         const v = this.v.get(name)!;
+        const decay = weightDecay > 0 && decays(name) ? lr * weightDecay : 0;
+        const fused = adamwStep(p, g0, m, v, { lr, beta1, beta2, eps, bc1, bc2, decay, scale });
+        if (fused !== null) {
+          m.assign(fused[1]);
+          v.assign(fused[2]);
+          p.assign(fused[0]);
+          continue;
+        }
+        const g = scale === 1 ? g0 : tf.mul(g0, scale);
         m.assign(tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1)));
         v.assign(tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2)));
         const update = tf.div(tf.div(m, bc1), tf.add(tf.sqrt(tf.div(v, bc2)), eps));

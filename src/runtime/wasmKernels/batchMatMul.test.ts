@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../backend';
 import { KERNELS, assemble, binaryModuleSource } from './assemble';
-import { fastBatchMatMulActive, setFastBatchMatMul } from './batchMatMul';
+import { fastBatchMatMulActive, fastBatchMatMulCalls, setFastBatchMatMul } from './batchMatMul';
 
 type Case = [number[], number[], boolean, boolean];
 
@@ -31,6 +31,11 @@ const CASES: Case[] = [
   [[6, 1, 32], [6, 40, 32], false, true], // one query against cached keys: dot products
   [[6, 3, 7], [6, 9, 7], false, true], // dot products with a scalar tail
   [[6, 7, 3], [1, 9, 7], true, true], // the same with A transposed and B shared
+  [[1, 7, 5], [4, 7, 9], true, false], // A shared and transposed: transposed once
+  [[1, 7, 6], [4, 9, 7], true, true],
+  [[2, 7, 4], [2, 9, 7], true, true], // m = 4: the dot-product path's edge, A transposed
+  [[2, 3, 5, 7], [7, 9], false, false], // batch dimensions of different ranks
+  [[5, 7], [2, 3, 7, 9], false, false],
   [[32, 16, 32], [32, 32, 16], false, false], // attention's shapes, exact SIMD blocks
   [[32, 16, 16], [32, 16, 32], true, false],
   [[32, 16, 32], [32, 16, 32], false, true],
@@ -68,8 +73,11 @@ describe('wasm BatchMatMul kernel', () => {
   });
 
   it.each(CASES.map((c, i) => [i, c] as const))('case %i equals tfjs’s own kernel and the cpu backend', async (i, c) => {
+    const before = fastBatchMatMulCalls();
     const ours = product(true, c, 10 + i);
+    expect(fastBatchMatMulCalls(), 'the project kernel computed it').toBe(before + 1);
     const theirs = product(false, c, 10 + i);
+    expect(fastBatchMatMulCalls()).toBe(before + 1);
     expect(ours.shape).toEqual(theirs.shape);
     expect(maxDiff(ours.data, theirs.data)).toBeLessThan(1e-4); // sums in another order past 256 terms
     // An independent backend: tfjs's cpu kernel on the same inputs.
@@ -118,10 +126,22 @@ describe('wasm BatchMatMul kernel', () => {
         setFastBatchMatMul(was);
       }
     };
+    const before = fastBatchMatMulCalls();
     const ours = grads(true);
+    expect(fastBatchMatMulCalls()).toBeGreaterThanOrEqual(before + 6); // two products forward, four backward
     const theirs = grads(false);
     for (let i = 0; i < 3; i++) expect(maxDiff(ours[i], theirs[i])).toBeLessThan(1e-5);
     expect(Math.max(...ours[0].map(Math.abs))).toBeGreaterThan(1e-3);
+  });
+
+  it('stays right after the wasm memory has grown', () => {
+    const big = tf.zeros([64, 1024, 1024]); // 256 MB: the heap grows past it
+    try {
+      const c: Case = [[4, 33, 9], [4, 33, 21], true, false];
+      expect(maxDiff(product(true, c, 40).data, product(false, c, 40).data)).toBeLessThan(1e-4);
+    } finally {
+      big.dispose();
+    }
   });
 
   it('leaves no tensors behind', () => {

@@ -37,6 +37,12 @@ const instances = new WeakMap<object, Bmm>();
 let current: object | undefined;
 let registered = false;
 let enabled = true;
+let calls = 0;
+
+/** How many products the project's kernel has computed in this process (tests check it ran). */
+export function fastBatchMatMulCalls(): number {
+  return calls;
+}
 
 /** Whether the project's kernel now serves the matMuls on the active wasm backend. */
 export function fastBatchMatMulActive(): boolean {
@@ -62,7 +68,11 @@ function memoryOf(backend: WasmBackend): WebAssembly.Memory | undefined {
 function kernelModule(): WebAssembly.Module | null {
   if (compiled === undefined) {
     const bytes = Uint8Array.from(atob(BATCH_MATMUL_WASM), (ch) => ch.charCodeAt(0));
-    compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+    try {
+      compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+    } catch {
+      compiled = null; // a compile refused here: tfjs's kernels stay in charge
+    }
   }
   return compiled;
 }
@@ -75,7 +85,12 @@ function instanceFor(backend: WasmBackend): Bmm | undefined {
   const memory = memoryOf(backend);
   const mod = kernelModule();
   if (memory === undefined || mod === null) return undefined;
-  const made = new WebAssembly.Instance(mod, { env: { memory } }).exports as unknown as Bmm;
+  let made: Bmm;
+  try {
+    made = new WebAssembly.Instance(mod, { env: { memory } }).exports as unknown as Bmm;
+  } catch {
+    return undefined; // e.g. a memory the module cannot import: tfjs's kernels stay in charge
+  }
   instances.set(backend, made);
   return made;
 }
@@ -164,6 +179,7 @@ function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, trans
       throw new Error(`matMul (wasm): out of memory for a ${m}×${k}·${k}×${n} product's scratch space`);
     }
     const batch = Math.max(batchA, batchB);
+    calls++;
     kernel.bmm(at(a), at(b), at(out), batch, m, k, n, batchA === 1 ? 0 : m * k, batchB === 1 ? 0 : k * n, transposeA ? 1 : 0, transposeB ? 1 : 0, scratchA, scratchB, bias === undefined ? 0 : at(bias));
   } catch (e) {
     backend.disposeData(out.dataId);
