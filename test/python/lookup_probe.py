@@ -44,6 +44,10 @@ def encode(text):
     return out
 
 
+RHS_NAMES = 0.4  # --rhs-names: how often a right-hand side is another name
+MAX_VALUE = 99  # --max-value: numbers on a right-hand side are 0..MAX_VALUE
+
+
 def drill(rng, size, names, layout, found, filler=0, fixed=False):
     used = {"no"} if names == 2 else set()
 
@@ -57,13 +61,13 @@ def drill(rng, size, names, layout, found, filler=0, fixed=False):
     assigned = [fresh() for _ in range(size)]
     rhs_names, rhs = [], []
     for _ in assigned:
-        if rng.random() < 0.4:
+        if rng.random() < RHS_NAMES:
             v = fresh()
             rhs_names.append(v)
             rhs.append(v)
         else:
             # Fixed width: every value two digits, so every assignment is 6 characters.
-            rhs.append(str(rng.randint(10, 99) if fixed else rng.randint(0, 99)))
+            rhs.append(str(rng.randint(10, 99) if fixed else rng.randint(0, MAX_VALUE)))
     parts = [f"{v}={r}." for v, r in zip(assigned, rhs)]
     # Filler: words of 3-6 letters (never a name, never before '='), placed among the assignments.
     for _ in range(filler):
@@ -138,6 +142,30 @@ def recall_drill(rng, size, names, fixed=False):
     return f"<clone>{chunk}<sep>", "!" + "".join(f"={v}={r}" for v, r in pairs) + "<eos>"
 
 
+def query_drill(rng, size, names, queries, miss, fixed=False):
+    """A dense row (--queries): the clone's exchange repeated over one chunk. The chunk and a
+    first question as the clone gets them (`<clone>chunk q?<sep>`), its answer block, then
+    `queries - 1` more questions, each `q?<sep>` and its block. One row carries `queries`
+    lookups in the very format the readings ask; a training aid, the clone's context asks once."""
+    prompt, _ = drill(rng, size, names, "last", True, 0, fixed)
+    chunk = prompt[len("<clone>") :].rsplit(" ", 1)[0]
+    pairs = [part.rstrip(".").split("=") for part in chunk.split(" ")]
+    taken = {v for v, _ in pairs} | {r for _, r in pairs} | {"no"}
+    asked = []
+    for _ in range(queries):
+        if rng.random() < miss:
+            while True:
+                q = "".join(rng.choice(LETTERS) for _ in range(names))
+                if q not in taken:
+                    break
+            asked.append((q, "none"))
+        else:
+            asked.append(tuple(rng.choice(pairs)))
+    q0, a0 = asked[0]
+    rest = "".join(f"{q}?<sep><ans>{a}<eos>" for q, a in asked[1:])
+    return f"<clone>{chunk} {q0}?<sep>", f"!<ans>{a0}<eos>{rest}"
+
+
 def batch_of(drills, prompt_weight=0.0):
     # An answer starting with "!" is the whole target text (a recall row).
     rows = [(encode(p), encode(a[1:] if a.startswith("!") else target(p, a))) for p, a in drills]
@@ -208,9 +236,13 @@ def main():
     ap.add_argument("--filler", type=int, default=0, help="filler words among the chunk's assignments")
     ap.add_argument("--mix", action="store_true", help="train on chunk sizes 1..size drawn uniformly (held out: size)")
     ap.add_argument("--recall", type=float, default=0.0, help="fraction of training rows that are recall rows (every assignment restated)")
+    ap.add_argument("--rhs-names", type=float, default=0.4, help="how often a right-hand side is another name (0: numbers only)")
+    ap.add_argument("--miss", type=float, default=0.5, help="fraction of training drills whose name the chunk does not assign")
+    ap.add_argument("--queries", type=int, default=0, help="dense training rows: the clone's question and answer repeated this many times over one chunk")
+    ap.add_argument("--max-value", type=int, default=99, help="numbers on a right-hand side are 0..MAX (9: one token)")
     a = ap.parse_args()
-    global COT
-    COT = a.cot
+    global COT, RHS_NAMES, MAX_VALUE
+    COT, RHS_NAMES, MAX_VALUE = a.cot, a.rhs_names, a.max_value
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     erng = random.Random(f"eval-{a.seed}")
@@ -226,10 +258,13 @@ def main():
         drills = []
         while len(drills) < a.batch:
             size = trng.randint(1, a.size) if a.mix else a.size
+            if a.queries > 0:
+                drills.append(query_drill(trng, size, a.names, a.queries, a.miss, a.fixed))
+                continue
             if a.recall > 0 and trng.random() < a.recall:
                 drills.append(recall_drill(trng, size, a.names, a.fixed))
                 continue
-            d = drill(trng, size, a.names, a.layout, len(drills) % 2 == 0, a.filler, a.fixed)
+            d = drill(trng, size, a.names, a.layout, trng.random() >= a.miss, a.filler, a.fixed)
             if d not in held:
                 drills.append(d)
         ids, tgt, w = batch_of(drills, a.prompt_loss)
