@@ -14,6 +14,7 @@ not needed, only a consistent one (special tokens, then one token per character)
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -238,6 +239,7 @@ def main():
     ap.add_argument("--recall", type=float, default=0.0, help="fraction of training rows that are recall rows (every assignment restated)")
     ap.add_argument("--rhs-names", type=float, default=0.4, help="how often a right-hand side is another name (0: numbers only)")
     ap.add_argument("--miss", type=float, default=0.5, help="fraction of training drills whose name the chunk does not assign")
+    ap.add_argument("--state", default="", help="file to save the run in at every reading and to resume from when it exists (append the output: >>)")
     ap.add_argument("--queries", type=int, default=0, help="dense training rows: the clone's question and answer repeated this many times over one chunk")
     ap.add_argument("--max-value", type=int, default=99, help="numbers on a right-hand side are 0..MAX (9: one token)")
     a = ap.parse_args()
@@ -254,7 +256,20 @@ def main():
     trng = random.Random(f"train-{a.seed}")
     t0 = time.time()
     reached = None
-    for step in range(1, a.steps + 1):
+    first = 1
+    if a.state and os.path.exists(a.state):
+        # Resume: weights, optimizer, the drill stream and torch's generator, as saved at a reading.
+        saved = torch.load(a.state, weights_only=False)
+        if saved["args"] != {k: v for k, v in vars(a).items() if k != "steps"}:
+            sys.exit(f"--state {a.state} was saved by a run with other flags: {saved['args']}")
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        trng.setstate(saved["trng"])
+        torch.set_rng_state(saved["torch"])
+        first = saved["step"] + 1
+        t0 -= saved["sec"]
+        print(json.dumps({"resumed": saved["step"]}), flush=True)
+    for step in range(first, a.steps + 1):
         drills = []
         while len(drills) < a.batch:
             size = trng.randint(1, a.size) if a.mix else a.size
@@ -279,6 +294,10 @@ def main():
         if step % a.eval_every == 0:
             fa, ma = accuracy(model, found), accuracy(model, missing)
             print(json.dumps({"step": step, "loss": round(loss.item(), 4), "found": fa, "missing": ma, **found_breakdown(model, found), "sec": round(time.time() - t0, 1)}), flush=True)
+            if a.state:
+                state = {"args": {k: v for k, v in vars(a).items() if k != "steps"}, "model": model.state_dict(), "opt": opt.state_dict(), "trng": trng.getstate(), "torch": torch.get_rng_state(), "step": step, "sec": time.time() - t0}
+                torch.save(state, a.state + ".tmp")
+                os.replace(a.state + ".tmp", a.state)
             if fa >= a.target and ma >= a.target:
                 reached = step
                 break
