@@ -151,7 +151,7 @@ test('the page starts from the shipped checkpoint the config names, or a labelle
   await page.getByTestId('config-checkpoint').selectOption('random');
   await page.getByTestId('config-apply').click();
   await expect(page.getByTestId('model-note')).toContainText('random init: the config asks for a random init');
-  expect(await page.evaluate(() => location.hash)).toContain('checkpoint=random');
+  await expect.poll(() => page.evaluate(() => location.hash)).toContain('checkpoint=random');
 
   // A small checkpoint under the tiny preset is refused with the reason, and a random init shown.
   await page.getByTestId('config-checkpoint').selectOption('warmstart');

@@ -22,6 +22,8 @@ test('the config panel validates fields and keeps the applied config in the URL 
   await page.getByTestId('config-apply').click();
   await expect(page.getByTestId('config-apply')).toBeDisabled();
   await expect(hashErrors).toHaveCount(0);
+  // Apply is disabled while the engine takes the config; the link is written once it has.
+  await expect.poll(() => page.evaluate(() => location.hash)).toContain('clip=0.1');
   const hash = await page.evaluate(() => location.hash);
   expect(hash).toContain('clip=0.1');
   expect(hash).toContain('credit=broadcast');
@@ -48,6 +50,6 @@ test('the config panel validates fields and keeps the applied config in the URL 
   await expect(recipe).toHaveValue('no-gating');
   await page.getByTestId('config-apply').click();
   await expect(page.getByTestId('config-apply')).toBeDisabled();
-  expect(await page.evaluate(() => location.hash)).toContain('gating=false');
+  await expect.poll(() => page.evaluate(() => location.hash)).toContain('gating=false');
   expect(consoleErrors).toEqual([]);
 });

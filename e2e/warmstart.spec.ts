@@ -93,11 +93,13 @@ test('the multihop long-context setting is picked from the task options, applied
   await preset.selectOption('long-context');
   await expect(page.getByTestId('config-error-taskOptions')).toHaveCount(0);
   await page.getByTestId('config-apply').click();
+  // Apply is disabled while the engine takes the config; the store and the link change together
+  // once it has, so the plan's task line is what to wait for before reading the link.
+  await expect(page.getByTestId('sft-plan-task')).toHaveText('multihop {"chunks":6,"perChunk":6}');
   await expect(page.getByTestId('config-apply')).toBeDisabled();
   const hash = await page.evaluate(() => location.hash);
   expect(hash).toContain('task=multihop');
   expect(hash).toContain(`taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":6}')}`);
-  await expect(page.getByTestId('sft-plan-task')).toHaveText('multihop {"chunks":6,"perChunk":6}');
 
   // The link reproduces it.
   await page.reload();
