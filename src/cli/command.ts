@@ -20,16 +20,18 @@ export function defineCommand<const S extends FlagSpecs>(name: string, summary: 
  * the command sets, validated into one RunConfig before the body starts.
  */
 export function defineRunCommand<const S extends FlagSpecs>(
-  name: 'train' | 'sft',
+  name: string,
   summary: string,
   flags: S,
   body: (line: CommandLine<S> & { config: NonNullable<CommandLine<S>['config']>; argv: readonly string[] }) => Promise<void>,
+  /** Whose run-config fields the command takes (export-verl takes train's). */
+  surface: 'train' | 'sft' = name === 'sft' ? 'sft' : 'train',
 ): Command {
   return {
     summary,
-    usage: () => `usage: npm run cli -- ${name} [flags]\n${summary}\n\nflags:\n${describeFlags(flags, name)}`,
+    usage: () => `usage: npm run cli -- ${name} [flags]\n${summary}\n\nflags:\n${describeFlags(flags, surface)}`,
     run: (argv) => {
-      const line = parseCommandLine(argv, flags, name);
+      const line = parseCommandLine(argv, flags, surface);
       return body({ flags: line.flags, config: line.config!, argv: [name, ...argv] });
     },
   };

@@ -2,7 +2,19 @@
 import type { ContextTrace } from '../../core/rollout/trace';
 import { WRITER_NAMES, contextPieces } from '../tokens/tokenText';
 
-export function TokenText({ ctx }: { ctx: Pick<ContextTrace, 'tokens' | 'writers'> }) {
+export function TokenText({ ctx }: { ctx: Pick<ContextTrace, 'tokens' | 'writers' | 'spans'> }) {
+  // A text-only context (another trainer's rollout): its text by writer, no token ids.
+  if (ctx.spans) {
+    return (
+      <div className="tokens" data-testid="text-only">
+        {ctx.spans.map((s, i) => (
+          <span key={i} className={`tok w-${s.writer}`} data-writer={s.writer} title={`${WRITER_NAMES[s.writer]} text`}>
+            {s.text}
+          </span>
+        ))}
+      </div>
+    );
+  }
   return (
     <div className="tokens">
       {contextPieces(ctx).map((p, i) => (
@@ -26,7 +38,7 @@ export function ContextView({ ctx }: { ctx: ContextTrace }) {
   const facts = [
     ctx.role === 'root' ? `root #${ctx.id}` : `clone #${ctx.id} of #${ctx.parent} · round ${ctx.round}`,
     ctx.budget !== null ? `budget ${ctx.budget}` : null,
-    `${ctx.generatedTokens} generated / ${ctx.tokens.length} tokens`,
+    ctx.spans ? `${ctx.generatedTokens} generated tokens (text only: the source's token count)` : `${ctx.generatedTokens} generated / ${ctx.tokens.length} tokens`,
     `answer ${ctx.answer ?? '∅'}`,
     ctx.credit ? `reward ${ctx.credit.reward.toFixed(3)} · advantage ${ctx.credit.advantage.toFixed(3)} · weight ${ctx.credit.weight.toFixed(3)}${ctx.credit.gated ? ' · gated' : ''}` : null,
   ].filter(Boolean);

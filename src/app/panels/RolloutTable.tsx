@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { openTree } from '../state/actions';
 import { BASIC_FILTERS, FILTER_HELP, type RolloutFilter, countLine, filterRollouts, isRolloutFilter, markBadges, violationClassesOf } from '../state/rolloutFilter';
 import { usePlayground } from '../state/store';
-import type { EpisodeTrace } from '../../core/rollout/trace';
+import { type EpisodeTrace, recordedReward } from '../../core/rollout/trace';
 
 /** Rows drawn at first; "show all" draws every match (at most the kept 200). */
 const FIRST = 60;
@@ -106,7 +106,7 @@ export function RolloutTable() {
                   <span className={trace.correct ? 'ok' : 'bad'}>{trace.answer ?? '∅'}</span>
                   {trace.correct ? '' : <span className="muted"> / {trace.truth}</span>}
                 </td>
-                <td className="num">{trace.reward ? trace.reward.reward.toFixed(3) : '—'}</td>
+                <td className="num">{recordedReward(trace)?.toFixed(3) ?? '—'}</td>
                 <td className="num">
                   {trace.tokens.total}/{trace.tokens.criticalPath}
                 </td>

@@ -1,5 +1,6 @@
 /**
- * Kept runs: keep the current run under a name, import a CLI run (metrics.jsonl + run.json),
+ * Kept runs: keep the current run under a name, import a CLI run (metrics.jsonl + run.json, or
+ * a traces file alone, such as a verl run read back by `import-verl`),
  * list them with what tells them apart, rename, delete; tick two or more to overlay their curves
  * (RunsCompare). The current run can be ticked too, so a live run is compared as it trains.
  */
@@ -11,6 +12,7 @@ import { type KeptRun, pageHeldOut, suggestedRunName } from '../runs/keptRun';
 import { runColour, runOutcome } from '../runs/overlay';
 import { deleteKeptRun, deleteUnreadableRuns, exportKeptRun, importCliRun, keepCurrentRun, renameKeptRun, reopenKeptRun } from '../runs/runsActions';
 import { usePlayground } from '../state/store';
+import { openTree } from '../state/actions';
 import { RunsCompare } from './RunsCompare';
 
 /** The id of the current (not kept) run in the list. */
@@ -47,6 +49,31 @@ function originText(run: KeptRun): string {
   if (run.id === CURRENT) return 'this page, now';
   if (o.kind === 'page') return `page · ${o.model.preset} from ${o.model.source} · policy v${run.counters.policyVersion ?? '?'}${o.hash ? ` · #${o.hash}` : ''}`;
   return `CLI · ${o.files.join(' + ')}${o.command ? ` · ${o.command.join(' ')}` : ''}`;
+}
+
+/** A kept run's stored rollouts (e.g. a verl run read back): pick one to see its delegation tree. */
+function RolloutPicker({ run }: { run: KeptRun }) {
+  const rollouts = run.rollouts ?? [];
+  return (
+    <select
+      data-testid="run-rollouts"
+      aria-label={`rollouts of ${run.name}`}
+      value=""
+      title="Open one of this run's rollouts in the delegation tree (stored with the run when it was imported with its traces)"
+      onChange={(e) => {
+        if (e.target.value === '') return;
+        openTree({ kind: 'kept', run: run.id, index: Number(e.target.value) });
+      }}
+    >
+      <option value="">tree of… ({rollouts.length} rollouts)</option>
+      {rollouts.map((t, i) => (
+        <option key={i} value={i}>
+          {t.step !== undefined ? `step ${t.step} · ` : ''}
+          {t.correct ? '✓' : '✗'} {t.answer ?? '∅'} · {t.contexts.length - 1} clone{t.contexts.length === 2 ? '' : 's'}
+        </option>
+      ))}
+    </select>
+  );
 }
 
 function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: { run: KeptRun; index: number; selected: boolean; onToggle: () => void; config: FlatConfig | null; differs: boolean[]; smoothing: number }) {
@@ -113,6 +140,7 @@ function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: 
             <button type="button" data-testid="run-delete" onClick={() => void deleteKeptRun(run.id)}>
               Delete
             </button>
+            {run.rollouts && run.rollouts.length > 0 && <RolloutPicker run={run} />}
           </>
         )}
         {kept && draft !== null && (
@@ -185,7 +213,7 @@ export function RunsPanel() {
         >
           Keep run
         </button>
-        <label title="A CLI run directory's metrics.jsonl, with its run.json (or state.json) for the config">
+        <label title="A CLI run directory's metrics.jsonl, with its run.json (or state.json) for the config; or a traces file alone (e.g. a verl run converted by import-verl): its curves come from its rollouts, which open as trees">
           import CLI run{' '}
           <input
             type="file"

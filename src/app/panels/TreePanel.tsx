@@ -10,7 +10,13 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
   const tree = usePlayground((s) => s.tree);
   const episodes = usePlayground((s) => s.episodes);
   const stepper = usePlayground((s) => s.stepper);
+  const keptRuns = usePlayground((s) => s.keptRuns);
   return useMemo(() => {
+    if (tree?.kind === 'kept') {
+      const run = keptRuns.find((r) => r.id === tree.run);
+      const trace = run?.rollouts?.[tree.index];
+      if (run && trace) return { trace, live: new Set<number>(), label: `kept run "${run.name}"${trace.step !== undefined ? `, step ${trace.step}` : ''}` };
+    }
     if (tree?.kind === 'stepper' && stepper) {
       return { trace: stepper.trace, live: new Set(stepper.live.map((l) => l.context)), label: 'stepper rollout' };
     }
@@ -19,7 +25,7 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
       if (row) return { trace: row.trace, live: new Set<number>(), label: `GRPO step ${row.step}` };
     }
     return { trace: null, live: new Set<number>(), label: '' };
-  }, [tree, episodes, stepper]);
+  }, [tree, episodes, stepper, keptRuns]);
 }
 
 function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
@@ -29,6 +35,7 @@ function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
       {label} · policy v{trace.policyVersion} · <span className="mono">{trace.prompt}</span> = <span className="mono">{trace.truth}</span> · answer{' '}
       <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total, {trace.tokens.criticalPath} critical path
       {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}`}
+      {!r && trace.sourceReward && ` · reward ${trace.sourceReward.reward.toFixed(3)}${trace.sourceReward.score !== null ? ` (score ${trace.sourceReward.score.toFixed(3)})` : ''}, as the source trainer gave it`}
     </div>
   );
 }

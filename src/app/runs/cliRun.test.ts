@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliRunOf, defaultCliName, parseConfigFile, parseMetricsJsonl, pickRunFiles } from './cliRun';
+import { fromKeptRecord, toKeptRecord } from './keptRun';
+import { tracesToJsonl } from '../../core/io/traces';
+import { parseVerlRecords, verlRecordsToTraces } from '../../core/verl/readback';
 
 const read = (path: string) => readFileSync(path, 'utf8');
 const GATING = 'runs/ablation-naive/gating-s1';
@@ -99,5 +102,48 @@ describe('a CLI run directory imported for comparison', () => {
     // Held-out readings are there; their n was on the command line, which is not.
     expect(run.heldOut).toHaveLength(6);
     expect(run.heldOut[0].n).toBeNull();
+  });
+});
+
+describe('a run known by its traces alone (a verl run read back)', () => {
+  const verlLines = [
+    { request_id: 'a', parent_request_id: null, step: 1, prompt: 'Calculate 2+2.', response: 'Answer: 4', response_mask: [1, 1, 1], ground_truth: '4', data_source: 'selfcest_arithmetic', reward: 1 },
+    { request_id: 'b', parent_request_id: null, step: 2, prompt: 'Calculate 3+3.', response: '<tool_call>x</tool_call><tool_response>["Answer: 6"]</tool_response>Answer: 6', response_mask: [1, 1, 0, 1], ground_truth: '6', data_source: 'selfcest_arithmetic', reward: 0.9 },
+    { request_id: 'b1', parent_request_id: 'b', clone_label: 'turn0', prompt: '3+3', response: 'Answer: 6', response_mask: [1, 1] },
+  ];
+  const tracesText = () => tracesToJsonl(verlRecordsToTraces(parseVerlRecords(verlLines.map((l) => JSON.stringify(l)).join('\n'))));
+
+  it('takes a traces file by its content, whatever its name: curves from its episodes, its rollouts kept for their trees', () => {
+    const { run, ignored } = cliRunOf([{ name: 'verl-run.jsonl', text: tracesText() }, { name: 'notes.txt', text: 'x' }], meta);
+    expect(ignored).toEqual(['notes.txt']);
+    expect(run.name).toBe('verl-run (CLI run)');
+    expect(run.task).toBe('selfcest_arithmetic');
+    expect(run.metrics.map((p) => [p.metrics.step, p.metrics.meanReward, p.metrics.clonesPerEpisode, p.episodes])).toEqual([
+      [1, 1, 0, 1],
+      [2, 0.9, 1, 1],
+    ]);
+    expect(run.metrics[0].metrics.loss).toBeNaN();
+    expect(run.rollouts!.map((t) => [t.step, t.answer, t.contexts.length])).toEqual([
+      [1, '4', 1],
+      [2, '6', 2],
+    ]);
+    // Stored and read back as the browser does: the rollouts come back checked and equal.
+    const back = fromKeptRecord(JSON.parse(JSON.stringify(toKeptRecord(run))), 'run-r1');
+    expect(back.rollouts).toEqual(run.rollouts);
+    const broken = { ...toKeptRecord(run), rollouts: [{ ...run.rollouts![0], contexts: [] }] };
+    expect(() => fromKeptRecord(JSON.parse(JSON.stringify(broken)), 'run-r1')).toThrow('kept run run-r1: rollouts[0]: contexts must be a non-empty array');
+  });
+
+  it('a metrics file and a traces file together: the curves from the metrics, the rollouts kept beside them', () => {
+    const { run } = cliRunOf([...files(GATING, ['metrics.jsonl', 'run.json']), { name: 'traces.jsonl', text: tracesText() }], meta);
+    expect(run.metrics).toHaveLength(150);
+    expect(run.rollouts).toHaveLength(2);
+    expect(run.origin).toMatchObject({ files: ['metrics.jsonl', 'traces.jsonl', 'run.json'] });
+  });
+
+  it('refuses a bad traces line by file and line, and two traces files', () => {
+    const bad = tracesText().replace('"method":"delegate"', '"method":"both"');
+    expect(() => cliRunOf([{ name: 'verl.jsonl', text: bad }], meta)).toThrow('verl.jsonl: line 1: method must be "delegate" or "mono"');
+    expect(() => cliRunOf([{ name: 'a.jsonl', text: tracesText() }, { name: 'b.jsonl', text: tracesText() }], meta)).toThrow('a.jsonl and b.jsonl are both traces files');
   });
 });

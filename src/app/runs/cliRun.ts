@@ -6,7 +6,10 @@
  * line; nothing is half imported. Pure: file texts → kept run.
  */
 import type { MetricPoint } from '../state/store';
-import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_NAME } from './keptRun';
+import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
+import { TRACE_SCHEMA } from '../../core/rollout/trace';
+import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
+import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
 import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
 
 export interface PickedText {
@@ -72,18 +75,49 @@ export function flagValue(command: readonly string[] | null, flag: string): stri
   return i >= 0 && i + 1 < command.length ? command[i + 1] : null;
 }
 
+/** Whether a picked .jsonl is a traces file: its first row is an episode of this schema. */
+export function isTracesFile(f: PickedText): boolean {
+  const first = f.text.split('\n').find((l) => l.trim() !== '');
+  if (first === undefined) return f.name.startsWith('traces');
+  try {
+    return (JSON.parse(first) as { schema?: unknown }).schema === TRACE_SCHEMA;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * The files of one run among those picked: exactly one metrics file (a `.jsonl` that is not a
- * traces file), at most one run.json or state.json (run.json wins: it is the first start's);
- * the rest is ignored and said so.
+ * The files of one run among those picked: one metrics file (a `.jsonl` that is not a traces
+ * file) or, without one, one traces file (a run known by its rollouts alone, e.g. a verl run read
+ * back by `import-verl`: its curves are the per-step means of its episodes); at most one run.json
+ * or state.json (run.json wins: it is the first start's); the rest is ignored and said so.
  */
-export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText; config: PickedText | null; ignored: string[] } {
-  const metrics = files.filter((f) => f.name.endsWith('.jsonl') && !f.name.startsWith('traces'));
-  if (metrics.length === 0) throw new KeptRunError(`no metrics file among ${files.map((f) => f.name).join(', ') || 'the picked files'}: pick the run's metrics.jsonl (and run.json if you have it)`);
+export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText | null; traces: PickedText | null; config: PickedText | null; ignored: string[] } {
+  const jsonl = files.filter((f) => f.name.endsWith('.jsonl'));
+  const traces = jsonl.filter(isTracesFile);
+  const metrics = jsonl.filter((f) => !traces.includes(f));
+  if (metrics.length === 0 && traces.length === 0) throw new KeptRunError(`no metrics file among ${files.map((f) => f.name).join(', ') || 'the picked files'}: pick the run's metrics.jsonl (and run.json if you have it), or a traces file`);
   if (metrics.length > 1) throw new KeptRunError(`pick one run at a time: ${metrics.map((f) => f.name).join(' and ')} are both metrics files`);
+  if (traces.length > 1) throw new KeptRunError(`pick one run at a time: ${traces.map((f) => f.name).join(' and ')} are both traces files`);
   const config = files.find((f) => f.name === 'run.json') ?? files.find((f) => f.name === 'state.json') ?? null;
-  const ignored = files.filter((f) => f !== metrics[0] && f !== config).map((f) => f.name);
-  return { metrics: metrics[0], config, ignored };
+  const used = [metrics[0], traces[0], config];
+  const ignored = files.filter((f) => !used.includes(f)).map((f) => f.name);
+  return { metrics: metrics[0] ?? null, traces: traces[0] ?? null, config, ignored };
+}
+
+/** A traces file's episodes; throws naming the file, the line and the field. */
+function parseTracesFile(f: PickedText): SteppedTrace[] {
+  try {
+    const traces = parseTracesJsonl(f.text) as SteppedTrace[];
+    if (traces.length === 0) throw new KeptRunError(`${f.name}: no rollouts`);
+    traces.forEach((t, i) => {
+      if (t.step !== undefined && !(Number.isSafeInteger(t.step) && t.step >= 0)) throw new KeptRunError(`${f.name}: rollout ${i + 1}: step must be an integer ≥ 0`);
+    });
+    return traces;
+  } catch (e) {
+    if (e instanceof TraceFormatError) throw new KeptRunError(`${f.name}: ${e.message.replace(/^traces: /, '')}`);
+    throw e;
+  }
 }
 
 /** A name for the run: the last two parts of run.json's `--out` (e.g. "ablation-naive/gating-s1"), else the metrics file's. */
@@ -109,24 +143,41 @@ export function episodesOf(row: MetricsRow, config: Record<string, unknown> | nu
 /** The picked files of one CLI run as a kept run, with the names of the files it did not use. */
 export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptAt: string; name?: string }): { run: KeptRun; ignored: string[] } {
   const picked = pickRunFiles(files);
-  const rows = parseMetricsJsonl(picked.metrics.text, picked.metrics.name);
+  const traces = picked.traces && parseTracesFile(picked.traces);
+  let rows: MetricsRow[];
+  // From traces alone, a step's episodes are the rollouts the file holds of it.
+  let counts: number[] = [];
+  if (picked.metrics) rows = parseMetricsJsonl(picked.metrics.text, picked.metrics.name);
+  else {
+    try {
+      const fromTraces = rowsFromTraces(traces!);
+      rows = fromTraces.map(({ episodes: _, ...row }) => row);
+      counts = fromTraces.map((r) => r.episodes);
+    } catch (e) {
+      throw new KeptRunError(`${picked.traces!.name}: ${(e as Error).message}`);
+    }
+  }
+  const named = (picked.metrics ?? picked.traces)!;
   const cfg = picked.config && parseConfigFile(picked.config.text, picked.config.name);
   const config = cfg?.config ?? null;
   const evalN = Number(flagValue(cfg?.command ?? null, '--eval-n'));
-  const metrics: MetricPoint[] = rows.map((metrics) => ({ metrics, episodes: episodesOf(metrics, config) }));
+  const metrics: MetricPoint[] = rows.map((metrics, i) => ({ metrics, episodes: picked.metrics ? episodesOf(metrics, config) : counts[i] }));
   const heldOut: HeldOutReading[] = rows
     .filter((r) => Number.isFinite(r.evalAccuracy))
     .map((r) => ({ step: r.step, accuracy: r.evalAccuracy as number, n: Number.isInteger(r.evalN) ? (r.evalN as number) : Number.isInteger(evalN) && evalN > 0 ? evalN : null, interval: null }));
+  const task = typeof config?.task === 'string' ? config.task : (traces?.[0]?.task ?? '');
   const run: KeptRun = {
     id: meta.id,
-    name: checkRunName(meta.name ?? defaultCliName(cfg?.command ?? null, picked.metrics.name)),
+    name: checkRunName(meta.name ?? defaultCliName(cfg?.command ?? null, named.name)),
     keptAt: meta.keptAt,
-    task: typeof config?.task === 'string' ? config.task : '',
-    origin: { kind: 'cli', files: [picked.metrics.name, ...(picked.config ? [picked.config.name] : [])], config, command: cfg?.command ?? null, startedAt: cfg?.startedAt ?? null },
+    task,
+    origin: { kind: 'cli', files: [named.name, ...(picked.metrics && picked.traces ? [picked.traces.name] : []), ...(picked.config ? [picked.config.name] : [])], config, command: cfg?.command ?? null, startedAt: cfg?.startedAt ?? null },
     counters: { policyVersion: null, grpoSteps: rows[rows.length - 1].step, sftSteps: 0 },
     metrics,
     heldOut,
     frontier: [],
+    ...(traces ? { rollouts: traces.slice(-MAX_KEPT_ROLLOUTS) } : {}),
   };
   return { run, ignored: picked.ignored };
 }
+

@@ -12,6 +12,8 @@ import type { FrontierPoint } from '../../core/eval/frontier';
 import { type ProvenanceEvent, PROVENANCE_FORMAT, PROVENANCE_VERSION, originCounters, parseProvenance } from '../../core/io/provenance';
 import { type RunConfig, validateRunConfig } from '../../core/runConfig';
 import type { MetricPoint, PlaygroundState } from '../state/store';
+import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
+import type { SteppedTrace } from '../../core/eval/traceRows';
 import { MetricsRowError, checkMetricsRows } from './metricsRows';
 
 export const KEPT_RUN_FORMAT = 'selfcest-kept-run';
@@ -64,7 +66,15 @@ export interface KeptRun {
   metrics: MetricPoint[];
   heldOut: HeldOutReading[];
   frontier: FrontierPoint[];
+  /**
+   * A sample of the run's rollouts (at most MAX_KEPT_ROLLOUTS, the newest), each with its step,
+   * when it was imported with its traces (a CLI run's traces.jsonl, a verl run read back).
+   */
+  rollouts?: SteppedTrace[];
 }
+
+/** The most rollouts a kept run holds (the page's rollout table also keeps 200). */
+export const MAX_KEPT_ROLLOUTS = 200;
 
 /** What is stored: the run and its format, so a later build can tell what it reads. */
 export interface KeptRunRecord extends KeptRun {
@@ -168,6 +178,7 @@ export function fromKeptRecord(raw: unknown, key: string): KeptRun {
     if (!isObject(p) || typeof p.method !== 'string' || typeof p.limit !== 'number' || typeof p.accuracy !== 'number' || !Array.isArray(p.interval)) fail(`frontier[${i}] is not a frontier point`);
     return p as unknown as FrontierPoint;
   });
+  const rollouts = raw.rollouts === undefined ? undefined : checkRollouts(raw.rollouts, fail);
   return {
     id: raw.id as string,
     name: raw.name as string,
@@ -178,7 +189,23 @@ export function fromKeptRecord(raw: unknown, key: string): KeptRun {
     metrics,
     heldOut,
     frontier,
+    ...(rollouts ? { rollouts } : {}),
   };
+}
+
+/** Stored rollouts: each a trace the traces reader takes, with an integer step ≥ 0. */
+function checkRollouts(raw: unknown, fail: (message: string) => never): SteppedTrace[] {
+  if (!Array.isArray(raw) || raw.length > MAX_KEPT_ROLLOUTS) return fail(`rollouts must be an array of at most ${MAX_KEPT_ROLLOUTS} traces`);
+  let traces: SteppedTrace[];
+  try {
+    traces = parseTracesJsonl(raw.map((t) => JSON.stringify(t)).join('\n'));
+  } catch (e) {
+    return fail(e instanceof TraceFormatError ? e.message.replace(/^traces: line (\d+)/, (_, n) => `rollouts[${Number(n) - 1}]`) : String(e));
+  }
+  traces.forEach((t, i) => {
+    if (t.step !== undefined && !isCount(t.step)) fail(`rollouts[${i}].step must be an integer ≥ 0`);
+  });
+  return traces;
 }
 
 function checkOrigin(o: unknown, fail: (message: string) => never): RunOrigin {

@@ -46,7 +46,8 @@ export interface EpisodeRow {
 }
 
 /** Which rollout the tree shows. */
-export type TreeSource = { kind: 'episode'; key: number } | { kind: 'stepper' };
+/** Whose tree the tree panel shows: a rollout-table row, the stepper's rollout, or a kept run's stored rollout. */
+export type TreeSource = { kind: 'episode'; key: number } | { kind: 'stepper' } | { kind: 'kept'; run: string; index: number };
 
 export interface SftProgress {
   step: number;

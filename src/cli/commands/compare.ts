@@ -3,6 +3,9 @@ import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
 import { checkOutDir, committedRows } from '../runDir';
 import { UsageError } from '../args';
+import { existsSync } from 'node:fs';
+import { parseTracesJsonl } from '../../core/io/traces';
+import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
 
 interface Row {
   step: number;
@@ -16,9 +19,9 @@ interface Row {
 /** Runs side by side (the gating ablation): final numbers and reward curves from metrics.jsonl. */
 export const compare = defineCommand(
   'compare',
-  'Compare training runs from their metrics.jsonl: a table of the last steps and an SVG of the reward curves.',
+  'Compare training runs from their metrics.jsonl (or, without one, their traces: a run read back from verl): a table of the last steps and an SVG of the reward curves.',
   {
-    runs: { type: 'string', required: true, help: 'comma list of run directories (label=dir to name one)' },
+    runs: { type: 'string', required: true, help: 'comma list of run directories or traces .jsonl files (label=path to name one)' },
     last: { type: 'int', default: 10, min: 1, help: 'average the final numbers over this many last steps' },
     out: { type: 'string', help: 'write compare.md and reward.svg here' },
   },
@@ -26,34 +29,18 @@ export const compare = defineCommand(
     if (f.out !== undefined) await checkOutDir(f.out);
     const runs = await Promise.all(
       f.runs.split(',').map(async (entry) => {
-        const [label, dir] = entry.includes('=') ? entry.split('=') : [basename(entry), entry];
-        let text: string;
-        try {
-          text = await readFile(committedRows(dir, 'metrics.jsonl'), 'utf8');
-        } catch {
-          throw new UsageError(`--runs: ${dir}/metrics.jsonl cannot be read`);
-        }
-        const rows = text
-          .split('\n')
-          .filter((l) => l.trim())
-          .map((l, i) => {
-            try {
-              return JSON.parse(l) as Row;
-            } catch {
-              throw new Error(`${dir}/metrics.jsonl line ${i + 1} is not JSON`);
-            }
-          });
-        if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${dir}/metrics.jsonl has no GRPO metrics (meanReward)`);
-        return { label, rows };
+        const [label, path] = entry.includes('=') ? entry.split('=') : [basename(entry), entry];
+        return { label, rows: await runRows(path) };
       }),
     );
     const k = f.last;
     const avg = (rows: Row[], key: keyof Row) => rows.slice(-k).reduce((a, r) => a + r[key], 0) / Math.min(k, rows.length);
+    const shown = (rows: Row[], key: keyof Row, digits: number) => (Number.isFinite(avg(rows, key)) ? avg(rows, key).toFixed(digits) : '—');
     const table = [
       `| run | steps | reward (last ${k}) | accuracy | gate rate | tokens | clones |`,
       '|---|---|---|---|---|---|---|',
       ...runs.map(({ label, rows }) =>
-        `| ${label} | ${rows.at(-1)!.step} | ${avg(rows, 'meanReward').toFixed(3)} | ${avg(rows, 'accuracy').toFixed(3)} | ${avg(rows, 'gateRate').toFixed(3)} | ${avg(rows, 'meanTotalTokens').toFixed(1)} | ${avg(rows, 'clonesPerEpisode').toFixed(2)} |`,
+        `| ${label} | ${rows.at(-1)!.step} | ${shown(rows, 'meanReward', 3)} | ${shown(rows, 'accuracy', 3)} | ${shown(rows, 'gateRate', 3)} | ${shown(rows, 'meanTotalTokens', 1)} | ${shown(rows, 'clonesPerEpisode', 2)} |`,
       ),
     ].join('\n');
     console.log(table);
@@ -65,6 +52,41 @@ export const compare = defineCommand(
     }
   },
 );
+
+/**
+ * A run's rows: its metrics.jsonl (in the committed save of a run directory), else the per-step
+ * means of its traces (a directory's traces.jsonl, or a `.jsonl` traces file named directly, such
+ * as `import-verl`'s output).
+ */
+async function runRows(path: string): Promise<Row[]> {
+  const tracesFile = path.endsWith('.jsonl') ? path : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
+  if (tracesFile !== null) {
+    let text: string;
+    try {
+      text = await readFile(tracesFile, 'utf8');
+    } catch {
+      throw new UsageError(`--runs: ${tracesFile} cannot be read (a run directory needs metrics.jsonl or traces.jsonl)`);
+    }
+    try {
+      return rowsFromTraces(parseTracesJsonl(text) as SteppedTrace[]);
+    } catch (e) {
+      throw new Error(`${tracesFile}: ${(e as Error).message}`);
+    }
+  }
+  const text = await readFile(committedRows(path, 'metrics.jsonl'), 'utf8');
+  const rows = text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as Row;
+      } catch {
+        throw new Error(`${path}/metrics.jsonl line ${i + 1} is not JSON`);
+      }
+    });
+  if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${path}/metrics.jsonl has no GRPO metrics (meanReward)`);
+  return rows;
+}
 
 function curvesSvg(runs: { label: string; rows: Row[] }[]): string {
   const W = 520;

@@ -10,5 +10,7 @@ import { report } from './report';
 import { compare } from './compare';
 import { lookup } from './lookup';
 import { probeLookup } from './probeLookup';
+import { importVerl } from './importVerl';
+import { exportVerl } from './exportVerl';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup, 'probe-lookup': probeLookup };
+export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup, 'probe-lookup': probeLookup, 'import-verl': importVerl, 'export-verl': exportVerl };

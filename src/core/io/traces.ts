@@ -54,6 +54,10 @@ function checkTrace(obj: unknown, line: number): EpisodeTrace {
   for (const v of t.violations as { violation?: unknown }[]) {
     if (!VIOLATION_SET.has(String(v?.violation))) fail(`unknown violation ${JSON.stringify(v?.violation)}`);
   }
+  if (t.sourceReward !== undefined) {
+    const r = t.sourceReward as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null || !Number.isFinite(r.reward) || !(r.score === null || Number.isFinite(r.score))) fail('sourceReward must be {reward: number, score: number | null}');
+  }
   const tok = t.tokens as Record<string, unknown> | undefined;
   if (!tok || !['root', 'clonesTotal', 'criticalPath', 'total'].every((k) => Number.isInteger(tok[k])) || !Array.isArray(tok.longestClonePerRound)) {
     fail('tokens must hold integer root, clonesTotal, criticalPath, total and a longestClonePerRound array');
@@ -66,6 +70,7 @@ function checkContext(c: unknown, i: number, fail: (m: string) => never): void {
   const x = c as Record<string, unknown>;
   const at = `contexts[${i}]`;
   if (x.role !== 'root' && x.role !== 'clone') fail(`${at}.role must be "root" or "clone"`);
+  if (x.spans !== undefined) return checkTextOnly(x, at, fail);
   if (!Array.isArray(x.tokens) || !(x.tokens as unknown[]).every((v) => Number.isInteger(v))) fail(`${at}.tokens must be an array of integers`);
   if (typeof x.text !== 'string') fail(`${at}.text must be a string`);
   if (typeof x.writers !== 'string' || !/^[pgi]*$/.test(x.writers)) fail(`${at}.writers must be a string of p, g and i`);
@@ -74,4 +79,31 @@ function checkContext(c: unknown, i: number, fail: (m: string) => never): void {
   if (x.generatedTokens !== generated) fail(`${at}.generatedTokens is ${String(x.generatedTokens)} but writers mark ${generated}`);
   if (!Array.isArray(x.logprobs) || (x.logprobs as unknown[]).length !== generated) fail(`${at}.logprobs must hold one number per generated token`);
   if (x.violation !== null && !VIOLATION_SET.has(String(x.violation))) fail(`${at}.violation ${JSON.stringify(x.violation)} is not a known class`);
+}
+
+/**
+ * A text-only context (`spans` given): its spans must spell `text`, it carries no token ids
+ * (`tokens`, `writers`, `logprobs` absent or empty, filled in as empty) and counts its
+ * generated tokens itself.
+ */
+function checkTextOnly(x: Record<string, unknown>, at: string, fail: (m: string) => never): void {
+  if (!Array.isArray(x.spans)) fail(`${at}.spans must be an array of {writer, text}`);
+  const spans = x.spans as unknown[];
+  spans.forEach((s, k) => {
+    const span = s as Record<string, unknown> | null;
+    if (typeof span !== 'object' || span === null || !['p', 'g', 'i'].includes(String(span.writer)) || typeof span.text !== 'string') {
+      fail(`${at}.spans[${k}] must be {writer: "p" | "g" | "i", text: string}`);
+    }
+  });
+  if (typeof x.text !== 'string') fail(`${at}.text must be a string`);
+  if (spans.map((s) => (s as { text: string }).text).join('') !== x.text) fail(`${at}.spans do not spell its text`);
+  for (const f of ['tokens', 'logprobs'] as const) {
+    if (x[f] !== undefined && !(Array.isArray(x[f]) && (x[f] as unknown[]).length === 0)) fail(`${at}.${f} must be absent or empty in a text-only context (it has spans)`);
+  }
+  if (x.writers !== undefined && x.writers !== '') fail(`${at}.writers must be absent or empty in a text-only context (it has spans)`);
+  if (!Number.isInteger(x.generatedTokens) || (x.generatedTokens as number) < 0) fail(`${at}.generatedTokens must be an integer ≥ 0`);
+  if (x.violation !== null && !VIOLATION_SET.has(String(x.violation))) fail(`${at}.violation ${JSON.stringify(x.violation)} is not a known class`);
+  x.tokens = [];
+  x.writers = '';
+  x.logprobs = [];
 }

@@ -11,6 +11,12 @@ export const TRACE_SCHEMA = 'selfcest-episode/1';
 /** Who wrote each token of a context: prompt (runtime), generated (model), injected (runtime). */
 export type Writer = 'p' | 'g' | 'i';
 
+/** A run of a context's text written by one writer (text-only contexts, below). */
+export interface TextSpan {
+  writer: Writer;
+  text: string;
+}
+
 export interface ContextTrace {
   id: number;
   role: 'root' | 'clone';
@@ -33,6 +39,12 @@ export interface ContextTrace {
   violationDetail: string | null;
   /** In the trainer's traces (scoredTrace): this context's advantage, loss weight and gate decision. */
   credit?: ContextCredit;
+  /**
+   * A text-only context (a rollout of another trainer, e.g. verl's, whose token ids mean nothing
+   * here): its text by writer, in order. `tokens`, `writers` and `logprobs` are then empty and
+   * `generatedTokens` is the source's own count (its response mask).
+   */
+  spans?: TextSpan[];
 }
 
 export type EpisodeEvent =
@@ -69,6 +81,16 @@ export interface EpisodeTrace {
   tokens: TokenCounts;
   /** In the trainer's traces (scoredTrace): the episode reward and its parts. */
   reward?: RewardBreakdown;
+  /**
+   * In a trace converted from another trainer's rollouts: the reward that trainer gave the
+   * episode (and its score when it reported one), whose parts this project did not compute.
+   */
+  sourceReward?: { reward: number; score: number | null };
+}
+
+/** The episode's reward as recorded: this project's, else the source trainer's; null when none. */
+export function recordedReward(t: Pick<EpisodeTrace, 'reward' | 'sourceReward'>): number | null {
+  return t.reward?.reward ?? t.sourceReward?.reward ?? null;
 }
 
 /**

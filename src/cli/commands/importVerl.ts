@@ -1,0 +1,39 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { defineCommand } from '../command';
+import { UsageError } from '../args';
+import { tracesToJsonl } from '../../core/io/traces';
+import { rowsFromTraces } from '../../core/eval/traceRows';
+import { parseVerlRecords, verlRecordsToTraces } from '../../core/verl/readback';
+
+/** verl agent-loop rollout records → this project's traces (docs/FORMATS.md, "verl rollout records"). */
+export const importVerl = defineCommand(
+  'import-verl',
+  "Convert a verl run's rollout records (root and clone samples, JSONL) into traces.jsonl: the page and compare then show it as delegation trees and curves.",
+  {
+    in: { type: 'string', required: true, help: 'rollout records, one JSON object per line (request_id, parent_request_id, prompt, response, response_mask, …)' },
+    out: { type: 'string', required: true, help: 'traces file to write (.jsonl)' },
+    task: { type: 'string', help: 'task name for records without data_source (default: verl)' },
+  },
+  async (f) => {
+    if (!f.out.endsWith('.jsonl')) throw new UsageError(`--out must name a .jsonl file (got ${f.out})`);
+    let text: string;
+    try {
+      text = await readFile(f.in, 'utf8');
+    } catch (e) {
+      throw new UsageError(`--in ${f.in} cannot be read: ${(e as Error).message}`);
+    }
+    const traces = verlRecordsToTraces(parseVerlRecords(text), f.task !== undefined ? { task: f.task } : {});
+    if (traces.length === 0) throw new UsageError(`--in ${f.in} holds no root record (a record with parent_request_id null)`);
+    // Written under a temporary name and renamed: an interrupted run never leaves half a file.
+    const tmp = `${f.out}.tmp-${process.pid}`;
+    await writeFile(tmp, tracesToJsonl(traces));
+    await rename(tmp, f.out);
+    const clones = traces.reduce((n, t) => n + t.contexts.length - 1, 0);
+    const withReward = traces.filter((t) => t.reward || t.sourceReward).length;
+    console.log(`wrote ${f.out}: ${traces.length} episodes, ${clones} clones, ${withReward} with the source's reward`);
+    if (withReward === traces.length) {
+      const rows = rowsFromTraces(traces);
+      console.log(`steps ${rows[0].step}–${rows[rows.length - 1].step}; compare with: npm run cli -- compare --runs verl=${f.out}`);
+    }
+  },
+);

@@ -1,0 +1,69 @@
+/**
+ * The reward file for verl: selfcest_reward.py (next to this file, standard-library Python) with
+ * a run's reward settings written into its CONFIG block. The Python holds the formula once; only
+ * the block between the two marker lines changes from run to run.
+ */
+import { readFileSync } from 'node:fs';
+import type { GateMode } from '../../core/rl/advantage';
+import { type RewardConfig, validateRewardConfig } from '../../core/rl/reward';
+
+export interface VerlRewardConfig {
+  /** The verdict the Python applies: one of VERL_REWARD_TASKS. */
+  task: string;
+  reward: RewardConfig;
+  gating: boolean;
+  gateMode: GateMode;
+  /** A clone's budget when verl's clone rollout does not carry one (its max response length). */
+  cloneMaxTokens: number;
+}
+
+/** Tasks whose verdict selfcest_reward.py implements. */
+export const VERL_REWARD_TASKS: readonly string[] = ['arithmetic', 'multihop'];
+
+export const CONFIG_BEGIN = '# --- CONFIG (written by export-verl) ---';
+export const CONFIG_END = '# --- end CONFIG ---';
+
+/** The RewardConfig fields, in the order the block lists them. */
+const REWARD_FIELDS = ['rootTau', 'rootRho', 'rootPmax', 'cloneTau', 'cloneRho', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'partialCredit'] as const;
+
+/** selfcest_reward.py with `cfg` in its CONFIG block. */
+export function rewardPythonSource(cfg: VerlRewardConfig): string {
+  const source = readFileSync(new URL('./selfcest_reward.py', import.meta.url), 'utf8');
+  return withRewardConfig(source, cfg, 'selfcest_reward.py');
+}
+
+/** `source` with its CONFIG block replaced by `cfg` (a Python dict literal). */
+export function withRewardConfig(source: string, cfg: VerlRewardConfig, name = 'the reward source'): string {
+  const begin = source.indexOf(CONFIG_BEGIN);
+  const end = source.indexOf(CONFIG_END);
+  if (begin < 0 || end < 0 || end < begin || source.indexOf(CONFIG_BEGIN, begin + 1) >= 0) {
+    throw new Error(`${name}: expected one CONFIG block between the lines "${CONFIG_BEGIN}" and "${CONFIG_END}"; the markers are missing or out of order`);
+  }
+  const after = source.indexOf('\n', begin);
+  return source.slice(0, after + 1) + pythonConfig(cfg) + source.slice(end);
+}
+
+function pythonConfig(cfg: VerlRewardConfig): string {
+  if (!VERL_REWARD_TASKS.includes(cfg.task)) {
+    throw new Error(`verl reward: task must be one of ${VERL_REWARD_TASKS.join(', ')} (got ${JSON.stringify(cfg.task)})`);
+  }
+  const reward = validateRewardConfig(cfg.reward);
+  if (typeof reward.partialCredit !== 'boolean') throw new Error(`verl reward: partialCredit must be true or false (got ${String(reward.partialCredit)})`);
+  if (typeof cfg.gating !== 'boolean') throw new Error(`verl reward: gating must be true or false (got ${String(cfg.gating)})`);
+  if (cfg.gateMode !== 'reference' && cfg.gateMode !== 'protocol') {
+    throw new Error(`verl reward: gateMode must be "reference" or "protocol" (got ${JSON.stringify(cfg.gateMode)})`);
+  }
+  if (!Number.isInteger(cfg.cloneMaxTokens) || cfg.cloneMaxTokens < 1) {
+    throw new Error(`verl reward: cloneMaxTokens must be an integer ≥ 1 (got ${String(cfg.cloneMaxTokens)})`);
+  }
+  const entries: [string, string | number | boolean][] = [
+    ['task', cfg.task],
+    ...REWARD_FIELDS.map((f): [string, number | boolean] => [f, reward[f]]),
+    ['gating', cfg.gating],
+    ['gateMode', cfg.gateMode],
+    ['cloneMaxTokens', cfg.cloneMaxTokens],
+  ];
+  // JSON numbers and strings read the same in Python (shortest round-trip doubles); booleans differ.
+  const literal = (v: string | number | boolean) => (typeof v === 'boolean' ? (v ? 'True' : 'False') : JSON.stringify(v));
+  return `CONFIG = {\n${entries.map(([k, v]) => `    ${JSON.stringify(k)}: ${literal(v)},\n`).join('')}}\n`;
+}

@@ -1,0 +1,328 @@
+"""SELFCEST Playground's episode reward, as a reward function for verl.
+
+The same reward as the playground's trainer (src/core/rl/reward.ts, episodeReward):
+
+    R = s - P(root generated; rootTau, rootRho, rootPmax)
+          - max over rounds P(longest clone of the round; cloneTau, cloneRho, clonePmax)
+          - max(0, callRate * calls - callFree)
+          - budgetRate * sum over clones max(0, budget - generated)
+
+with P(n; tau, rho, pmax) = 0 for n <= tau, else pmax * (1 - exp(-(n - tau) / rho)), and
+s = 1 for an exact answer, else (with partialCredit) 0.2 / log2(2 + |A - B| / sqrt(2 + max(|A|, |B|))).
+Each clone is credited r_clone = R, or 0 when a gate catches it (src/core/rl/advantage.ts, isGated).
+
+Standard library only, deterministic, and every float is computed in the order of the
+TypeScript, so the two agree to rounding (test/verl-reward.test.ts checks it on the project's
+traces). The playground's export writes the run's settings into CONFIG below
+(src/cli/verl/rewardFile.ts); nothing else in this file depends on the run.
+
+Entry points:
+  clone_accuracy_reward(root_answer, root_output, clone_rollouts, root_text=None, clone_texts=None)
+      the delegating episode (verl's clone reward interface); returns a dict with `reward`,
+      `score` (= reward, as verl logs it), `clone_rewards` {request_id: r_clone} and the parts.
+  compute_score(data_source, solution_str, ground_truth, extra_info=None)
+      one sample without clones (the monolithic method); returns a dict with `score`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+# --- CONFIG (written by export-verl) ---
+CONFIG = {
+    "task": "arithmetic",
+    "rootTau": 64,
+    "rootRho": 64,
+    "rootPmax": 0.3,
+    "cloneTau": 32,
+    "cloneRho": 32,
+    "clonePmax": 0.2,
+    "callRate": 0.1,
+    "callFree": 0.2,
+    "budgetRate": 0,
+    "partialCredit": True,
+    "gating": True,
+    "gateMode": "reference",
+    "cloneMaxTokens": 128,
+}
+# --- end CONFIG ---
+
+TASKS = ("arithmetic", "multihop")
+GATE_MODES = ("reference", "protocol")
+
+if CONFIG["task"] not in TASKS:
+    raise ValueError(f"selfcest_reward: CONFIG task must be one of {TASKS} (got {CONFIG['task']!r})")
+if CONFIG["gateMode"] not in GATE_MODES:
+    raise ValueError(f"selfcest_reward: CONFIG gateMode must be one of {GATE_MODES} (got {CONFIG['gateMode']!r})")
+
+# The playground vocabulary's special tokens (src/core/tokenizer/vocab.ts, SPECIAL_TOKENS): each is
+# one token, written `<name>` in text; every other character is one token.
+SPECIAL_TOKENS = (
+    "<pad>", "<eos>", "<root>", "<clone>", "<sep>", "<spawn>", "<join>", "<ret>", "<fail>",
+    "<resume>", "<ans>", "<ctx>", "<b8>", "<b16>", "<b32>", "<b64>", "<b128>",
+    "<unused0>", "<unused1>", "<unused2>", "<unk>",
+)
+_SPECIAL = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
+
+ANSWER_MARKER = "Answer:"
+TOOL_CALL = "<tool_call>"
+# JS regexes: ASCII digits only, `$` at the very end (Python's `\d` and `$` are wider; fullmatch instead).
+_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+_NATURAL = re.compile(r"(0|[1-9][0-9]*)")
+_TURN = re.compile(r"turn(\d+)")
+
+
+# ------------------------------------------------------------------------------------------
+# Text
+
+
+def playground_token_count(text: str) -> int:
+    """Tokens of `text` in the playground tokenizer: a special token is one, any other character one."""
+    return len(text) - sum(len(m.group(0)) - 1 for m in _SPECIAL.finditer(text))
+
+
+def _answer_block(text: str) -> str | None:
+    """The playground's answer block: the last complete `<ans> ... <eos>`, as extractAnswer reads it."""
+    end = text.rfind("<eos>")
+    if end < 0:
+        return None
+    start = text.rfind("<ans>", 0, end)
+    if start < 0:
+        return None
+    inner = text[start + len("<ans>"):end]
+    return inner if inner and _SPECIAL.search(inner) is None else None
+
+
+def answer_text(text: str | None) -> str | None:
+    """
+    The answer a response gives: the text after its last `Answer:` marker, else (playground text)
+    its last answer block, else the whole text; marker and whole text are stripped. None when empty.
+    """
+    if text is None:
+        return None
+    at = text.rfind(ANSWER_MARKER)
+    if at >= 0:
+        answer = text[at + len(ANSWER_MARKER):].strip()
+    else:
+        block = _answer_block(text)
+        answer = block if block is not None else text.strip()
+    return answer or None
+
+
+def has_answer(text: str | None) -> bool:
+    """Whether a clone's text holds an answer: an `Answer:` marker or a playground answer block."""
+    return text is not None and (ANSWER_MARKER in text or _answer_block(text) is not None)
+
+
+# ------------------------------------------------------------------------------------------
+# Verdicts (src/core/tasks/*/index.ts, verify)
+
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_JS_RADIX = re.compile(r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
+
+
+def js_number(text: str) -> float:
+    """JavaScript's Number(text), which the verifiers apply to the truth."""
+    s = text.strip(_JS_SPACE)
+    if s == "":
+        return 0.0
+    if s in ("Infinity", "+Infinity"):
+        return math.inf
+    if s == "-Infinity":
+        return -math.inf
+    if _JS_DECIMAL.fullmatch(s):
+        return float(s)
+    if _JS_RADIX.fullmatch(s):
+        try:
+            return float(int(s, 0))
+        except OverflowError:
+            return math.inf
+    return math.nan
+
+
+def parse_integer_answer(answer: str | None) -> float | None:
+    """parseIntegerAnswer: a canonical integer (optional minus, no leading zeros, not -0)."""
+    if answer is None or _INTEGER.fullmatch(answer) is None or answer == "-0":
+        return None
+    return float(answer)  # as Number(): the nearest double, inf past the largest
+
+
+def verdict(answer: str | None, truth: str) -> tuple[bool, float | None, float | None]:
+    """(correct, value, truth value) for the configured task."""
+    if CONFIG["task"] == "arithmetic":
+        value = parse_integer_answer(answer)
+        return value is not None and answer == truth, value, js_number(truth)
+    value = float(answer) if answer is not None and _NATURAL.fullmatch(answer) else None
+    return answer == truth, value, js_number(truth)
+
+
+# ------------------------------------------------------------------------------------------
+# Reward (src/core/rl/reward.ts)
+
+
+def _js_max(values: list[float]) -> float:
+    """Math.max: NaN when any value is NaN (Python's max depends on the order)."""
+    out = -math.inf
+    for v in values:
+        if math.isnan(v):
+            return math.nan
+        if v > out:
+            out = v
+    return out
+
+
+def length_penalty(n: float, tau: float, rho: float, pmax: float) -> float:
+    return 0.0 if n <= tau else pmax * (1 - math.exp(-(n - tau) / rho))
+
+
+def partial_credit(a: float, b: float) -> float:
+    try:
+        return 0.2 / math.log2(2 + abs(a - b) / math.sqrt(2 + _js_max([abs(a), abs(b)])))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return math.nan
+
+
+def episode_reward(correct: bool, value: float | None, truth_value: float | None, root_tokens: int,
+                   longest_clone_per_round: list[int], calls: int, unused_budget: int) -> dict[str, float]:
+    c = CONFIG
+    score = 0.0
+    if correct:
+        score = 1.0
+    elif c["partialCredit"] and value is not None and truth_value is not None:
+        score = partial_credit(value, truth_value)
+        if not math.isfinite(score):
+            score = 0.0
+    root_penalty = length_penalty(root_tokens, c["rootTau"], c["rootRho"], c["rootPmax"])
+    clone_penalty = _js_max([0.0] + [length_penalty(n, c["cloneTau"], c["cloneRho"], c["clonePmax"]) for n in longest_clone_per_round])
+    call_penalty = _js_max([0.0, c["callRate"] * calls - c["callFree"]])
+    budget_penalty = c["budgetRate"] * unused_budget
+    return {
+        "reward": score - root_penalty - clone_penalty - call_penalty - budget_penalty,
+        "answer_score": score,
+        "root_penalty": root_penalty,
+        "clone_penalty": clone_penalty,
+        "call_penalty": call_penalty,
+        "budget_penalty": budget_penalty,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# verl's inputs
+
+
+def _mask_tokens(mask: Any) -> int:
+    """Generated tokens of a response: the sum of its 0/1 response_mask (list, numpy or torch)."""
+    if mask is None:
+        return 0
+    if hasattr(mask, "tolist"):
+        mask = mask.tolist()
+    return sum(int(v) for v in mask)
+
+
+def _truth(ground_truth: Any, where: str) -> str:
+    if isinstance(ground_truth, (list, tuple)) and len(ground_truth) == 1:
+        ground_truth = ground_truth[0]
+    if ground_truth is None:
+        raise ValueError(f"selfcest_reward: {where} is missing")
+    if isinstance(ground_truth, bool) or not isinstance(ground_truth, (str, int)):
+        raise TypeError(f"selfcest_reward: {where} must be a string or an integer (got {type(ground_truth).__name__})")
+    return str(ground_truth)
+
+
+def _is_gated(answered: bool, generated: int, budget: int, violation: Any) -> bool:
+    """isGated for a clone: 'reference' = no answer and budget spent; 'protocol' = any violation."""
+    if not CONFIG["gating"]:
+        return False
+    if CONFIG["gateMode"] == "protocol":
+        return violation is not None
+    return not answered and generated >= budget
+
+
+def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollouts: list[Any],
+                          root_text: str | None = None, clone_texts: dict[str, str] | None = None) -> dict[str, Any]:
+    """
+    The reward of one delegating episode and the credit of each clone.
+
+    Rounds (for the clone penalty): clones grouped by the turn index of their `clone_label`
+    (`turn<k>`), a clone without one is its own round. Calls: the `<tool_call>`s in root_text,
+    else the rounds among the clones. A clone's budget is extra_fields["budget"], else
+    CONFIG cloneMaxTokens; it answered when its text (clone_texts[request_id]) holds an answer or
+    extra_fields["answer"] is set.
+    """
+    root_extra = getattr(root_output, "extra_fields", None) or {}
+    reward_model = root_extra.get("reward_model") or {}
+    truth = _truth(reward_model.get("ground_truth"), 'root_output.extra_fields["reward_model"]["ground_truth"]')
+    answer = answer_text(root_answer)
+    correct, value, truth_value = verdict(answer, truth)
+    root_tokens = _mask_tokens(getattr(root_output, "response_mask", None))
+
+    texts = clone_texts or {}
+    longest: dict[Any, int] = {}
+    clones = []
+    unused = 0
+    for i, clone in enumerate(clone_rollouts or []):
+        extra = getattr(clone, "extra_fields", None) or {}
+        request_id = extra.get("request_id")
+        if request_id is None:
+            raise ValueError(f'selfcest_reward: clone_rollouts[{i}].extra_fields["request_id"] is missing')
+        label = extra.get("clone_label") or ""
+        turn = _TURN.search(str(label))
+        round_key: Any = ("turn", int(turn.group(1))) if turn else ("clone", i)
+        generated = _mask_tokens(getattr(clone, "response_mask", None))
+        budget = extra.get("budget")
+        if budget is None:
+            budget = CONFIG["cloneMaxTokens"]
+        longest[round_key] = max(longest.get(round_key, 0), generated)
+        unused += max(0, budget - generated)
+        answered = extra.get("answer") is not None or has_answer(texts.get(request_id))
+        clones.append((request_id, _is_gated(answered, generated, budget, extra.get("violation"))))
+
+    calls = root_text.count(TOOL_CALL) if root_text is not None else len(longest)
+    parts = episode_reward(correct, value, truth_value, root_tokens, list(longest.values()), calls, unused)
+    R = parts["reward"]
+    clone_rewards: dict[Any, float] = {}
+    for request_id, gated in clones:
+        if request_id in clone_rewards:
+            raise ValueError(f"selfcest_reward: two clones share the request_id {request_id!r}")
+        clone_rewards[request_id] = 0.0 if gated else R
+    return {
+        **parts,
+        "score": R,
+        "clone_rewards": clone_rewards,
+        "correct": correct,
+        "root_generated_tokens": root_tokens,
+        "calls": calls,
+        "num_clones": len(clones),
+        "gated_clones": sum(1 for _, gated in clones if gated),
+        "ground_truth": truth,
+    }
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """
+    The reward of one sample without clones (the monolithic method): no calls, no clones. The
+    root's generated tokens are extra_info["response_tokens"], else solution_str's length in the
+    playground tokenizer.
+    """
+    truth = _truth(ground_truth, "ground_truth")
+    answer = answer_text(solution_str)
+    correct, value, truth_value = verdict(answer, truth)
+    given = (extra_info or {}).get("response_tokens")
+    root_tokens = int(given) if given is not None else playground_token_count(solution_str or "")
+    parts = episode_reward(correct, value, truth_value, root_tokens, [], 0, 0)
+    return {
+        **parts,
+        "score": parts["reward"],
+        "correct": correct,
+        "root_generated_tokens": root_tokens,
+        "calls": 0,
+        "num_clones": 0,
+        "gated_clones": 0,
+        "ground_truth": truth,
+    }
+
+
+__all__ = ["CONFIG", "clone_accuracy_reward", "compute_score", "answer_text", "playground_token_count"]
