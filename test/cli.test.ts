@@ -1,10 +1,9 @@
 /** The CLI as a user runs it: real processes, real files. */
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
+import { cli } from './cliProcess';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseFlags } from '../src/cli/args';
 import { readCheckpointDir } from '../src/cli/checkpointDir';
@@ -14,17 +13,6 @@ import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { VOCAB_SIZE } from '../src/core/tokenizer/vocab';
 import { initBackend } from '../src/runtime/backend';
 
-const run = promisify(execFile);
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', ...args], { cwd: process.cwd(), timeout: 120_000 });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 let dir: string;
 beforeAll(async () => {

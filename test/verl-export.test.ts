@@ -3,26 +3,16 @@
  * reward with the run's thresholds, a config verl's YAML loader reads with the run's recipe, and
  * a README; bad flags are refused before anything is written.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { readParquet } from 'parquet-wasm';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'yaml';
+import { cli } from './cliProcess';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const run = promisify(execFile);
-async function cli(...args: string[]) {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', ...args], { cwd: process.cwd(), timeout: 120_000 });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 const python = (() => {
   try {
     execFileSync('python3', ['--version']);

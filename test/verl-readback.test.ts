@@ -4,27 +4,16 @@
  * files) into traces that keep the tree, the answers, the token counts and the reward; `compare`
  * then tabulates the converted run from its traces alone.
  */
-import { execFile } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { cli } from './cliProcess';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTracesJsonl } from '../src/core/io/traces';
 import type { EpisodeTrace } from '../src/core/rollout/trace';
 import { verlSamplesOf } from './verlShape';
 
-const run = promisify(execFile);
-async function cli(...args: string[]) {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', ...args], { cwd: process.cwd(), timeout: 120_000 });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 const committed = execFileSync('git', ['ls-files', 'runs/**/traces.sample.jsonl'], { encoding: 'utf8' }).split('\n').filter(Boolean);
 let dir: string;

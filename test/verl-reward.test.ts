@@ -12,6 +12,7 @@
  *
  * Only committed files are read (git ls-files). Skipped, with a message, without python3.
  */
+import { cachedEncode } from '../src/core/rollout/traceFixture';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,12 +85,7 @@ function committedRuns(): { dir: string; settings: Settings; traces: EpisodeTrac
 // Episodes from the rollout scheduler, steered by a planned decoder
 
 const tok = Tokenizer.builtin();
-const encoded = new Map<string, number[]>();
-function encode(text: string): number[] {
-  let ids = encoded.get(text);
-  if (ids === undefined) encoded.set(text, (ids = tok.encode(text)));
-  return ids.slice();
-}
+const encode = cachedEncode(tok);
 const ids = (text: string) => [...text].map((c) => tokenId(c));
 const textOf = (tokens: readonly number[]) => tokens.map((t) => VOCAB[t]).join('');
 const COT_IDS = [...'0123456789+-*=()'].map((c) => tokenId(c));

@@ -7,6 +7,7 @@
  */
 import type { MetricPoint } from '../state/store';
 import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
+import { jsonLines } from '../../core/io/jsonl';
 import { TRACE_SCHEMA } from '../../core/rollout/trace';
 import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
 import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
@@ -28,15 +29,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /** metrics.jsonl → rows; throws naming the file, the line and the field. Blank lines are skipped (they still count). */
 export function parseMetricsJsonl(text: string, file: string): MetricsRow[] {
-  const lines: { line: number; raw: unknown }[] = [];
-  text.split('\n').forEach((l, i) => {
-    if (l.trim() === '') return;
-    try {
-      lines.push({ line: i + 1, raw: JSON.parse(l) as unknown });
-    } catch (e) {
-      throw new KeptRunError(`${file}: line ${i + 1}: not JSON (${(e as Error).message})`);
-    }
-  });
+  const lines = jsonLines(text, (line, m) => new KeptRunError(`${file}: line ${line}: ${m.replace('not valid JSON', 'not JSON')}`)).map(({ line, value }) => ({ line, raw: value }));
   if (lines.length === 0) throw new KeptRunError(`${file}: no rows (an empty file, or a run that has not finished a step)`);
   try {
     return checkMetricsRows(

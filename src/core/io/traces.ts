@@ -3,6 +3,7 @@
  * line and names the line and field that is wrong; nothing is half-loaded.
  */
 import { VIOLATIONS } from '../protocol/violations';
+import { jsonLines } from './jsonl';
 import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/trace';
 
 export function tracesToJsonl(traces: readonly object[]): string {
@@ -19,18 +20,7 @@ export class TraceFormatError extends Error {
 }
 
 export function parseTracesJsonl(text: string): EpisodeTrace[] {
-  const out: EpisodeTrace[] = [];
-  text.split('\n').forEach((raw, i) => {
-    if (raw.trim() === '') return;
-    let obj: unknown;
-    try {
-      obj = JSON.parse(raw);
-    } catch (e) {
-      throw new TraceFormatError(i + 1, `not valid JSON (${(e as Error).message})`);
-    }
-    out.push(checkTrace(obj, i + 1));
-  });
-  return out;
+  return jsonLines(text, (line, m) => new TraceFormatError(line, m)).map(({ line, value }) => checkTrace(value, line));
 }
 
 function checkTrace(obj: unknown, line: number): EpisodeTrace {

@@ -9,6 +9,7 @@
  * Streams are planned per context from a seeded Rng, so a failure names the run seed that
  * reproduces it. Many episodes share one scheduler run, as in training.
  */
+import { cachedEncode } from './traceFixture';
 import { describe, expect, it } from 'vitest';
 import { majorityVote } from '../eval/stats';
 import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
@@ -26,13 +27,7 @@ import { type ContextDecoder, RolloutScheduler } from './scheduler';
 import type { EpisodeTrace } from './trace';
 
 const tok = Tokenizer.builtin();
-// The HF encoder is the slow part of a rollout here; the texts repeat, so cache them.
-const encoded = new Map<string, number[]>();
-function encode(text: string): number[] {
-  let ids = encoded.get(text);
-  if (ids === undefined) encoded.set(text, (ids = tok.encode(text)));
-  return ids.slice();
-}
+const encode = cachedEncode(tok);
 
 /** Any task of the registry: each generates with its own default options. */
 type SomeTask = Task<unknown>;

@@ -22,3 +22,16 @@ export function sampleTrace(overrides: Partial<EpisodeTrace> = {}): EpisodeTrace
     ...overrides,
   };
 }
+
+/**
+ * `tok.encode`, remembered per text: the HF encoder is the slow part of a test's many rollouts,
+ * and their texts repeat. Each call returns a fresh copy.
+ */
+export function cachedEncode(tok: { encode(text: string): number[] }): (text: string) => number[] {
+  const encoded = new Map<string, number[]>();
+  return (text) => {
+    let ids = encoded.get(text);
+    if (ids === undefined) encoded.set(text, (ids = tok.encode(text)));
+    return ids.slice();
+  };
+}

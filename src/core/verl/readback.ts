@@ -16,6 +16,7 @@
  */
 import type { Violation } from '../protocol/violations';
 import type { RewardBreakdown } from '../rl/reward';
+import { jsonLines } from '../io/jsonl';
 import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, type TextSpan, TRACE_SCHEMA, countTokens } from '../rollout/trace';
 
 /** An answer is the text after the last marker, to the end of its line. */
@@ -146,18 +147,7 @@ function parseRecord(obj: unknown, line: number): VerlRecord {
 
 /** Parse the records of a JSONL file; the first bad line refuses the file, naming line and field. */
 export function parseVerlRecords(text: string): VerlRecord[] {
-  const out: VerlRecord[] = [];
-  text.split('\n').forEach((raw, i) => {
-    if (raw.trim() === '') return;
-    let obj: unknown;
-    try {
-      obj = JSON.parse(raw);
-    } catch (e) {
-      throw new VerlRecordError(`line ${i + 1}`, `not valid JSON (${(e as Error).message})`);
-    }
-    out.push(parseRecord(obj, i + 1));
-  });
-  return out;
+  return jsonLines(text, (line, m) => new VerlRecordError(`line ${line}`, m)).map(({ line, value }) => parseRecord(value, line));
 }
 
 export interface ConvertOptions {
