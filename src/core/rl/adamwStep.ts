@@ -42,9 +42,8 @@ export function fusedAdamWAvailable(): boolean {
   return fusedOn && tf.getKernel(ADAMW_KERNEL, tf.getBackend()) !== undefined;
 }
 
-/** [p', m', v'] from the fused kernel, or null where the active backend has none. */
-export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, attrs: AdamWStepAttrs): [tf.Tensor, tf.Tensor, tf.Tensor] | null {
-  if (!fusedAdamWAvailable()) return null;
+/** [p', m', v'] from the fused kernel; the caller has checked `fusedAdamWAvailable()` (once per step). */
+export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, attrs: AdamWStepAttrs): [tf.Tensor, tf.Tensor, tf.Tensor] {
   if (p.dtype !== 'float32' || g.dtype !== 'float32' || p.size !== g.size || p.size !== m.size || p.size !== v.size) {
     throw new Error(`${ADAMW_KERNEL}: parameter, gradient and moments must be float32 of one size (got ${p.size}, ${g.size}, ${m.size}, ${v.size})`);
   }

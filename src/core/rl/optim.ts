@@ -3,7 +3,7 @@
  * step) can be saved with a run and restored exactly on resume.
  */
 import * as tf from '@tensorflow/tfjs';
-import { adamwStep } from './adamwStep';
+import { adamwStep, fusedAdamWAvailable } from './adamwStep';
 import { squaredGlobalNorm } from './grads';
 
 export interface AdamWConfig {
@@ -57,6 +57,8 @@ export class AdamW {
     this.step++;
     const bc1 = 1 - beta1 ** this.step;
     const bc2 = 1 - beta2 ** this.step;
+    // The backend does not change within a step: ask once whether it has the fused kernel.
+    const fusedKernel = fusedAdamWAvailable();
     tf.tidy(() => {
       for (const [name, p] of this.params) {
         const g0 = grads.get(name);
@@ -64,8 +66,8 @@ export class AdamW {
         const m = this.m.get(name)!;
         const v = this.v.get(name)!;
         const decay = weightDecay > 0 && decays(name) ? lr * weightDecay : 0;
-        const fused = adamwStep(p, g0, m, v, { lr, beta1, beta2, eps, bc1, bc2, decay, scale });
-        if (fused !== null) {
+        if (fusedKernel) {
+          const fused = adamwStep(p, g0, m, v, { lr, beta1, beta2, eps, bc1, bc2, decay, scale });
           m.assign(fused[1]);
           v.assign(fused[2]);
           p.assign(fused[0]);

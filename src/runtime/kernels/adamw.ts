@@ -27,7 +27,7 @@ interface WebgpuBackend {
 function cpuAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
   const { p, g, m, v } = inputs as Inputs;
   const b = backend as CpuBackend;
-  const out: [Float32Array, Float32Array, Float32Array] = [new Float32Array(p.shape.reduce((x, d) => x * d, 1)), new Float32Array(m.shape.reduce((x, d) => x * d, 1)), new Float32Array(v.shape.reduce((x, d) => x * d, 1))];
+  const out: [Float32Array, Float32Array, Float32Array] = [new Float32Array(tf.util.sizeFromShape(p.shape)), new Float32Array(tf.util.sizeFromShape(m.shape)), new Float32Array(tf.util.sizeFromShape(v.shape))];
   adamwStepArrays(b.readSync(p.dataId), b.readSync(g.dataId), b.readSync(m.dataId), b.readSync(v.dataId), attrs as unknown as AdamWStepAttrs, out);
   return [b.makeTensorInfo(p.shape, 'float32', out[0]), b.makeTensorInfo(m.shape, 'float32', out[1]), b.makeTensorInfo(v.shape, 'float32', out[2])];
 }
@@ -73,7 +73,7 @@ function webgpuAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap
   const b = backend as WebgpuBackend;
   const a = attrs as unknown as AdamWStepAttrs;
   const f = (x: number) => ({ type: 'float32', data: [x] });
-  const shape = [p.shape.reduce((x, d) => x * d, 1)];
+  const shape = [tf.util.sizeFromShape(p.shape)];
   const flat = (t: tf.TensorInfo) => ({ ...t, shape });
   const mNew = b.runWebGPUProgram(
     program('m', shape, ['M', 'G'], 'beta : f32, scale : f32,', 'let result = uniforms.beta * m + (1.0 - uniforms.beta) * (g * uniforms.scale);'),

@@ -124,7 +124,7 @@ export function installFastBatchMatMul(): boolean {
   return true;
 }
 
-const size = (shape: readonly number[]) => shape.reduce((p, d) => p * d, 1);
+const size = (shape: readonly number[]) => tf.util.sizeFromShape(shape as number[]);
 
 type KernelArgs = Parameters<KernelFunc>[0];
 
