@@ -4,13 +4,15 @@
  * a README; bad flags are refused before anything is written.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readParquet } from 'parquet-wasm';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'yaml';
 import { cli } from './cliProcess';
+import { answerOf } from '../src/core/verl/readback';
+import { CHAR_TOKENS, SPECIAL_TOKENS } from '../src/core/tokenizer/vocab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const python = (() => {
@@ -31,7 +33,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 describe('export-verl', () => {
   it('writes the dataset, the reward, the config and a README from the run config', async () => {
     const out = join(dir, 'mh');
-    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":6}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--verl-dir', '/data/mh', '--out', out);
+    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":6}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);
@@ -44,13 +46,18 @@ describe('export-verl', () => {
     expect(config.actor_rollout_ref.rollout.n).toBe(8);
     expect(config.actor_rollout_ref.actor.optim.lr).toBe(3e-5);
     const clone = config.actor_rollout_ref.rollout.multi_turn.clone;
-    expect(clone).toMatchObject({ enable: true, max_clone_depth: 1, allow_nested_clones: false, max_clones_per_call: 16, max_response_length: 128, reward_function: '/data/mh/selfcest_reward.py:clone_accuracy_reward' });
+    expect(clone).toMatchObject({ enable: true, max_clone_depth: 1, allow_nested_clones: false, max_clones_per_call: 16, max_response_length: 300, summary_max_length: 256, reward_function: '/data/mh/selfcest_reward.py:clone_accuracy_reward' });
+    // A real model's lengths (the reference's), not the playground's character-level ones.
+    expect(config.data.max_response_length).toBe(1024);
+    expect(config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu).toBe(1);
+    expect(config.actor_rollout_ref.actor.clip_ratio_c).toBe(3);
     expect(config.custom_reward_function).toEqual({ path: '/data/mh/selfcest_reward.py', name: 'compute_score' });
 
     const reward = await readFile(join(out, 'selfcest_reward.py'), 'utf8');
     expect(reward).toContain('"task": "multihop"');
     expect(reward).toContain('"rootTau": 100');
     expect(reward).toContain('"gating": False');
+    expect(reward).toContain('"cloneMaxTokens": 300');
     const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
     expect(meta.config.reward.rootTau).toBe(100);
     expect(meta.command).toContain('export-verl');
@@ -75,6 +82,30 @@ print(json.dumps([ok, bad]))`;
     expect(score(bad)).toBeLessThan(0.2);
   });
 
+  it.skipIf(!python)('the reward and the read-back take the same answer from a response', async () => {
+    const out = join(dir, 'arith');
+    const cases = ['Answer: 42\nThat is the result.', '42', 'so Answer: 1\nAnswer:  -7 <|im_end|>', 'Answer: </think> 5', 'Answer:', '<ans>12<eos>', '<ans>1<sep>2<eos>', 'x<ans>3<eos>Answer: 4', 'Answer: 12\u00a0', 'Answer:\n9'];
+    const script = `import sys, json; sys.path.insert(0, ${JSON.stringify(out)}); import selfcest_reward as r
+print(json.dumps([r.answer_text(t) for t in json.loads(sys.stdin.read())]))`;
+    const py = JSON.parse(execFileSync(python!, ['-c', script], { encoding: 'utf8', input: JSON.stringify(cases) }));
+    expect(py).toEqual(cases.map(answerOf));
+    expect(py.slice(0, 4)).toEqual(['42', null, '-7', '5']);
+  });
+
+  it.skipIf(!python)('the reward knows the playground vocabulary, and gives a real model\'s text without a token count no length penalty', async () => {
+    const out = join(dir, 'arith');
+    const script = `import sys, json; sys.path.insert(0, ${JSON.stringify(out)}); import selfcest_reward as r
+long = "Let me add these up carefully, term by term. " * 10 + "Answer: 12"
+print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", long, "12"), r.compute_score("x", "=" * 70 + "<ans>12<eos>", "12")]))`;
+    const [special, chars, real, playground] = JSON.parse(execFileSync(python!, ['-c', script], { encoding: 'utf8' }));
+    expect(special).toEqual([...SPECIAL_TOKENS]);
+    expect(chars).toBe(CHAR_TOKENS.join(''));
+    expect(real).toMatchObject({ reward: 1, root_penalty: 0, root_generated_tokens: null });
+    // 70 '=' + <ans> + 2 digits + <eos>: 74 playground tokens, past τ = 64, so a root penalty.
+    expect(playground.root_generated_tokens).toBe(74);
+    expect(playground.root_penalty).toBeGreaterThan(0);
+  });
+
   it('refuses bad flags by name and writes nothing', async () => {
     const out = join(dir, 'never');
     const bad = async (...args: string[]) => {
@@ -86,6 +117,26 @@ print(json.dumps([ok, bad]))`;
     expect(await bad('--train', '3', '--test', '3', '--task', 'chess')).toMatch(/task/);
     expect(await bad('--train', '3', '--test', '3', '--task', 'multihop', '--options', '{"perChunk":9}')).toContain('perChunk must be an integer in [1, 6] (got 9)');
     expect(await bad('--train', '3', '--test', '3', '--test-split', 'train')).toMatch(/--test-split/);
+    expect(await bad('--train', '3', '--test', '3', '--dynamic-sampling', '--credit', 'broadcast')).toMatch(/--dynamic-sampling: .*\n--credit broadcast: the fork's advantage code is the ratio credit/);
+    expect(await bad('--train', '3', '--test', '3', '--verl-dir', 'data/x')).toContain('--verl-dir must be an absolute path');
     await expect(readdir(out)).rejects.toThrow();
+    // A folder that is not an earlier export (here a run directory) is refused, and left as it was.
+    const runDir = join(dir, 'run');
+    await mkdir(runDir);
+    await writeFile(join(runDir, 'run.json'), '{"format":"other"}');
+    const r = await cli('export-verl', '--train', '3', '--test', '3', '--out', runDir);
+    expect(r.stderr).toContain('is not an earlier verl export: name a new folder');
+    expect(await readdir(runDir)).toEqual(['run.json']);
+  });
+
+  it('writes a command with a newline in an argument as one config comment line, and again over its own export', async () => {
+    const out = join(dir, 'nl');
+    const options = '{\n"maxOperands":4}';
+    expect((await cli('export-verl', '--options', options, '--train', '3', '--test', '2', '--out', out)).code).toBe(0);
+    expect((await cli('export-verl', '--options', options, '--train', '4', '--test', '2', '--out', out)).code).toBe(0);
+    const text = await readFile(join(out, 'config.yaml'), 'utf8');
+    expect(text.split('\n')[0]).toMatch(/^# written by SELFCEST Playground: \[.*\]$/);
+    expect(parse(text).actor_rollout_ref.rollout.n).toBe(4);
+    expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).train).toBe(4);
   });
 });

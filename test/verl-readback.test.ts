@@ -65,6 +65,18 @@ describe('import-verl', () => {
     expect(r.stdout).toMatch(/^\| gating \| \d+ \|/m);
   });
 
+  it('compare takes a metrics file named directly as metrics, and import-verl warns of episodes without a reward', async () => {
+    const r = await cli('compare', '--runs', 'a=runs/ablation/gating-s1/metrics.jsonl');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^\| a \| \d+ \|/m);
+    const input = join(dir, 'no-reward.jsonl');
+    await writeFile(input, '{"request_id":"a","parent_request_id":null,"response":"Answer: 1","response_mask":[1]}\n');
+    const w = await cli('import-verl', '--in', input, '--out', join(dir, 'no-reward-traces.jsonl'));
+    expect(w.code).toBe(0);
+    expect(w.stdout).toContain('warning: 1 episodes carry no reward');
+    expect((await cli('import-verl', '--in', input, '--out', input)).stderr).toContain('--out must not be --in');
+  });
+
   it('refuses a bad record by line and field, and writes nothing', async () => {
     const input = join(dir, 'bad.jsonl');
     await writeFile(input, '{"request_id":"a","parent_request_id":null,"response":"Answer: 1","response_mask":[1]}\n{"request_id":"b","parent_request_id":"a","response":"x","response_mask":"all"}\n');

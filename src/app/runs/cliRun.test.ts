@@ -117,7 +117,7 @@ describe('a run known by its traces alone (a verl run read back)', () => {
     const { run, ignored } = cliRunOf([{ name: 'verl-run.jsonl', text: tracesText() }, { name: 'notes.txt', text: 'x' }], meta);
     expect(ignored).toEqual(['notes.txt']);
     expect(run.name).toBe('verl-run (CLI run)');
-    expect(run.task).toBe('selfcest_arithmetic');
+    expect(run.task).toBe('arithmetic');
     expect(run.metrics.map((p) => [p.metrics.step, p.metrics.meanReward, p.metrics.clonesPerEpisode, p.episodes])).toEqual([
       [1, 1, 0, 1],
       [2, 0.9, 1, 1],
@@ -139,6 +139,20 @@ describe('a run known by its traces alone (a verl run read back)', () => {
     expect(run.metrics).toHaveLength(150);
     expect(run.rollouts).toHaveLength(2);
     expect(run.origin).toMatchObject({ files: ['metrics.jsonl', 'traces.jsonl', 'run.json'] });
+  });
+
+  it('numbers the stored rollouts as the curves number the steps (a source counting from 0 starts at 1)', () => {
+    const from0 = tracesText().replace('"step":1,', '"step":0,').replace('"step":2,', '"step":1,');
+    const { run } = cliRunOf([{ name: 'verl.jsonl', text: from0 }], meta);
+    expect(run.metrics.map((p) => p.metrics.step)).toEqual([1, 2]);
+    expect(run.rollouts!.map((t) => t.step)).toEqual([1, 2]);
+  });
+
+  it('sends an unconverted verl dump to import-verl, and names a trace of another schema as such', () => {
+    const raw = verlLines.map((l) => JSON.stringify(l)).join('\n');
+    expect(() => cliRunOf([{ name: 'rollouts.jsonl', text: raw }], meta)).toThrow('rollouts.jsonl holds verl rollout records, not traces: convert it first (npm run cli -- import-verl');
+    const old = '\uFEFF' + tracesText().replace(/selfcest-episode\/1/g, 'selfcest-episode/0');
+    expect(() => cliRunOf([{ name: 'old.jsonl', text: old }], meta)).toThrow('old.jsonl: line 1: schema is "selfcest-episode/0", expected "selfcest-episode/1"');
   });
 
   it('refuses a bad traces line by file and line, and two traces files', () => {

@@ -6,10 +6,9 @@
  * line; nothing is half imported. Pure: file texts → kept run.
  */
 import type { MetricPoint } from '../state/store';
-import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
+import { TraceFormatError, looksLikeTraces, parseTracesJsonl } from '../../core/io/traces';
 import { jsonLines } from '../../core/io/jsonl';
-import { TRACE_SCHEMA } from '../../core/rollout/trace';
-import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
+import { type SteppedTrace, rowsFromTraces, stepShift } from '../../core/eval/traceRows';
 import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
 import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
 
@@ -68,12 +67,17 @@ export function flagValue(command: readonly string[] | null, flag: string): stri
   return i >= 0 && i + 1 < command.length ? command[i + 1] : null;
 }
 
-/** Whether a picked .jsonl is a traces file: its first row is an episode of this schema. */
+/** Whether a picked .jsonl is a traces file (its first row names a schema), whatever its name; empty: by its name. */
 export function isTracesFile(f: PickedText): boolean {
+  return f.text.trim() === '' ? f.name.startsWith('traces') : looksLikeTraces(f.text);
+}
+
+/** A verl agent loop's own dump (request_id, response_mask): it needs import-verl first. */
+function isVerlRecords(f: PickedText): boolean {
   const first = f.text.split('\n').find((l) => l.trim() !== '');
-  if (first === undefined) return f.name.startsWith('traces');
   try {
-    return (JSON.parse(first) as { schema?: unknown }).schema === TRACE_SCHEMA;
+    const row = JSON.parse(first ?? '') as Record<string, unknown>;
+    return 'request_id' in row && 'response_mask' in row;
   } catch {
     return false;
   }
@@ -87,6 +91,8 @@ export function isTracesFile(f: PickedText): boolean {
  */
 export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText | null; traces: PickedText | null; config: PickedText | null; ignored: string[] } {
   const jsonl = files.filter((f) => f.name.endsWith('.jsonl'));
+  const raw = jsonl.find(isVerlRecords);
+  if (raw) throw new KeptRunError(`${raw.name} holds verl rollout records, not traces: convert it first (npm run cli -- import-verl --in ${raw.name} --out traces.jsonl) and import that`);
   const traces = jsonl.filter(isTracesFile);
   const metrics = jsonl.filter((f) => !traces.includes(f));
   if (metrics.length === 0 && traces.length === 0) throw new KeptRunError(`no metrics file among ${files.map((f) => f.name).join(', ') || 'the picked files'}: pick the run's metrics.jsonl (and run.json if you have it), or a traces file`);
@@ -169,7 +175,8 @@ export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptA
     metrics,
     heldOut,
     frontier: [],
-    ...(traces ? { rollouts: traces.slice(-MAX_KEPT_ROLLOUTS) } : {}),
+    // Numbered as the curves number their steps (a source counting from 0 starts at 1).
+    ...(traces ? { rollouts: traces.slice(-MAX_KEPT_ROLLOUTS).map((t) => (t.step === undefined ? t : { ...t, step: t.step + stepShift(traces) })) } : {}),
   };
   return { run, ignored: picked.ignored };
 }

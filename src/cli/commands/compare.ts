@@ -3,8 +3,8 @@ import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
 import { checkOutDir, committedRows } from '../runDir';
 import { UsageError } from '../args';
-import { existsSync } from 'node:fs';
-import { parseTracesJsonl } from '../../core/io/traces';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { looksLikeTraces, parseTracesJsonl } from '../../core/io/traces';
 import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
 
 interface Row {
@@ -59,7 +59,10 @@ export const compare = defineCommand(
  * as `import-verl`'s output).
  */
 async function runRows(path: string): Promise<Row[]> {
-  const tracesFile = path.endsWith('.jsonl') ? path : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
+  // A file named directly is taken by its content (traces or metrics rows); a directory by what it holds.
+  const direct = path.endsWith('.jsonl') && existsSync(path) && statSync(path).isFile();
+  const tracesFile = direct ? (looksLikeTraces(readFileSync(path, 'utf8')) ? path : null) : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
+  const metricsFile = direct ? path : committedRows(path, 'metrics.jsonl');
   if (tracesFile !== null) {
     let text: string;
     try {
@@ -73,7 +76,7 @@ async function runRows(path: string): Promise<Row[]> {
       throw new Error(`${tracesFile}: ${(e as Error).message}`);
     }
   }
-  const text = await readFile(committedRows(path, 'metrics.jsonl'), 'utf8');
+  const text = await readFile(metricsFile, 'utf8');
   const rows = text
     .split('\n')
     .filter((l) => l.trim())
@@ -81,10 +84,10 @@ async function runRows(path: string): Promise<Row[]> {
       try {
         return JSON.parse(l) as Row;
       } catch {
-        throw new Error(`${path}/metrics.jsonl line ${i + 1} is not JSON`);
+        throw new Error(`${metricsFile} line ${i + 1} is not JSON`);
       }
     });
-  if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${path}/metrics.jsonl has no GRPO metrics (meanReward)`);
+  if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${metricsFile} has no GRPO metrics (meanReward)`);
   return rows;
 }
 

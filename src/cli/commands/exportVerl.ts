@@ -1,14 +1,21 @@
-import { rename, writeFile } from 'node:fs/promises';
-import { resolve, join } from 'node:path';
+import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
 import { defineRunCommand } from '../command';
-import { usageErrors } from '../args';
+import { UsageError, usageErrors } from '../args';
 import { checkOutDir } from '../runDir';
 import { grpoConfigOf } from '../../core/runConfigTargets';
 import { withOptions } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
-import { cloneMaxTokensOf, toYaml, verlConfig, verlReadme } from '../../core/verl/config';
+import { VERL_LENGTH_DEFAULTS, toYaml, unsupportedInVerl, verlConfig, verlReadme } from '../../core/verl/config';
 import { MAX_VERL_ROWS, exportVerlDataset } from '../verl/exportDataset';
 import { rewardPythonSource } from '../verl/rewardFile';
+
+/** The files an export writes; a folder holding only these (an earlier export) may be written again. */
+const EXPORT_FILES = ['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet'];
+const EXPORT_FORMAT = 'selfcest-verl-export';
+
+/** An argument as a POSIX shell reads it back (single-quoted unless plain). */
+const shellWord = (a: string) => (/^[\w./:=@,+-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
 
 /** A task, its reward and the clone protocol as files SELFCEST's verl fork trains on (docs/FORMATS.md, "verl export"). */
 export const exportVerl = defineRunCommand(
@@ -19,15 +26,24 @@ export const exportVerl = defineRunCommand(
     test: { type: 'int', required: true, min: 1, max: MAX_VERL_ROWS, help: 'problems in test.parquet (from the held-out set)' },
     'test-split': { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'held-out set of test.parquet: final (what eval scores) or monitor' },
     'data-source': { type: 'string', help: 'data_source of the rows (default selfcest_<task>)' },
-    'verl-dir': { type: 'string', help: 'the folder as the verl machine sees it, for the paths in config.yaml (default: --out, absolute)' },
-    out: { type: 'string', required: true, help: 'folder to write' },
+    'verl-dir': { type: 'string', help: 'the folder as the verl machine sees it (absolute), for the paths in config.yaml (default: --out, made absolute)' },
+    'response-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.responseLength, min: 16, max: 1 << 20, help: "a real model's root response tokens (verl counts injected tool responses too)" },
+    'prompt-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.promptLength, min: 16, max: 1 << 20, help: 'prompt tokens' },
+    'clone-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.cloneLength, min: 1, max: 1 << 20, help: "one clone's response tokens (its budget in the reward when verl records none)" },
+    'summary-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.summaryLength, min: 1, max: 1 << 20, help: "tokens of a clone's answer injected into the root" },
+    out: { type: 'string', required: true, help: 'folder to write (new, or an earlier export)' },
   },
   async ({ flags: f, config: rc, argv }) => {
     const cfg = usageErrors(() => grpoConfigOf(rc, 1), { taskOptions: '--options', miniBatch: '--mini-batch' });
+    const refused = unsupportedInVerl(cfg);
+    if (refused.length > 0) throw new UsageError(refused.join('\n'));
+    const verlDir = f['verl-dir'] ?? resolve(f.out);
+    if (!isAbsolute(verlDir)) throw new UsageError(`--verl-dir must be an absolute path (got ${JSON.stringify(verlDir)})`);
+    const lengths = { responseLength: f['response-length'], promptLength: f['prompt-length'], cloneLength: f['clone-length'], summaryLength: f['summary-length'] };
     const entry = withOptions(cfg.task, cfg.taskOptions);
     // Everything that can be refused is built before the folder is touched.
-    const reward = rewardPythonSource({ task: cfg.task, reward: cfg.reward, gating: cfg.advantage.gating, gateMode: cfg.advantage.gateMode, cloneMaxTokens: cloneMaxTokensOf(cfg) });
-    await checkOutDir(f.out);
+    const reward = rewardPythonSource({ task: cfg.task, reward: cfg.reward, gating: cfg.advantage.gating, gateMode: cfg.advantage.gateMode, cloneMaxTokens: lengths.cloneLength });
+    await checkFolder(f.out);
     const dataset = await exportVerlDataset({
       entry,
       train: f.train,
@@ -37,13 +53,14 @@ export const exportVerl = defineRunCommand(
       ...(f['data-source'] !== undefined ? { dataSource: f['data-source'] } : {}),
       outDir: f.out,
     });
-    const command = `npm run cli -- ${argv.join(' ')}`;
-    const dir = f['verl-dir'] ?? resolve(f.out);
+    const command = ['npm', 'run', 'cli', '--', ...argv].map(shellWord).join(' ');
+    const settings = { dir: verlDir, ...lengths };
     const files: [string, string][] = [
       ['selfcest_reward.py', reward],
-      ['config.yaml', `# SELFCEST Playground run as verl config (${command})\n` + toYaml(verlConfig(cfg, { dir }))],
-      ['run.json', JSON.stringify({ format: 'selfcest-verl-export', version: 1, command: argv, config: cfg, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource }, null, 2) + '\n'],
-      ['README.md', verlReadme(cfg, { train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource, command })],
+      // The command as JSON: one comment line whatever the arguments hold.
+      ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings))],
+      ['run.json', JSON.stringify({ format: EXPORT_FORMAT, version: 1, command: argv, config: cfg, lengths, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource }, null, 2) + '\n'],
+      ['README.md', verlReadme(cfg, { ...settings, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource, command })],
     ];
     const tag = `.tmp-${process.pid}`;
     for (const [name, text] of files) await writeFile(join(f.out, name + tag), text);
@@ -51,3 +68,20 @@ export const exportVerl = defineRunCommand(
     console.log(`wrote ${f.out}: train.parquet (${dataset.train.rows} rows), test.parquet (${dataset.test.rows} rows, ${dataset.testSplit} set), ${files.map(([n]) => n).join(', ')}`);
   },
 );
+
+/** --out is new, empty, or an earlier export (its run.json says so, nothing else in it): never a run's folder. */
+async function checkFolder(out: string): Promise<void> {
+  await checkOutDir(out);
+  const present = (await readdir(out)).filter((n) => !n.includes('.tmp-'));
+  if (present.length === 0) return;
+  const foreign = present.filter((n) => !EXPORT_FILES.includes(n));
+  let earlier = false;
+  try {
+    earlier = (JSON.parse(await readFile(join(out, 'run.json'), 'utf8')) as { format?: unknown }).format === EXPORT_FORMAT;
+  } catch {
+    earlier = false;
+  }
+  if (foreign.length > 0 || !earlier) {
+    throw new UsageError(`--out ${out} holds ${foreign.length > 0 ? foreign.slice(0, 3).join(', ') : 'files'} and is not an earlier verl export: name a new folder`);
+  }
+}

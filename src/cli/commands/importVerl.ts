@@ -1,4 +1,5 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
 import { tracesToJsonl } from '../../core/io/traces';
@@ -16,6 +17,7 @@ export const importVerl = defineCommand(
   },
   async (f) => {
     if (!f.out.endsWith('.jsonl')) throw new UsageError(`--out must name a .jsonl file (got ${f.out})`);
+    if (resolve(f.out) === resolve(f.in)) throw new UsageError('--out must not be --in (the records would be overwritten)');
     let text: string;
     try {
       text = await readFile(f.in, 'utf8');
@@ -31,7 +33,9 @@ export const importVerl = defineCommand(
     const clones = traces.reduce((n, t) => n + t.contexts.length - 1, 0);
     const withReward = traces.filter((t) => t.reward || t.sourceReward).length;
     console.log(`wrote ${f.out}: ${traces.length} episodes, ${clones} clones, ${withReward} with the source's reward`);
-    if (withReward === traces.length) {
+    if (withReward < traces.length) {
+      console.log(`warning: ${traces.length - withReward} episodes carry no reward: the trees show them, but the Runs panel and compare need a reward in every step's episodes (log "reward" with the root samples)`);
+    } else {
       const rows = rowsFromTraces(traces);
       console.log(`steps ${rows[0].step}–${rows[rows.length - 1].step}; compare with: npm run cli -- compare --runs verl=${f.out}`);
     }

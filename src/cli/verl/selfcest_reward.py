@@ -65,6 +65,8 @@ SPECIAL_TOKENS = (
     "<unused0>", "<unused1>", "<unused2>", "<unk>",
 )
 _SPECIAL = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
+# Its plain characters (CHAR_TOKENS): a text made of these and the special tokens is playground text.
+CHAR_TOKENS = "0123456789abcdefghijklmnopqrstuvwxyz +-*()=?.,:#'_>\n"
 
 ANSWER_MARKER = "Answer:"
 TOOL_CALL = "<tool_call>"
@@ -83,6 +85,11 @@ def playground_token_count(text: str) -> int:
     return len(text) - sum(len(m.group(0)) - 1 for m in _SPECIAL.finditer(text))
 
 
+def is_playground_text(text: str) -> bool:
+    """Whether `text` is written in the playground's vocabulary (its token count then means something)."""
+    return all(c in CHAR_TOKENS for c in _SPECIAL.sub("", text))
+
+
 def _answer_block(text: str) -> str | None:
     """The playground's answer block: the last complete `<ans> ... <eos>`, as extractAnswer reads it."""
     end = text.rfind("<eos>")
@@ -95,19 +102,25 @@ def _answer_block(text: str) -> str | None:
     return inner if inner and _SPECIAL.search(inner) is None else None
 
 
+_TAGS = re.compile(r"<\|[^|]*\|>|</?[a-z_]+>")
+
+
 def answer_text(text: str | None) -> str | None:
     """
-    The answer a response gives: the text after its last `Answer:` marker, else (playground text)
-    its last answer block, else the whole text; marker and whole text are stripped. None when empty.
+    The answer a response gives (the same rule as the read-back, src/core/verl/readback.ts
+    answerOf): the text after its last `Answer:` marker to the end of that line, chat-template
+    tags (`<|im_end|>`, `</think>`) removed, stripped; else (playground text) its last answer
+    block; else None.
     """
     if text is None:
         return None
     at = text.rfind(ANSWER_MARKER)
     if at >= 0:
-        answer = text[at + len(ANSWER_MARKER):].strip()
+        rest = text[at + len(ANSWER_MARKER):]
+        end = rest.find("\n")
+        answer = _TAGS.sub("", rest if end < 0 else rest[:end]).strip(_JS_SPACE)
     else:
-        block = _answer_block(text)
-        answer = block if block is not None else text.strip()
+        answer = _answer_block(text)
     return answer or None
 
 
@@ -305,14 +318,16 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     """
     The reward of one sample without clones (the monolithic method): no calls, no clones. The
     root's generated tokens are extra_info["response_tokens"], else solution_str's length in the
-    playground tokenizer.
+    playground tokenizer when it is playground text; a real model's text without a count has no
+    known length, so it gets no root length penalty (root_generated_tokens None).
     """
     truth = _truth(ground_truth, "ground_truth")
     answer = answer_text(solution_str)
     correct, value, truth_value = verdict(answer, truth)
     given = (extra_info or {}).get("response_tokens")
-    root_tokens = int(given) if given is not None else playground_token_count(solution_str or "")
-    parts = episode_reward(correct, value, truth_value, root_tokens, [], 0, 0)
+    text = solution_str or ""
+    root_tokens = int(given) if given is not None else playground_token_count(text) if is_playground_text(text) else None
+    parts = episode_reward(correct, value, truth_value, 0 if root_tokens is None else root_tokens, [], 0, 0)
     return {
         **parts,
         "score": parts["reward"],

@@ -13,6 +13,14 @@ export type SteppedTrace = EpisodeTrace & { step?: number };
 const UNKNOWN = NaN;
 
 /**
+ * Rows count steps from 1 (the trainer's first step writes step 1); a source that counts from 0
+ * is shifted by one. What to add to a trace's step to number it as its row (and its stored copy).
+ */
+export function stepShift(traces: readonly SteppedTrace[]): number {
+  return traces.some((t) => t.step === 0) ? 1 : 0;
+}
+
+/**
  * One row per step, in step order. A trace without `step` counts as step 1 (a file of one batch);
  * steps counted from 0 are shown from 1.
  * Throws when no episode of a step carries a reward (the curves' first quantity).
@@ -23,8 +31,7 @@ export function rowsFromTraces(traces: readonly SteppedTrace[]): (StepMetrics & 
     const step = t.step ?? 1;
     bySteps.set(step, [...(bySteps.get(step) ?? []), t]);
   }
-  // Rows count steps from 1 (the trainer's first step writes step 1); a source that counts from 0 is shifted by one.
-  const shift = bySteps.has(0) ? 1 : 0;
+  const shift = stepShift(traces);
   return [...bySteps.keys()]
     .sort((a, b) => a - b)
     .map((step) => {

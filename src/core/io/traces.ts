@@ -12,6 +12,21 @@ export function tracesToJsonl(traces: readonly object[]): string {
 
 const VIOLATION_SET: ReadonlySet<string> = new Set(VIOLATIONS);
 
+/**
+ * Whether a JSONL text is meant as traces: its first row names a `schema` (a trace of this or
+ * another version; the reader then says which). A byte-order mark is skipped.
+ */
+export function looksLikeTraces(text: string): boolean {
+  const first = text.replace(/^\uFEFF/, '').split('\n').find((l) => l.trim() !== '');
+  if (first === undefined) return false;
+  try {
+    const row = JSON.parse(first) as unknown;
+    return typeof row === 'object' && row !== null && 'schema' in row;
+  } catch {
+    return false;
+  }
+}
+
 export class TraceFormatError extends Error {
   constructor(line: number, message: string) {
     super(`traces: line ${line}: ${message}`);
@@ -20,7 +35,7 @@ export class TraceFormatError extends Error {
 }
 
 export function parseTracesJsonl(text: string): EpisodeTrace[] {
-  return jsonLines(text, (line, m) => new TraceFormatError(line, m)).map(({ line, value }) => checkTrace(value, line));
+  return jsonLines(text.replace(/^\uFEFF/, ''), (line, m) => new TraceFormatError(line, m)).map(({ line, value }) => checkTrace(value, line));
 }
 
 function checkTrace(obj: unknown, line: number): EpisodeTrace {

@@ -33,7 +33,7 @@ describe('verl rollout records → traces', () => {
   it('builds one text-only episode per root, its clones by turn, tokens from the response masks', () => {
     const [t1, t2] = verlRecordsToTraces(parseVerlRecords(jsonl(records)));
     expect(t1.step).toBe(7);
-    expect(t1.task).toBe('selfcest_arithmetic');
+    expect(t1.task).toBe('arithmetic'); // the export's data_source, less its prefix
     expect(t1.answer).toBe('183');
     expect(t1.correct).toBe(true);
     expect(t1.rounds).toBe(2); // turn0 and turn2, renumbered 0 and 1

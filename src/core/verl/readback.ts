@@ -17,11 +17,13 @@
 import type { Violation } from '../protocol/violations';
 import type { RewardBreakdown } from '../rl/reward';
 import { jsonLines } from '../io/jsonl';
+import { VOCAB } from '../tokenizer/vocab';
 import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, type TextSpan, TRACE_SCHEMA, countTokens } from '../rollout/trace';
 
 /** An answer is the text after the last marker, to the end of its line. */
 export const ANSWER_MARKER = 'Answer:';
 const TOOL_RESPONSE = /<tool_response>[\s\S]*?<\/tool_response>/g;
+const TOOL_CALL = /<tool_call>[\s\S]*?<\/tool_call>/g;
 /** `turn<N>`, optionally with a clone index after it (`turn0_clone2`) that orders the clones of one call. */
 const TURN = /turn(\d+)(?:\D+(\d+))?/;
 
@@ -43,7 +45,7 @@ interface VerlRecord {
   /** Index of the clone within its call, when the label gives one. */
   index: number | null;
   step: number | null;
-  dataSource: string | null;
+  task: string | null;
   truth: string | null;
   reward: number | null;
   score: number | null;
@@ -65,19 +67,35 @@ function partsOf(r: Record<string, unknown>, reward: number | null): RewardBreak
   return out as unknown as RewardBreakdown;
 }
 
-/** The answer a response gives: after its last `Answer:`, to the end of that line; null without one. */
+/**
+ * The answer a response gives: after its last `Answer:`, to the end of that line, chat-template
+ * tags removed; without a marker, a playground answer block (`<ans>…<eos>`); else null. The
+ * exported reward (selfcest_reward.py, answer_text) reads answers by the same rule.
+ */
 export function answerOf(text: string): string | null {
   const at = text.lastIndexOf(ANSWER_MARKER);
-  if (at < 0) return null;
+  if (at < 0) return answerBlock(text);
   const rest = text.slice(at + ANSWER_MARKER.length);
   const end = rest.indexOf('\n');
-  const answer = (end < 0 ? rest : rest.slice(0, end)).replace(/<\|[^|]*\|>|<\/?[a-z_]+>/g, '').trim();
+  const answer = (end < 0 ? rest : rest.slice(0, end)).replace(TAGS, '').trim();
   return answer === '' ? null : answer;
 }
 
-/** What the model wrote of a response: the injected tool responses (clone answers among them) cut out. */
+const TAGS = /<\|[^|]*\|>|<\/?[a-z_]+>/g;
+const SPECIAL_TEXT = new RegExp(VOCAB.filter((t) => t.length > 1).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'));
+
+/** The last complete `<ans>…<eos>` block, when it holds no special token. */
+function answerBlock(text: string): string | null {
+  const end = text.lastIndexOf('<eos>');
+  const start = end < 0 ? -1 : text.lastIndexOf('<ans>', end);
+  if (start < 0) return null;
+  const inner = text.slice(start + '<ans>'.length, end);
+  return inner !== '' && !SPECIAL_TEXT.test(inner) ? inner : null;
+}
+
+/** What the model wrote of a response, less its spawn calls and the injected tool responses (an `Answer:` in an objective or a clone's answer is not the root's). */
 function modelText(response: string): string {
-  return response.replace(TOOL_RESPONSE, '\n');
+  return response.replace(TOOL_RESPONSE, '\n').replace(TOOL_CALL, '\n');
 }
 
 /** A response split into what the model wrote (g) and the tool responses the loop injected (i). */
@@ -113,9 +131,11 @@ function parseRecord(obj: unknown, line: number): VerlRecord {
   const response = str('response') ?? str('text') ?? fail('response (or text) is missing');
   const mask = r.response_mask;
   if (!Array.isArray(mask) || !mask.every((v) => v === 0 || v === 1)) fail('response_mask must be an array of 0 and 1 (1: a token the model generated)');
-  const label = str('clone_label');
+  const label = str('clone_label') ?? str('clone_id');
   const turn = label === null ? null : TURN.exec(label);
   if (label !== null && !turn) fail(`clone_label ${JSON.stringify(label)} does not name a turn (turn<N>)`);
+  const info = r.extra_info !== null && typeof r.extra_info === 'object' ? (r.extra_info as Record<string, unknown>) : {};
+  const dataSource = str('data_source');
   const step = num('step') ?? num('global_step');
   if (step !== null && !(Number.isInteger(step) && step >= 0)) fail('step must be an integer ≥ 0');
   const budget = num('budget');
@@ -135,7 +155,8 @@ function parseRecord(obj: unknown, line: number): VerlRecord {
     round: turn ? Number(turn[1]) : null,
     index: turn?.[2] !== undefined ? Number(turn[2]) : null,
     step,
-    dataSource: str('data_source'),
+    // The task: the export's extra_info.task, else the data_source less the export's `selfcest_` prefix.
+    task: typeof info.task === 'string' ? info.task : dataSource?.replace(/^selfcest_/, '') ?? null,
     truth: truth === null ? null : String(truth),
     reward: num('reward'),
     score: num('score'),
@@ -202,7 +223,7 @@ function episodeOf(root: VerlRecord, clones: readonly VerlRecord[], opts: Conver
     ...(root.step !== null ? { step: root.step } : {}),
     schema: TRACE_SCHEMA,
     policyVersion: root.step ?? 0,
-    task: root.dataSource ?? opts.task ?? 'verl',
+    task: root.task ?? opts.task ?? 'verl',
     problemId: root.requestId,
     prompt: root.prompt,
     truth,
