@@ -141,6 +141,16 @@ describe('a run known by its traces alone (a verl run read back)', () => {
     expect(run.origin).toMatchObject({ files: ['metrics.jsonl', 'traces.jsonl', 'run.json'] });
   });
 
+  it('takes a trainer\'s own traces (with tokens) alone the same way', () => {
+    const { run } = cliRunOf(files('runs/grpo-naive-limit48', ['traces.sample.jsonl']), meta);
+    expect(run.rollouts!.length).toBe(32);
+    expect(run.rollouts![0].contexts[0].tokens.length).toBeGreaterThan(0);
+    // The curve's reward at a step is the mean of that step's sampled episodes' rewards.
+    const at = run.rollouts!.filter((t) => t.step === run.metrics[0].metrics.step);
+    expect(run.metrics[0].metrics.meanReward).toBeCloseTo(at.reduce((a, t) => a + t.reward!.reward, 0) / at.length, 12);
+    expect(run.metrics[0].episodes).toBe(at.length);
+  });
+
   it('numbers the stored rollouts as the curves number the steps (a source counting from 0 starts at 1)', () => {
     const from0 = tracesText().replace('"step":1,', '"step":0,').replace('"step":2,', '"step":1,');
     const { run } = cliRunOf([{ name: 'verl.jsonl', text: from0 }], meta);
