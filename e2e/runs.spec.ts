@@ -41,7 +41,8 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
 
   // Tick both: two curves per chart, one legend entry per run, the settings that differ.
   await kept.getByTestId('run-select').check();
-  await expect(page.getByTestId('runs-compare')).toHaveCount(0);
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '1'); // one run: its own curves
+  await expect(page.getByTestId('runs-diff-summary')).toHaveCount(0);
   await cli.getByTestId('run-select').check();
   await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '2');
   await expect(page.getByTestId('runs-legend-item')).toHaveCount(2);

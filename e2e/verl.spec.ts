@@ -30,6 +30,13 @@ test('a verl run converted by import-verl imports in the Runs panel, and its rol
   await expect(page.getByTestId('runs-note')).toContainText(`imported "verl-run (CLI run)" (${last} GRPO steps`);
   await expect(row.getByTestId('run-steps')).toHaveText(String(last));
 
+  // Ticked alone, its reward and token curves are drawn from its episodes.
+  await row.getByTestId('run-select').check();
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '1');
+  await expect(page.getByTestId('runs-legend-item')).toHaveCount(1);
+  await expect(page.locator('[data-testid^="chart-svg-runs-reward"]').first()).toBeVisible();
+  await page.getByTestId('runs-panel').screenshot({ path: test.info().outputPath('verl-runs.png') });
+
   // A delegating rollout: its tree has clone nodes; a clone's context is its text, by writer.
   const picker = row.getByTestId('run-rollouts');
   await expect(picker.locator('option')).toHaveCount(ours.length + 1);

@@ -131,7 +131,7 @@ export function RunsCompare({ runs, smoothing }: { runs: readonly ComparedRun[];
           <MetricChart id={extra} runs={drawn} smoothing={smoothing} x={x} />
         </div>
       </div>
-      <DiffTable runs={runs} />
+      {runs.length >= 2 && <DiffTable runs={runs} />}
     </div>
   );
 }

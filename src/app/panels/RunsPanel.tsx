@@ -1,7 +1,7 @@
 /**
  * Kept runs: keep the current run under a name, import a CLI run (metrics.jsonl + run.json, or
  * a traces file alone, such as a verl run read back by `import-verl`),
- * list them with what tells them apart, rename, delete; tick two or more to overlay their curves
+ * list them with what tells them apart, rename, delete; tick one to draw its curves, two or more to overlay them
  * (RunsCompare). The current run can be ticked too, so a live run is compared as it trains.
  */
 import { useMemo, useState } from 'react';
@@ -192,7 +192,7 @@ export function RunsPanel() {
       <h2>
         Runs{' '}
         <span className="muted" data-testid="runs-count" data-kept={keptRuns.length}>
-          {keptRuns.length === 0 ? 'none kept yet' : `${keptRuns.length} kept`} · tick two or more to overlay
+          {keptRuns.length === 0 ? 'none kept yet' : `${keptRuns.length} kept`} · tick a run to draw its curves, two or more to overlay
         </span>
       </h2>
       <div className="row">
@@ -276,7 +276,8 @@ export function RunsPanel() {
         <SmoothingSelect testId="runs-smoothing" value={smoothing} onChange={setSmoothing} title="Exponential moving average over steps, debiased (as in the curves panel); the raw values faint behind" />
         {selected.length === 1 && <span className="muted">tick one more run to overlay</span>}
       </div>
-      {selected.length >= 2 && <RunsCompare runs={selected} smoothing={smoothing} />}
+      {/* One ticked run draws its own curves (a run read back from verl, alone); two or more overlay. */}
+      {selected.length >= 1 && <RunsCompare runs={selected} smoothing={smoothing} />}
     </section>
   );
 }
