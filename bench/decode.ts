@@ -8,6 +8,7 @@
  * Prints tokens/s of both (best of two alternating rounds) and `ratio: a/b`. `--profile` adds
  * the kernel time of one decode step per op type.
  */
+import { inPlaceCacheWriteAvailable, setInPlaceCacheWrite } from '../src/core/model/cacheWrite';
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../src/core/rng';
 import { PRESETS } from '../src/core/model/config';
@@ -132,6 +133,25 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
     }
     const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
     console.log(`project's matMul kernel: ${rate(ours).toFixed(0)} tokens/s against ${rate(theirs).toFixed(0)} with tfjs's own kernels for the same graph: ${(theirs / ours).toFixed(2)}×`);
+  }
+
+  if (inPlaceCacheWriteAvailable()) {
+    // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per
+    // write) against the in-place write, alternating, best of each.
+    let inPlace = Infinity;
+    let scatter = Infinity;
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        setInPlaceCacheWrite(false);
+        scatter = Math.min(scatter, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
+        setInPlaceCacheWrite(true);
+        inPlace = Math.min(inPlace, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
+      }
+    } finally {
+      setInPlaceCacheWrite(true);
+    }
+    const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
+    console.log(`in-place cache writes: ${rate(inPlace).toFixed(0)} tokens/s against ${rate(scatter).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(scatter / inPlace).toFixed(2)}×`);
   }
 
   if (args.includes('--profile')) await profileStep(params, new Rng(3));

@@ -23,6 +23,7 @@ import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, paramSpecs, validateModelConfig } from './config';
 import { MASKED, geluNew } from './gpt';
 import type { GPTParams } from './params';
+import { cacheWrite, inPlaceCacheWriteAvailable } from './cacheWrite';
 import { type Weights, deriveWeights, disposeWeights } from './decodeWeights';
 
 export interface DecoderOptions {
@@ -353,13 +354,16 @@ export class BatchedDecoder {
     if (allRows) for (const e of entries) entryAt[e.row] = e;
     else entries.forEach((e, i) => (entryAt[i] = e));
 
-    // Inputs built on the CPU: two-hot embedding rows, per-query masks, scatter indices.
+    // Inputs built on the CPU: two-hot embedding rows, per-query masks, the cache slot each
+    // token writes (row, position), and the scatter's indices where the cache is not written in place.
     const nTok = rows * tq;
     const embedRows = vocabSize + nPositions;
     const twoHot = new Float32Array(nTok * embedRows);
     const mask = new Float32Array(nTok * width).fill(MASKED);
-    const keyIdx = new Int32Array(nTok * h * 3);
-    const valIdx = new Int32Array(nTok * h * dh * 4);
+    const inPlace = inPlaceCacheWriteAvailable();
+    const slots = new Int32Array(nTok * 2);
+    const keyIdx = new Int32Array(inPlace ? 0 : nTok * h * 3);
+    const valIdx = new Int32Array(inPlace ? 0 : nTok * h * dh * 4);
     for (let i = 0; i < rows; i++) {
       const e = entryAt[i];
       for (let j = 0; j < tq; j++) {
@@ -371,6 +375,9 @@ export class BatchedDecoder {
           twoHot[t * embedRows + vocabSize + pos] = 1;
           mask.fill(0, t * width, t * width + pos + 1);
         }
+        slots[2 * t] = rowIds[i];
+        slots[2 * t + 1] = pos;
+        if (inPlace) continue;
         for (let hh = 0; hh < h; hh++) {
           const ki = (t * h + hh) * 3;
           keyIdx[ki] = rowIds[i];
@@ -393,8 +400,9 @@ export class BatchedDecoder {
     const newKeys: tf.Tensor4D[] = [];
     const newValues: tf.Tensor4D[] = [];
     const logits = tf.tidy((): tf.Tensor2D => {
-      const keyIndices = tf.tensor2d(keyIdx, [nTok * h, 3], 'int32');
-      const valIndices = tf.tensor2d(valIdx, [nTok * h * dh, 4], 'int32');
+      const slotsT = inPlace ? tf.tensor2d(slots, [nTok, 2], 'int32') : null;
+      const keyIndices = inPlace ? null : tf.tensor2d(keyIdx, [nTok * h, 3], 'int32');
+      const valIndices = inPlace ? null : tf.tensor2d(valIdx, [nTok * h * dh, 4], 'int32');
       const maskT = tq === 1 ? tf.tensor3d(mask, [rows, 1, width]) : tf.tensor4d(mask, [rows, 1, tq, width]);
       let select: tf.Tensor2D | null = null;
       if (!allRows) {
@@ -409,8 +417,8 @@ export class BatchedDecoder {
         const q = dense(a, lw.wq, lw.bq);
         const k = dense(a, lw.wk, lw.bk);
         const v = dense(a, lw.wv, lw.bv);
-        const keys = tf.tensorScatterUpdate(this.keys[l], keyIndices, tf.reshape(k, [nTok * h, dh])) as tf.Tensor4D;
-        const values = tf.tensorScatterUpdate(this.valuesT[l], valIndices, tf.reshape(v, [nTok * h * dh])) as tf.Tensor4D;
+        const keys = slotsT ? cacheWrite(this.keys[l], k, slotsT, 'keys') : (tf.tensorScatterUpdate(this.keys[l], keyIndices!, tf.reshape(k, [nTok * h, dh])) as tf.Tensor4D);
+        const values = slotsT ? cacheWrite(this.valuesT[l], v, slotsT, 'valuesT') : (tf.tensorScatterUpdate(this.valuesT[l], valIndices!, tf.reshape(v, [nTok * h * dh])) as tf.Tensor4D);
         newKeys.push(tf.keep(keys));
         newValues.push(tf.keep(values));
         const kr = select === null ? keys : selectRows(select, keys);
