@@ -46,6 +46,7 @@ def encode(text):
 
 
 RHS_NAMES = 0.4  # --rhs-names: how often a right-hand side is another name
+SEP = "="  # --sep: what stands between a name and its value in the chunk (and the restated lookup)
 MAX_VALUE = 99  # --max-value: numbers on a right-hand side are 0..MAX_VALUE
 
 
@@ -69,7 +70,7 @@ def drill(rng, size, names, layout, found, filler=0, fixed=False):
         else:
             # Fixed width: every value two digits, so every assignment is 6 characters.
             rhs.append(str(rng.randint(10, 99) if fixed else rng.randint(0, MAX_VALUE)))
-    parts = [f"{v}={r}." for v, r in zip(assigned, rhs)]
+    parts = [f"{v}{SEP}{r}." for v, r in zip(assigned, rhs)]
     # Filler: words of 3-6 letters (never a name, never before '='), placed among the assignments.
     for _ in range(filler):
         parts.insert(rng.randint(0, len(parts)), "".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 6))))
@@ -129,7 +130,11 @@ def target(prompt, answer):
     if not COT:
         return f"<ans>{answer}<eos>"
     q = prompt.split("<clone>")[1].split("?")[0].split(" ")[-1] if prompt.endswith("?<sep>") else prompt.split("<clone>")[1].split("?")[0]
-    return f"={q}={answer}<ans>{answer}<eos>"
+    # With the name right before its value (--sep ''), the restatement is the name then the value:
+    # the token before the value is the asked name itself, as in the chunk.
+    if SEP == "":
+        return f"{q}{answer}<ans>{answer}<eos>"
+    return f"={q}{SEP}{answer}<ans>{answer}<eos>"
 
 
 def recall_drill(rng, size, names, fixed=False):
@@ -206,7 +211,7 @@ def found_breakdown(model, drills):
     for (prompt, answer), good in zip(drills, ok):
         body = prompt[len("<clone>") :].split("<sep>")[0]
         q = body.rsplit(" ", 1)[1].rstrip("?") if prompt.endswith("?<sep>") else body.split("?")[0]
-        names = [part.split("=")[0] for part in body.split(" ") if "=" in part]
+        names = [part[: len(part.split(SEP)[0]) if SEP else 1] for part in body.split(" ") if part.endswith(".")]
         pos = names.index(q) if q in names else -1
         kind = "number" if answer.isdigit() else "name"
         for table, key in ((by_pos, str(pos)), (by_kind, kind)):
@@ -242,9 +247,14 @@ def main():
     ap.add_argument("--state", default="", help="file to save the run in at every reading and to resume from when it exists (append the output: >>)")
     ap.add_argument("--queries", type=int, default=0, help="dense training rows: the clone's question and answer repeated this many times over one chunk")
     ap.add_argument("--max-value", type=int, default=99, help="numbers on a right-hand side are 0..MAX (9: one token)")
+    ap.add_argument("--sep", default="=", help="between a name and its value in the chunk; '' puts the value right after the name (one-letter names), and the restated lookup (--cot) writes the name then the value")
     a = ap.parse_args()
-    global COT, RHS_NAMES, MAX_VALUE
-    COT, RHS_NAMES, MAX_VALUE = a.cot, a.rhs_names, a.max_value
+    global COT, RHS_NAMES, MAX_VALUE, SEP
+    COT, RHS_NAMES, MAX_VALUE, SEP = a.cot, a.rhs_names, a.max_value, a.sep
+    if SEP == "" and (a.queries > 0 or a.recall > 0):
+        sys.exit("--sep '' does not take --queries or --recall rows")
+    if SEP == "" and a.names != 1:
+        sys.exit("--sep '' needs one-letter names (--names 1): a longer name would run into its value")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     erng = random.Random(f"eval-{a.seed}")
@@ -260,7 +270,10 @@ def main():
     if a.state and os.path.exists(a.state):
         # Resume: weights, optimizer, the drill stream and torch's generator, as saved at a reading.
         saved = torch.load(a.state, weights_only=False)
-        if saved["args"] != {k: v for k, v in vars(a).items() if k != "steps"}:
+        # A flag added after the run was saved must be at its default to continue it.
+        now = {k: v for k, v in vars(a).items() if k != "steps"}
+        added = {k: v for k, v in now.items() if k not in saved["args"]}
+        if any(v != ap.get_default(k) for k, v in added.items()) or saved["args"] != {k: v for k, v in now.items() if k in saved["args"]}:
             sys.exit(f"--state {a.state} was saved by a run with other flags: {saved['args']}")
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
