@@ -116,43 +116,34 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
   console.log(`uncached single: ${uncachedRate.toFixed(1)} tokens/s (${uncachedSeconds.toFixed(2)} s)`);
   console.log(`ratio: ${(cachedRate / uncachedRate).toFixed(1)}`);
 
+  const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
   if (fastBatchMatMulActive()) {
-    // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph),
-    // alternating with the project's kernel, best of each.
-    let ours = Infinity;
-    let theirs = Infinity;
-    try {
-      for (let round = 0; round < ROUNDS; round++) {
-        setFastBatchMatMul(false);
-        theirs = Math.min(theirs, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
-        setFastBatchMatMul(true);
-        ours = Math.min(ours, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
-      }
-    } finally {
-      setFastBatchMatMul(true);
-    }
-    const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
-    console.log(`project's matMul kernel: ${rate(ours).toFixed(0)} tokens/s against ${rate(theirs).toFixed(0)} with tfjs's own kernels for the same graph: ${(theirs / ours).toFixed(2)}×`);
+    // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph).
+    const { on, off } = await alternating(setFastBatchMatMul, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+    console.log(`project's matMul kernel: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's own kernels for the same graph: ${(off / on).toFixed(2)}×`);
   }
-
   if (inPlaceCacheWriteAvailable()) {
-    // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per
-    // write) against the in-place write, alternating, best of each.
-    let inPlace = Infinity;
-    let scatter = Infinity;
-    try {
-      for (let round = 0; round < ROUNDS; round++) {
-        setInPlaceCacheWrite(false);
-        scatter = Math.min(scatter, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
-        setInPlaceCacheWrite(true);
-        inPlace = Math.min(inPlace, (await cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1))).seconds);
-      }
-    } finally {
-      setInPlaceCacheWrite(true);
-    }
-    const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
-    console.log(`in-place cache writes: ${rate(inPlace).toFixed(0)} tokens/s against ${rate(scatter).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(scatter / inPlace).toFixed(2)}×`);
+    // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per write).
+    const { on, off } = await alternating(setInPlaceCacheWrite, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+    console.log(`in-place cache writes: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`);
   }
 
   if (args.includes('--profile')) await profileStep(params, new Rng(3));
+}
+
+/** Seconds of `run` with a kernel switched off and on, alternating rounds, best of each (the switch ends on). */
+async function alternating(set: (on: boolean) => unknown, run: () => Promise<{ seconds: number }>): Promise<{ on: number; off: number }> {
+  let on = Infinity;
+  let off = Infinity;
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      set(false);
+      off = Math.min(off, (await run()).seconds);
+      set(true);
+      on = Math.min(on, (await run()).seconds);
+    }
+  } finally {
+    set(true);
+  }
+  return { on, off };
 }

@@ -8,25 +8,20 @@
  * backends (WebGPU) keep the scatter. Kernels: src/runtime/kernels/cacheWrite.ts.
  */
 import * as tf from '@tensorflow/tfjs';
+import { kernelSwitch } from '../kernelSwitch';
 
 export const CACHE_WRITE_KERNEL = 'SelfcestCacheWrite';
 
 /** Keys are cached [rows, heads, positions, dh]; values transposed, [rows, heads, dh, positions]. */
 export type CacheLayout = 'keys' | 'valuesT';
 
-let inPlace = true;
+const inPlace = kernelSwitch(CACHE_WRITE_KERNEL);
 
 /** Turns in-place cache writes off or on (for cross-checks against the scatter); returns the previous setting. */
-export function setInPlaceCacheWrite(on: boolean): boolean {
-  const was = inPlace;
-  inPlace = on;
-  return was;
-}
+export const setInPlaceCacheWrite = inPlace.set;
 
 /** Whether the active backend writes the cache in place. */
-export function inPlaceCacheWriteAvailable(): boolean {
-  return inPlace && tf.getKernel(CACHE_WRITE_KERNEL, tf.getBackend()) !== undefined;
-}
+export const inPlaceCacheWriteAvailable = inPlace.available;
 
 /**
  * `cache` with row `slots[2t]`, position `slots[2t + 1]` set from `update[t]` ([n, heads·dh]),

@@ -11,6 +11,7 @@
  *   p' = p − lr·(m'/bc1) / (√(v'/bc2) + ε) − decay·p      (decay = lr·weight decay, or 0)
  */
 import * as tf from '@tensorflow/tfjs';
+import { kernelSwitch } from '../kernelSwitch';
 
 export const ADAMW_KERNEL = 'SelfcestAdamW';
 
@@ -28,19 +29,13 @@ export interface AdamWStepAttrs {
   scale: number;
 }
 
-let fusedOn = true;
+const fused = kernelSwitch(ADAMW_KERNEL);
 
 /** Turns the fused kernel off or on (for cross-checks against the composed ops); returns the previous setting. */
-export function setFusedAdamW(on: boolean): boolean {
-  const was = fusedOn;
-  fusedOn = on;
-  return was;
-}
+export const setFusedAdamW = fused.set;
 
 /** Whether `adamwStep` will use a fused kernel on the active backend. */
-export function fusedAdamWAvailable(): boolean {
-  return fusedOn && tf.getKernel(ADAMW_KERNEL, tf.getBackend()) !== undefined;
-}
+export const fusedAdamWAvailable = fused.available;
 
 /** [p', m', v'] from the fused kernel; the caller has checked `fusedAdamWAvailable()` (once per step). */
 export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, attrs: AdamWStepAttrs): [tf.Tensor, tf.Tensor, tf.Tensor] {

@@ -7,6 +7,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { WebGPUProgram } from '@tensorflow/tfjs-backend-webgpu';
 import { ADAMW_KERNEL, type AdamWStepAttrs, adamwStepArrays } from '../../core/rl/adamwStep';
+import { registerOnce } from './register';
 
 type Inputs = { p: tf.TensorInfo; g: tf.TensorInfo; m: tf.TensorInfo; v: tf.TensorInfo };
 
@@ -87,13 +88,7 @@ function webgpuAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap
   return [{ ...pNew, shape: p.shape }, { ...mNew, shape: m.shape }, { ...vNew, shape: v.shape }];
 }
 
-let registered = false;
-
-/** Registers `SelfcestAdamW` for cpu, wasm and webgpu (once; a backend's kernel is only used when it is active). */
+/** Registers `SelfcestAdamW` for cpu, wasm and webgpu. */
 export function registerAdamWKernels(): void {
-  if (registered) return;
-  registered = true;
-  tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'cpu', kernelFunc: cpuAdamW as unknown as tf.KernelFunc });
-  tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'wasm', kernelFunc: wasmAdamW as unknown as tf.KernelFunc });
-  tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'webgpu', kernelFunc: webgpuAdamW as unknown as tf.KernelFunc });
+  registerOnce(ADAMW_KERNEL, { cpu: cpuAdamW, wasm: wasmAdamW, webgpu: webgpuAdamW });
 }

@@ -6,6 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { CACHE_WRITE_KERNEL, type CacheLayout, cacheWriteArrays } from '../../core/model/cacheWrite';
+import { registerOnce } from './register';
 
 type Inputs = { cache: tf.TensorInfo; update: tf.TensorInfo; slots: tf.TensorInfo };
 type Args = { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap };
@@ -44,11 +45,7 @@ function wasmCacheWrite({ inputs, backend, attrs }: Args): tf.TensorInfo {
   return { dataId: x.cache.dataId, shape: x.cache.shape, dtype: 'float32' };
 }
 
-let registered = false;
-
+/** Registers `SelfcestCacheWrite` for cpu and wasm (WebGPU keeps the scatter). */
 export function registerCacheWriteKernels(): void {
-  if (registered) return;
-  registered = true;
-  tf.registerKernel({ kernelName: CACHE_WRITE_KERNEL, backendName: 'cpu', kernelFunc: cpuCacheWrite as unknown as tf.KernelFunc });
-  tf.registerKernel({ kernelName: CACHE_WRITE_KERNEL, backendName: 'wasm', kernelFunc: wasmCacheWrite as unknown as tf.KernelFunc });
+  registerOnce(CACHE_WRITE_KERNEL, { cpu: cpuCacheWrite, wasm: wasmCacheWrite });
 }
