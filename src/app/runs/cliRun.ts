@@ -176,8 +176,13 @@ export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptA
     heldOut,
     frontier: [],
     // Numbered as the curves number their steps (a source counting from 0 starts at 1).
-    ...(traces ? { rollouts: traces.slice(-MAX_KEPT_ROLLOUTS).map((t) => (t.step === undefined ? t : { ...t, step: t.step + stepShift(traces) })) } : {}),
+    ...(traces ? { rollouts: shiftedRollouts(traces) } : {}),
   };
   return { run, ignored: picked.ignored };
 }
 
+/** The newest rollouts, numbered as the curves number their steps (the shift computed once). */
+function shiftedRollouts(traces: readonly SteppedTrace[]): SteppedTrace[] {
+  const shift = stepShift(traces);
+  return traces.slice(-MAX_KEPT_ROLLOUTS).map((t) => (t.step === undefined ? t : { ...t, step: t.step + shift }));
+}

@@ -5,6 +5,7 @@ import { checkOutDir, committedRows } from '../runDir';
 import { UsageError } from '../args';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { looksLikeTraces, parseTracesJsonl } from '../../core/io/traces';
+import { jsonLines } from '../../core/io/jsonl';
 import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
 
 interface Row {
@@ -77,16 +78,7 @@ async function runRows(path: string): Promise<Row[]> {
     }
   }
   const text = await readFile(metricsFile, 'utf8');
-  const rows = text
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l, i) => {
-      try {
-        return JSON.parse(l) as Row;
-      } catch {
-        throw new Error(`${metricsFile} line ${i + 1} is not JSON`);
-      }
-    });
+  const rows = jsonLines(text, (line) => new Error(`${metricsFile} line ${line} is not JSON`)).map(({ value }) => value as Row);
   if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${metricsFile} has no GRPO metrics (meanReward)`);
   return rows;
 }

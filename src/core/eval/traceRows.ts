@@ -29,7 +29,9 @@ export function rowsFromTraces(traces: readonly SteppedTrace[]): (StepMetrics & 
   const bySteps = new Map<number, SteppedTrace[]>();
   for (const t of traces) {
     const step = t.step ?? 1;
-    bySteps.set(step, [...(bySteps.get(step) ?? []), t]);
+    const list = bySteps.get(step);
+    if (list) list.push(t);
+    else bySteps.set(step, [t]);
   }
   const shift = stepShift(traces);
   return [...bySteps.keys()]

@@ -189,7 +189,9 @@ export function verlRecordsToTraces(records: readonly VerlRecord[], opts: Conver
     const parent = byId.get(r.parent);
     if (!parent) throw new VerlRecordError(`line ${r.line}`, `parent_request_id ${JSON.stringify(r.parent)} names no record in the file`);
     if (parent.parent !== null) throw new VerlRecordError(`line ${r.line}`, `its parent ${JSON.stringify(r.parent)} is itself a clone: clones of clones are not part of the protocol (depth 1)`);
-    clonesOf.set(r.parent, [...(clonesOf.get(r.parent) ?? []), r]);
+    const list = clonesOf.get(r.parent);
+    if (list) list.push(r);
+    else clonesOf.set(r.parent, [r]);
   }
   return records.filter((r) => r.parent === null).map((root) => episodeOf(root, clonesOf.get(root.requestId) ?? [], opts));
 }
