@@ -81,9 +81,9 @@ test('the multihop long-context setting is picked from the task options, applied
 
   // Multihop offers its settings; the long context fills the JSON.
   await page.getByTestId('config-task').selectOption('multihop');
-  await expect(preset.locator('option')).toHaveText(['default (6 chunks × 3)', 'long context (6 × 6, does not fit one window)']);
+  await expect(preset.locator('option')).toHaveText(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)']);
   await preset.selectOption('long-context');
-  await expect(options).toHaveValue('{"chunks":6,"perChunk":6}');
+  await expect(options).toHaveValue('{"chunks":6,"perChunk":4,"filler":24}');
 
   // A bad value is named inline, as for any field, and blocks Apply.
   await options.fill('{"perChunk":9}');
@@ -95,17 +95,17 @@ test('the multihop long-context setting is picked from the task options, applied
   await page.getByTestId('config-apply').click();
   // Apply is disabled while the engine takes the config; the store and the link change together
   // once it has, so the plan's task line is what to wait for before reading the link.
-  await expect(page.getByTestId('sft-plan-task')).toHaveText('multihop {"chunks":6,"perChunk":6}');
+  await expect(page.getByTestId('sft-plan-task')).toHaveText('multihop {"chunks":6,"perChunk":4,"filler":24}');
   await expect(page.getByTestId('config-apply')).toBeDisabled();
   const hash = await page.evaluate(() => location.hash);
   expect(hash).toContain('task=multihop');
-  expect(hash).toContain(`taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":6}')}`);
+  expect(hash).toContain(`taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":4,"filler":24}')}`);
 
   // The link reproduces it.
   await page.reload();
   await waitForModel();
   await expect(page.getByTestId('config-task')).toHaveValue('multihop');
-  await expect(options).toHaveValue('{"chunks":6,"perChunk":6}');
+  await expect(options).toHaveValue('{"chunks":6,"perChunk":4,"filler":24}');
   await expect(preset).toHaveValue('long-context');
   await expect(page.getByTestId('hash-errors')).toHaveCount(0);
 

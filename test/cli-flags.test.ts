@@ -95,7 +95,7 @@ describe('run command flags', () => {
 
   it('eval and frontier take task options as JSON, the long-context multihop setting among them', async () => {
     const ckpt = 'public/checkpoints/warmstart-tiny';
-    const options = '{"chunks":6,"perChunk":6}';
+    const options = '{"chunks":6,"perChunk":4,"filler":24}';
     const ev = await cli(['eval', '--checkpoint', ckpt, '--task', 'multihop', '--options', options, '--n', '2', '--json']);
     expect(ev.code, ev.stderr).toBe(0);
     const r = JSON.parse(ev.stdout) as { n: number; episodes?: unknown };

@@ -58,6 +58,21 @@ describe('lookup probe', () => {
     expect(probeDrill(rng, 3, 2, 'last', true).written).toMatch(/^<ans>[^<]+<eos>$/);
   });
 
+  it("with adjacent the chunk and the clone's answer are multihop's one-letter notation", () => {
+    const rng = Rng.stream(5, 'probe-adjacent');
+    for (let i = 0; i < 20; i++) {
+      const d = probeDrill(rng, 3, 1, 'last', i % 2 === 0, false, true);
+      const words = d.prompt.replace(/^<clone>/, '').replace(/\?<sep>$/, '').split(' ');
+      const question = words.pop()!;
+      // `q7.` or `aq.`: the name, then its right-hand side, no `=`.
+      const pairs = new Map(words.map((w) => [w[0], w.slice(1, -1)]));
+      expect(words.every((w) => /^[a-z]([a-z]|\d+)\.$/.test(w))).toBe(true);
+      expect(d.answer).toBe(d.found ? pairs.get(question) : 'none');
+      expect(d.written).toBe(d.found ? `${question}${d.answer}<ans>${d.answer}<eos>` : `${question}<ans>none<eos>`);
+    }
+    expect(() => validateLookupProbeConfig(cfg({ adjacent: true, nameChars: 2 }))).toThrow(/adjacent needs one-letter names/);
+  });
+
   it('keeps every held-out drill out of training, also where the drill space is small', () => {
     const c = cfg({ size: 1, nameChars: 1, evalN: 400, batch: 256 });
     const held = probeEvalDrills(c);

@@ -20,30 +20,42 @@ beforeAll(async () => {
   await setupBackend('wasm');
 });
 
-/** An independent reading of a clone prompt: its `name=value.` pairs and the question. */
+/**
+ * An independent reading of a clone prompt: its pairs (`name=value.` with two-letter names, the
+ * letter then its value with one) and the question.
+ */
 function readPrompt(prompt: string): { pairs: Map<string, string>; question: string } {
   const body = prompt.replace(/^<clone>/, '').replace(/\?<sep>$/, '');
   const parts = body.split(' ');
   const question = parts.pop()!;
-  const pairs = new Map(parts.map((p) => p.replace(/\.$/, '').split('=') as [string, string]));
+  const pairs = new Map(
+    parts.map((p) => {
+      const a = p.replace(/\.$/, '');
+      return (a.includes('=') ? a.split('=') : [a[0], a.slice(1)]) as [string, string];
+    }),
+  );
   return { pairs, question };
 }
 
 describe('clone lookup probe', () => {
-  it('builds lookups that find and that miss, of the asked chunk size, deterministically', () => {
+  it.each([1, 2])('builds lookups that find and that miss, of the asked chunk size, deterministically (names %i)', (names) => {
     for (const size of [1, 3, 6]) {
-      const { found, missing } = lookupCases(size, 20, 7);
-      expect(lookupCases(size, 20, 7)).toEqual({ found, missing });
+      const { found, missing } = lookupCases(size, 20, 7, names);
+      expect(lookupCases(size, 20, 7, names)).toEqual({ found, missing });
       for (const c of found) {
         const { pairs, question } = readPrompt(c.prompt);
+        expect(question).toHaveLength(names);
         expect(pairs.size).toBe(size);
         expect(pairs.get(question)).toBe(c.answer);
+        // One-letter names: the clone writes the name and its value before the answer block.
+        expect(c.written).toBe(names === 1 ? `${question}${c.answer}<ans>${c.answer}<eos>` : `<ans>${c.answer}<eos>`);
       }
       for (const c of missing) {
         const { pairs, question } = readPrompt(c.prompt);
         expect(pairs.size).toBe(size);
         expect(pairs.has(question)).toBe(false);
         expect(c.answer).toBe('none');
+        expect(c.written).toBe(names === 1 ? `${question}<ans>none<eos>` : '<ans>none<eos>');
       }
     }
     expect(() => lookupCases(7, 1, 1)).toThrow(/chunk size must be an integer in \[1, 6\] \(got 7\)/);
@@ -54,14 +66,15 @@ describe('clone lookup probe', () => {
     // 50 steps of lookup drills (seconds on wasm) make it write real `<ans>value<eos>` answers,
     // right for some cases (three of the checked ones are among the drills) and wrong for others.
     const { policy } = await loadPolicy('public/checkpoints/warmstart-tiny', true);
-    const { found } = lookupCases(3, 6, 2);
+    // In the two-letter notation, where the clone writes the answer block alone.
+    const { found } = lookupCases(3, 6, 2, 2);
     const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
     try {
       const drill = (c: { prompt: string; answer: string }) =>
         demoSequence({ role: 'clone', segments: [{ kind: 'prompt', text: c.prompt }, { kind: 'generated', text: `<ans>${c.answer}<eos>` }] }, encode);
       for (let step = 0; step < 50; step++) {
         const drills = [1, 6].flatMap((size) => {
-          const c = lookupCases(size, 4, 1000 + step);
+          const c = lookupCases(size, 4, 1000 + step, 2);
           return [...c.found, ...c.missing];
         });
         await sftStep(policy.params, policy.config, optimizer, [...found.slice(0, 3), ...found.slice(0, 3), ...drills].map(drill), 3e-3, 2048);
@@ -95,7 +108,7 @@ describe('clone lookup probe', () => {
       }
       // The drilled model writes answer blocks as clones, so the check above met real answers.
       expect(answered).toBeGreaterThan(0);
-      const rows = lookupProbe(policy.params, policy.config, encode, [1, 6], 3, 1);
+      const rows = lookupProbe(policy.params, policy.config, encode, [1, 6], 3, 1, 2);
       expect(rows.map((r) => [r.size, r.foundN, r.missingN])).toEqual([
         [1, 3, 3],
         [6, 3, 3],

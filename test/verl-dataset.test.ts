@@ -28,7 +28,7 @@ const REWARD_MODEL = 'Struct<{style:Utf8, ground_truth:Utf8, data_source:Utf8}>'
 const COMMON = 'split:Utf8, index:Int64, problem_id:Utf8, task:Utf8, prompt:Utf8, answer:Utf8';
 const EXTRA_INFO = {
   arithmetic: `Struct<{${COMMON}, operands:Int64, terms:Int64}>`,
-  multihop: `Struct<{${COMMON}, question:Utf8, mono_prompt:Utf8, context_keys:List<Utf8>, context_items:List<Struct<{key:Utf8, text:Utf8}>>, chunks:Int64, perChunk:Int64, hops:Int64}>`,
+  multihop: `Struct<{${COMMON}, question:Utf8, mono_prompt:Utf8, context_keys:List<Utf8>, context_items:List<Struct<{key:Utf8, text:Utf8}>>, chunks:Int64, perChunk:Int64, hops:Int64, names:Int64, filler:Int64}>`,
 };
 
 let root: string;
@@ -90,7 +90,7 @@ function expectedArithmetic(p: Problem, split: 'train' | 'test', index: number, 
 
 function expectedMultihop(p: Problem, split: 'train' | 'test', index: number) {
   const keys = Object.keys(p.context!);
-  const variable = /([a-z]{2})\?$/.exec(p.prompt)![1];
+  const variable = / ([a-z]+)\?$/.exec(p.prompt)![1];
   return {
     data_source: 'selfcest_multihop',
     agent_name: 'tool_agent',
@@ -114,6 +114,8 @@ function expectedMultihop(p: Problem, split: 'train' | 'test', index: number) {
       chunks: BigInt(p.meta.chunks),
       perChunk: BigInt(p.meta.perChunk),
       hops: BigInt(p.meta.hops),
+      names: BigInt(p.meta.names),
+      filler: BigInt(p.meta.filler),
     },
   };
 }
@@ -216,7 +218,7 @@ describe('export-verl dataset: arithmetic', () => {
 describe('export-verl dataset: multihop', () => {
   for (const [label, raw, nTrain, nTest] of [
     ['default options', undefined, 12, 6],
-    ['long context (6 × 6)', { chunks: 6, perChunk: 6 }, 20, 10],
+    ['long context (6 × 4 among filler)', { chunks: 6, perChunk: 4, filler: 24 }, 20, 10],
   ] as const) {
     it(`${label}: nested context items equal the problems’ context, and a row alone answers its question`, async () => {
       const entry = withOptions('multihop', raw);
@@ -236,11 +238,12 @@ describe('export-verl dataset: multihop', () => {
       expect(testP.some((p) => new Set(trainP.map(content)).has(content(p)))).toBe(false);
 
       for (const row of rowsOf(test)) {
-        const info = row.extra_info as { prompt: string; context_items: { key: string; text: string }[]; answer: string; perChunk: bigint };
+        const info = row.extra_info as { prompt: string; context_items: { key: string; text: string }[]; answer: string; perChunk: bigint; names: bigint };
         expect(info.context_items).toHaveLength(6);
-        expect(info.context_items.every((c) => c.text.split(' ').length === Number(info.perChunk))).toBe(true);
+        // Each chunk's words: its assignments, and filler words with no letter or digit.
+        expect(info.context_items.every((c) => c.text.split(' ').filter((w) => /[a-z0-9]/.test(w)).length === Number(info.perChunk))).toBe(true);
         // The problem rebuilt from the row's fields only resolves to the ground truth.
-        const rebuilt: Problem = { task: 'multihop', id: 'x', prompt: info.prompt, truth: '', context: Object.fromEntries(info.context_items.map((c) => [c.key, c.text])), meta: {} };
+        const rebuilt: Problem = { task: 'multihop', id: 'x', prompt: info.prompt, truth: '', context: Object.fromEntries(info.context_items.map((c) => [c.key, c.text])), meta: { names: Number(info.names) } };
         expect(resolveChain(rebuilt).at(-1)).toBe((row.reward_model as { ground_truth: string }).ground_truth);
       }
     });

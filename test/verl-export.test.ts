@@ -33,7 +33,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 describe('export-verl', () => {
   it('writes the dataset, the reward, the config and a README from the run config', async () => {
     const out = join(dir, 'mh');
-    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":6}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
+    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":4,"filler":24}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);

@@ -155,7 +155,7 @@ function planner(task: string, allowSpawn: boolean, rng: Rng, problems: Map<stri
     }
     const problem = problems.get(textOf(prompt.slice(1, -1)))!;
     const keys = problem.prompt.match(/\bk\d+\b/g) ?? [];
-    const question = /([a-z]{2})\?$/.exec(problem.prompt)?.[1] ?? 'ab';
+    const question = / ([a-z]+)\?$/.exec(problem.prompt)?.[1] ?? 'ab';
     const out: number[] = [];
     for (let r = allowSpawn ? rng.pick([0, 0, 1, 1, 1, 2, 2, 3, 3, 4]) : 0; r > 0; r--) {
       for (let k = rng.pick([1, 1, 1, 2, 2, 3, 4, 4, 5]); k > 0; k--) {

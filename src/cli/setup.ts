@@ -41,7 +41,7 @@ export async function setupBackend(name: string): Promise<BackendName> {
 /** The `--options` flag of the evaluating commands: task options as JSON, as `sft` and `train` take them. */
 export const OPTIONS_FLAG = {
   type: 'string',
-  help: 'task options as JSON, e.g. \'{"chunks":6,"perChunk":6}\' for multihop (fields not given take the task\'s defaults)',
+  help: 'task options as JSON, e.g. \'{"chunks":6,"perChunk":4,"filler":24}\' for multihop (fields not given take the task\'s defaults)',
 } as const satisfies FlagSpec;
 
 /**

@@ -105,11 +105,11 @@ describe('the run-config table', () => {
 
 describe('task options in the table', () => {
   it('are a page field: checked by the task, written to the hash and read back', () => {
-    const long = { ...runConfigDefaults('page', 'multihop'), taskOptions: { chunks: 6, perChunk: 6 } };
+    const long = { ...runConfigDefaults('page', 'multihop'), taskOptions: { chunks: 6, perChunk: 4, filler: 24 } };
     const hash = configToHash(long);
-    expect(hash).toBe(`task=multihop&taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":6}')}`);
+    expect(hash).toBe(`task=multihop&taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":4,"filler":24}')}`);
     expect(configFromHash(`#${hash}`)).toEqual({ config: long, errors: [] });
-    expect(validateRunConfig({ task: 'multihop', taskOptions: { perChunk: 6 } }, 'page').taskOptions).toEqual({ perChunk: 6 });
+    expect(validateRunConfig({ task: 'multihop', taskOptions: { perChunk: 4 } }, 'page').taskOptions).toEqual({ perChunk: 4 });
     // A bad value is named by the task's own check; an unknown field with the fields there are.
     const bad = configFromHash(`#task=multihop&taskOptions=${encodeURIComponent('{"perChunk":9}')}`);
     expect(bad.errors).toEqual(['taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)']);
@@ -197,7 +197,7 @@ describe('the configs built from it', () => {
     expect(mix('arithmetic:1,multihop:2.5').map((m) => m.weight)).toEqual([1, 2.5]);
     expect(mix('multihop', { perChunk: 1 })[0].opts).toMatchObject({ perChunk: 1, chunks: 6, hops: 2 });
     expect(mix('arithmetic:1,multihop:3', { multihop: { hops: 3 } })[1].opts).toMatchObject({ hops: 3 });
-    expect(() => mix('multihop', { perchunk: 1 })).toThrow(/--options: multihop has no option perchunk \(it has chunks, perChunk, hops\)/);
+    expect(() => mix('multihop', { perchunk: 1 })).toThrow(/--options: multihop has no option perchunk \(it has chunks, perChunk, hops, names, filler\)/);
     expect(() => mix('multihop', { perChunk: 9 })).toThrow(/--options: .*perChunk must be an integer in \[1, 6\] \(got 9\)/);
     expect(() => mix('arithmetic,multihop', { chess: {} })).toThrow(/chess is not a task of arithmetic,multihop/);
     for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2']) expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);

@@ -158,7 +158,7 @@ const PAGE_ONLY: readonly Surface[] = ['page'];
 /** Every field, in display order. */
 export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'task', type: 'task', label: 'Task', help: `task (${TASK_NAMES.join(', ')}); sft also takes a weighted mix, e.g. arithmetic:1,multihop:3`, target: 'task', surfaces: ALL, default: 'arithmetic' },
-  { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON, fields not given keep the task\'s defaults (by task name for a mix), e.g. {"chunks":6,"perChunk":6} for multihop\'s long context', target: 'task', surfaces: ALL, default: {} },
+  { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON, fields not given keep the task\'s defaults (by task name for a mix), e.g. {"chunks":6,"perChunk":4,"filler":24} for multihop\'s long context', target: 'task', surfaces: ALL, default: {} },
   { key: 'preset', type: 'enum', values: ['tiny', 'small'], label: 'Model preset', help: 'model size of a fresh model', target: 'model', surfaces: SFT, default: 'small' },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
   { key: 'group', type: 'number', min: 2, max: 64, int: true, label: 'Group size G', help: 'episodes per prompt (G)', target: 'grpo', surfaces: GRPO, default: 4 },

@@ -279,7 +279,7 @@ describe('engine', () => {
     // A generated problem is drawn with the run's task options, not the task's defaults.
     await client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions: { chunks: 3, perChunk: 2 } } });
     const mh = await client.request({ kind: 'stepperStart', seed: 2, allowSpawn: true });
-    expect(mh.trace.prompt).toMatch(/^keys k1 k2 k3\. [a-z]{2}\?$/);
+    expect(mh.trace.prompt).toMatch(/^keys k1 k2 k3\. [a-z]\?$/);
     await client.request({ kind: 'stepperAdvance', until: 'end' });
     await client.request({ kind: 'setConfig', config });
   });

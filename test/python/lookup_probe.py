@@ -122,6 +122,7 @@ class GPT(nn.Module):
 
 
 COT = False
+SHORT_MISS = False  # --short-miss
 
 
 def target(prompt, answer):
@@ -133,7 +134,8 @@ def target(prompt, answer):
     # With the name right before its value (--sep ''), the restatement is the name then the value:
     # the token before the value is the asked name itself, as in the chunk.
     if SEP == "":
-        return f"{q}{answer}<ans>{answer}<eos>"
+        # --short-miss: a miss restates the name alone (`q<ans>none<eos>`), as the multihop task's clone does.
+        return f"{q}{'' if SHORT_MISS and answer == 'none' else answer}<ans>{answer}<eos>"
     return f"={q}{SEP}{answer}<ans>{answer}<eos>"
 
 
@@ -248,9 +250,12 @@ def main():
     ap.add_argument("--queries", type=int, default=0, help="dense training rows: the clone's question and answer repeated this many times over one chunk")
     ap.add_argument("--max-value", type=int, default=99, help="numbers on a right-hand side are 0..MAX (9: one token)")
     ap.add_argument("--sep", default="=", help="between a name and its value in the chunk; '' puts the value right after the name (one-letter names), and the restated lookup (--cot) writes the name then the value")
+    ap.add_argument("--short-miss", action="store_true", help="with --sep '' and --cot, a miss restates the name alone (q<ans>none), as the multihop task's clone writes it")
     a = ap.parse_args()
-    global COT, RHS_NAMES, MAX_VALUE, SEP
-    COT, RHS_NAMES, MAX_VALUE, SEP = a.cot, a.rhs_names, a.max_value, a.sep
+    global COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS
+    COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS = a.cot, a.rhs_names, a.max_value, a.sep, a.short_miss
+    if a.short_miss and (SEP != "" or not COT):
+        sys.exit("--short-miss goes with --sep '' and --cot")
     if SEP == "" and (a.queries > 0 or a.recall > 0):
         sys.exit("--sep '' does not take --queries or --recall rows")
     if SEP == "" and a.names != 1:

@@ -50,7 +50,7 @@ describe('config form', () => {
     const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
     expect(mh.taskOptions).toBe('{}');
     expect(draftErrors({ ...mh, taskOptions: '{"perChunk":9}' })).toEqual({ taskOptions: 'taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)' });
-    expect(draftErrors({ ...mh, taskOptions: '{"perchunk":6}' }).taskOptions).toBe('taskOptions: multihop has no option perchunk (it has chunks, perChunk, hops)');
+    expect(draftErrors({ ...mh, taskOptions: '{"perchunk":6}' }).taskOptions).toBe('taskOptions: multihop has no option perchunk (it has chunks, perChunk, hops, names, filler)');
     expect(draftErrors({ ...mh, taskOptions: '{"chunks":' }).taskOptions).toBe('taskOptions must be a JSON object (got "{\\"chunks\\":")');
     expect(configOfDraft({ ...mh, taskOptions: '{"perChunk":9}' }, PAGE_DEFAULTS)).toBeNull();
   });
@@ -58,7 +58,7 @@ describe('config form', () => {
   it('offers the task’s named settings; the long context of multihop picked, applied and linked', () => {
     expect(optionPresetsOf('multihop').map((p) => [p.name, p.label])).toEqual([
       ['default', 'default (6 chunks × 3)'],
-      ['long-context', 'long context (6 × 6, does not fit one window)'],
+      ['long-context', 'long context (6 × 4 among filler, does not fit one window)'],
     ]);
     expect(optionPresetsOf('arithmetic').map((p) => p.name)).toEqual(['default']);
     const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
@@ -68,14 +68,14 @@ describe('config form', () => {
     expect(presetOfDraft({ ...mh, taskOptions: '{"hops":3}' })).toBeNull();
     expect(presetOfDraft({ ...mh, taskOptions: 'nope' })).toBeNull();
     const long = withPreset(mh, 'long-context');
-    expect(long.taskOptions).toBe('{"chunks":6,"perChunk":6}');
+    expect(long.taskOptions).toBe('{"chunks":6,"perChunk":4,"filler":24}');
     expect(presetOfDraft(long)).toBe('long-context');
     expect(changedKeys(long, PAGE_DEFAULTS)).toEqual(['task', 'taskOptions', 'maxClones', 'maxRounds', 'rootMaxTokens']);
     const applied = configOfDraft(long, PAGE_DEFAULTS)!;
-    expect(applied).toMatchObject({ task: 'multihop', taskOptions: { chunks: 6, perChunk: 6 }, maxClones: 16, maxRounds: 4 });
+    expect(applied).toMatchObject({ task: 'multihop', taskOptions: { chunks: 6, perChunk: 4, filler: 24 }, maxClones: 16, maxRounds: 4 });
     // The link gives back the same config, and the form the same setting.
     const hash = configToHash(applied);
-    expect(hash).toBe('task=multihop&taskOptions=%7B%22chunks%22%3A6%2C%22perChunk%22%3A6%7D');
+    expect(hash).toBe('task=multihop&taskOptions=%7B%22chunks%22%3A6%2C%22perChunk%22%3A4%2C%22filler%22%3A24%7D');
     const back = configFromHash(`#${hash}`);
     expect(back).toEqual({ config: applied, errors: [] });
     expect(presetOfDraft(draftOf(back.config))).toBe('long-context');

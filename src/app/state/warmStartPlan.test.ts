@@ -25,10 +25,10 @@ describe('the warm start plan', () => {
   });
 
   it('reads as one line, each part linked to the config field that sets it', () => {
-    const parts = planParts(warmStartPlan({ ...config, task: 'multihop', taskOptions: { perChunk: 6 } }, 200)!);
+    const parts = planParts(warmStartPlan({ ...config, task: 'multihop', taskOptions: { perChunk: 4 } }, 200)!);
     expect(parts.map((p) => p.text)).toEqual([
       'naive teacher',
-      'multihop {"perChunk":6}',
+      'multihop {"perChunk":4}',
       'lr 0.003',
       'warm-up 20 steps (of 50: at most a tenth of the steps)',
       'cosine to 0.0003',

@@ -18,9 +18,9 @@ const SETTINGS = [
   { label: 'arithmetic 3–8 operands (in distribution)', task: 'arithmetic', options: {} },
   { label: 'arithmetic 9–16 operands (out of distribution)', task: 'arithmetic', options: { minOperands: 9, maxOperands: 16 } },
   { label: 'multihop 6 chunks, 2 hops', task: 'multihop', options: {} },
-  // Twice the assignments per chunk: the whole context (≈ 280 tokens) no longer fits the
-  // 256-token window of one monolithic prompt, while each clone still reads one chunk.
-  { label: 'multihop 6 chunks × 6 assignments, 2 hops (long context)', task: 'multihop', options: { perChunk: 6 } },
+  // The task's long-context setting: 6 chunks of 4 assignments among filler, the whole context
+  // (≈ 320 tokens) past the 256-token window of one monolithic prompt, each clone reading one chunk.
+  { label: 'multihop 6 chunks × 4 assignments among filler, 2 hops (long context)', task: 'multihop', options: { chunks: 6, perChunk: 4, filler: 24 } },
 ] as const;
 
 export const report = defineCommand(

@@ -12,7 +12,7 @@ import type { ModelConfig } from '../model/config';
 import { forwardLogits } from '../model/gpt';
 import type { GPTParams } from '../model/params';
 import { Rng } from '../rng';
-import { MULTIHOP_DEFAULTS, assignmentsOf, multihop, parseAssignments } from '../tasks/multihop';
+import { MULTIHOP_DEFAULTS, assignmentsOf, multihop, notationOf } from '../tasks/multihop';
 import { T } from '../tokenizer/vocab';
 
 export interface LookupResult {
@@ -37,22 +37,28 @@ function checkSize(size: number): void {
   if (!Number.isInteger(size) || size < 1 || size > 6) throw new Error(`lookup: chunk size must be an integer in [1, 6] (got ${size})`);
 }
 
-/** `n` lookups that find and `n` that do not, over chunks of `size` assignments (seeded). */
-export function lookupCases(size: number, n: number, seed: number): { found: LookupCase[]; missing: LookupCase[] } {
+/**
+ * `n` lookups that find and `n` that do not, over chunks of `size` assignments (seeded), in the
+ * notation of `names` (the task's option: what the clone is asked and writes differs).
+ */
+export function lookupCases(size: number, n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names): { found: LookupCase[]; missing: LookupCase[] } {
   checkSize(size);
   if (!Number.isInteger(n) || n < 1) throw new Error(`lookup: n must be a positive integer (got ${n})`);
+  const note = notationOf(names);
+  const options = { ...MULTIHOP_DEFAULTS, names };
   const rng = Rng.stream(seed, 'lookup-cases', size);
   const found: LookupCase[] = [];
   const missing: LookupCase[] = [];
   for (let i = 0; i < n; i++) {
     // The assignments of a default problem: chain links and distractors, as clones meet them.
-    const all = rng.shuffle(assignmentsOf(multihop.generate(rng, MULTIHOP_DEFAULTS, `lookup-${i}`)));
+    const all = rng.shuffle(assignmentsOf(multihop.generate(rng, options, `lookup-${i}`)));
     const chunk = all.slice(0, size).join(' ');
-    const inside = parseAssignments(chunk);
-    const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.has(v));
+    const inside = note.parse(chunk);
+    const outside = [...note.parse(all.join(' ')).keys()].filter((v) => !inside.has(v));
     const v = rng.pick([...inside.keys()]);
-    found.push({ prompt: `<clone>${chunk} ${v}?<sep>`, answer: inside.get(v)! });
-    missing.push({ prompt: `<clone>${chunk} ${rng.pick(outside)}?<sep>`, answer: 'none' });
+    const w = rng.pick(outside);
+    found.push({ prompt: `<clone>${chunk} ${v}?<sep>`, answer: inside.get(v)!, written: note.cloneAnswer(v, inside.get(v)) });
+    missing.push({ prompt: `<clone>${chunk} ${w}?<sep>`, answer: 'none', written: note.cloneAnswer(w, undefined) });
   }
   return { found, missing };
 }
@@ -80,10 +86,10 @@ export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: re
 }
 
 /** Lookup accuracy by chunk size. */
-export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number): LookupResult[] {
+export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names): LookupResult[] {
   sizes.forEach(checkSize);
   return sizes.map((size) => {
-    const { found, missing } = lookupCases(size, n, seed);
+    const { found, missing } = lookupCases(size, n, seed, names);
     return {
       size,
       foundN: found.length,

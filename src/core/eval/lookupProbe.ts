@@ -15,6 +15,7 @@ import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../rl/optim';
 import { demoSequence } from '../rl/sequences';
 import { sftStep } from '../rl/sft';
 import { Rng, SEED_MAX } from '../rng';
+import { notationOf } from '../tasks/multihop';
 import { type LookupCase, lookupAccuracy } from './lookup';
 
 export type QuestionLayout = 'last' | 'first';
@@ -29,6 +30,12 @@ export interface LookupProbeConfig {
   mix: boolean;
   /** The clone restates the lookup before answering (`=ab=12<ans>12<eos>`), as the monolithic teacher writes a hop. */
   cot: boolean;
+  /**
+   * The multihop task's one-letter notation (`names: 1`): the value right after its name (`q7.`),
+   * and the clone writes what the task teaches (`q7<ans>7<eos>`, a miss `q<ans>none<eos>`).
+   * Needs one-letter names; the clone's restatement is part of the notation, so `cot` is moot.
+   */
+  adjacent: boolean;
   steps: number;
   /** Drills per step (half of them ask a variable the chunk does not assign). */
   batch: number;
@@ -46,6 +53,7 @@ export interface LookupProbeConfig {
 export const LOOKUP_PROBE_DEFAULTS: Omit<LookupProbeConfig, 'size' | 'nameChars' | 'layout' | 'steps'> = {
   mix: false,
   cot: false,
+  adjacent: false,
   batch: 96,
   lr: 2e-3,
   warmup: 50,
@@ -72,6 +80,8 @@ export function validateLookupProbeConfig(c: LookupProbeConfig): void {
   if (c.nameChars !== 1 && c.nameChars !== 2) errs.push(`nameChars must be 1 or 2 (got ${String(c.nameChars)})`);
   if (typeof c.cot !== 'boolean') errs.push(`cot must be true or false (got ${String(c.cot)})`);
   if (typeof c.mix !== 'boolean') errs.push(`mix must be true or false (got ${String(c.mix)})`);
+  if (typeof c.adjacent !== 'boolean') errs.push(`adjacent must be true or false (got ${String(c.adjacent)})`);
+  else if (c.adjacent && c.nameChars !== 1) errs.push('adjacent needs one-letter names (nameChars 1): a longer name would run into its value');
   if (c.layout !== 'last' && c.layout !== 'first') errs.push(`layout must be one of last, first (got ${String(c.layout)})`);
   if (!(c.lr > 0 && c.lr <= 1)) errs.push(`lr must be in (0, 1] (got ${String(c.lr)})`);
   if (!(c.weightDecay >= 0 && c.weightDecay <= 1)) errs.push(`weightDecay must be in [0, 1] (got ${String(c.weightDecay)})`);
@@ -80,6 +90,7 @@ export function validateLookupProbeConfig(c: LookupProbeConfig): void {
 }
 
 const LETTERS = [...'abcdefghijklmnopqrstuvwxyz'];
+const ONE_LETTER = notationOf(1);
 
 export interface ProbeDrill extends LookupCase {
   found: boolean;
@@ -92,7 +103,7 @@ export interface ProbeDrill extends LookupCase {
  * half of the time when there is one, a name the chunk holds only on a right-hand side — the
  * near miss a clone meets on every hop.
  */
-export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: QuestionLayout, found: boolean, cot = false): ProbeDrill {
+export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: QuestionLayout, found: boolean, cot = false, adjacent = false): ProbeDrill {
   const used = new Set<string>(nameChars === 2 ? ['no'] : []);
   const fresh = () => {
     for (;;) {
@@ -111,7 +122,7 @@ export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: Que
     rhsNames.push(v);
     return v;
   });
-  const chunk = assigned.map((v, i) => `${v}=${rhs[i]}.`).join(' ');
+  const chunk = assigned.map((v, i) => (adjacent ? ONE_LETTER.assign(v, rhs[i]) : `${v}=${rhs[i]}.`)).join(' ');
   let question: string;
   let answer: string;
   if (found) {
@@ -123,14 +134,15 @@ export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: Que
     answer = 'none';
   }
   const prompt = layout === 'last' ? `<clone>${chunk} ${question}?<sep>` : `<clone>${question}? ${chunk}<sep>`;
-  return { prompt, answer, found, written: cot ? `=${question}=${answer}<ans>${answer}<eos>` : `<ans>${answer}<eos>` };
+  const written = adjacent ? ONE_LETTER.cloneAnswer(question, found ? answer : undefined) : cot ? `=${question}=${answer}<ans>${answer}<eos>` : `<ans>${answer}<eos>`;
+  return { prompt, answer, found, written };
 }
 
 /** The held-out drills: their own stream, `n` of each kind. */
 export function probeEvalDrills(c: LookupProbeConfig): { found: ProbeDrill[]; missing: ProbeDrill[] } {
   const rng = Rng.stream(c.seed, 'lookup-probe-eval', c.size * 10 + c.nameChars);
-  const found = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, true, c.cot));
-  const missing = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, false, c.cot));
+  const found = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, true, c.cot, c.adjacent));
+  const missing = Array.from({ length: c.evalN }, () => probeDrill(rng, c.size, c.nameChars, c.layout, false, c.cot, c.adjacent));
   return { found, missing };
 }
 
@@ -145,7 +157,7 @@ export function probeTrainDrills(c: LookupProbeConfig, step: number, heldOut: Re
   for (let i = 0, tries = 0; out.length < c.batch; tries++) {
     if (tries > 100 * c.batch) throw new Error('lookup probe: the held-out drills cover nearly every drill; use a smaller evalN');
     const size = c.mix ? rng.int(1, c.size) : c.size;
-    const d = probeDrill(rng, size, c.nameChars, c.layout, i % 2 === 0, c.cot);
+    const d = probeDrill(rng, size, c.nameChars, c.layout, i % 2 === 0, c.cot, c.adjacent);
     if (heldOut.has(d.prompt + d.answer)) continue;
     out.push(d);
     i++;

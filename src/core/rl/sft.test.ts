@@ -58,7 +58,7 @@ describe('SFT data', () => {
   });
 
   it("leaves out demonstrations longer than the model's window, and says so when none fits", () => {
-    const long: TaskMixEntry[] = [{ task: multihop, opts: multihop.validateOptions({ chunks: 6, perChunk: 6 }) }];
+    const long: TaskMixEntry[] = [{ task: multihop, opts: multihop.validateOptions({ chunks: 6, perChunk: 4, filler: 24 }) }];
     const c = { ...cfg, task: 'multihop', delegateFraction: 0.5 };
     // Without a window the long-context setting's monolithic demonstrations run past 256 positions.
     expect(sftMixSequences(long, c, 0, encode).some((q) => q.tokens.length > 256)).toBe(true);

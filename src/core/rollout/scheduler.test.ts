@@ -139,7 +139,7 @@ describe('rollout scheduler (scripted decoder)', () => {
   });
 
   it('gives the monolithic root the whole context, and records a prompt that does not fit as root_over_max', async () => {
-    const long = multihop.generate(new Rng(1), { chunks: 12, perChunk: 4, hops: 2 }, 'long');
+    const long = multihop.generate(new Rng(1), { chunks: 12, perChunk: 4, hops: 2, names: 2, filler: 0 }, 'long');
     expect(encode(long.monoPrompt!).length).toBeGreaterThan(256);
     const decoder = new ScriptedDecoder([], V, (h) => tok.decode(h));
     const s = new RolloutScheduler(decoder, { ...greedy, allowSpawn: false }, { policyVersion: 0, encode });

@@ -12,7 +12,7 @@ describe('task registry', () => {
     expect(getTask('arithmetic')).toBe(arithmetic);
     const mh = withOptions('multihop', { hops: 3 });
     expect(mh.task).toBe(multihop);
-    expect(mh.opts).toEqual({ chunks: 6, perChunk: 3, hops: 3 });
+    expect(mh.opts).toEqual({ chunks: 6, perChunk: 3, hops: 3, names: 1, filler: 0 });
     expect(withOptions('arithmetic').opts).toEqual(ARITHMETIC_DEFAULTS);
     expect(withOptions('arithmetic', null).opts).toEqual(ARITHMETIC_DEFAULTS);
   });
@@ -33,7 +33,7 @@ describe('task registry', () => {
       expect(new Set(presets.map((p) => p.name)).size, name).toBe(presets.length);
       for (const p of presets) expect(withOptions(name, p.options).opts, `${name} ${p.name}`).toEqual({ ...defaultOptions, ...p.options });
     }
-    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 6, does not fit one window)']);
+    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)']);
     // Long context: the monolithic prompt outgrows every preset's positions, while the delegating root's fits easily.
     const long = withOptions('multihop', multihop.presets[1].options).opts;
     const tok = Tokenizer.builtin();

@@ -147,7 +147,7 @@ const LAYOUTS: { readonly [N in TaskName]: TaskLayout } = {
         context_items: keys.map((key): VerlContextItem => ({ key, text: context[key] })),
       };
     },
-    meta: { chunks: 'int64', perChunk: 'int64', hops: 'int64' },
+    meta: { chunks: 'int64', perChunk: 'int64', hops: 'int64', names: 'int64', filler: 'int64' },
   },
 };
 

@@ -1,14 +1,21 @@
 /**
  * Long-context multi-hop retrieval, in the spirit of RULER's variable tracking and
- * 2WikiMultiHopQA: a context of keyed chunks, each holding a few assignments (`qx=7.` or
- * `ab=qx.`), most of them distractors; the question asks the value of a variable at the
- * end of a chain of `hops` assignments spread over different chunks.
+ * 2WikiMultiHopQA: a context of keyed chunks, each holding a few assignments, most of them
+ * distractors; the question asks the value of a variable at the end of a chain of `hops`
+ * assignments spread over different chunks.
+ *
+ * Two notations (option `names`). One-letter names (the default) write the value right after
+ * its name: `q7.` assigns 7 to q, `aq.` assigns q to a. Two-letter names (`names: 2`, the
+ * notation of protocol v1's first runs) write `qx=7.` and `ab=qx.`. The lookup probe
+ * (docs/TRAINING.md) found the first one learnable at the `small` size and the second not:
+ * with the value right after the name, finding it is one induction step (find the asked
+ * token earlier, copy what followed it).
  *
  * The delegating root sees only the chunk keys and the question. Each round it spawns one
- * clone per chunk (`<spawn><ctx>k3 ab?<b8>`: the runtime expands the key into the chunk),
+ * clone per chunk (`<spawn><ctx>k3 q?<b8>`: the runtime expands the key into the chunk),
  * each clone answers the right-hand side it finds or `none`, and the root follows the hop
  * into the next round. The monolithic root gets the whole context in its prompt, which
- * outgrows the model's context as chunks are added.
+ * outgrows the model's context as chunks (and filler) are added.
  */
 import type { ProtocolLimits } from '../../protocol/grammar';
 import type { Rng } from '../../rng';
@@ -20,9 +27,22 @@ export interface MultihopOptions {
   /** Assignments per chunk (chain links plus distractors). */
   perChunk: number;
   hops: number;
+  /** Characters (tokens) per variable name: 1 (`q7.`) or 2 (`qx=7.`). */
+  names: number;
+  /**
+   * Filler characters per chunk, in words of `#*_+` placed between the assignments: the
+   * irrelevant text around the facts of a real document. It holds no letter or digit, so it
+   * never reads as a name or a value.
+   */
+  filler: number;
 }
 
-export const MULTIHOP_DEFAULTS: MultihopOptions = { chunks: 6, perChunk: 3, hops: 2 };
+export const MULTIHOP_DEFAULTS: MultihopOptions = { chunks: 6, perChunk: 3, hops: 2, names: 1, filler: 0 };
+
+/** One-letter names: every letter but k, which starts the chunk keys (`k3`). */
+const ONE_LETTER = 'abcdefghijlmnopqrstuvwxyz';
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+const FILLER_CHARS = '#*_+';
 
 /** Options from outside (see Task.validateOptions): fields not given take MULTIHOP_DEFAULTS. */
 export function validateMultihopOptions(raw: unknown): MultihopOptions {
@@ -34,24 +54,76 @@ export function validateMultihopOptions(raw: unknown): MultihopOptions {
   intIn('chunks', 2, 16);
   intIn('perChunk', 1, 6);
   intIn('hops', 1, 4);
+  intIn('names', 1, 2);
+  intIn('filler', 0, 96);
   if (o.hops > o.chunks * o.perChunk) throw new Error('multihop: hops must fit in chunks × perChunk assignments');
+  if (o.names === 1 && o.chunks * o.perChunk > ONE_LETTER.length) {
+    throw new Error(`multihop: one-letter names give ${ONE_LETTER.length} variables (a–z but k), so chunks × perChunk must be at most ${ONE_LETTER.length} (got ${o.chunks} × ${o.perChunk} = ${o.chunks * o.perChunk}); use names 2 for more`);
+  }
   return o;
 }
 
-const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+/** How a problem writes its assignments, by its `names` option. */
+export interface Notation {
+  names: 1 | 2;
+  /** One assignment as the context holds it. */
+  assign(name: string, rhs: string): string;
+  /** Every assignment of a text, name → right-hand side. */
+  parse(text: string): Map<string, string>;
+  /** What a clone asked `name` writes: its answer block, after a restated lookup in notation 1. */
+  cloneAnswer(name: string, rhs: string | undefined): string;
+  /** One hop of the monolithic chain of thought. */
+  monoHop(name: string, rhs: string): string;
+}
 
-/** Parsed context: variable → right-hand side (a variable name or a number as text). */
-export function parseAssignments(text: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const m of text.matchAll(/([a-z]{2})=([a-z]{2}|\d+)\./g)) out.set(m[1], m[2]);
-  return out;
+const NOTATIONS: Record<1 | 2, Notation> = {
+  1: {
+    names: 1,
+    assign: (name, rhs) => `${name}${rhs}.`,
+    parse(text) {
+      const out = new Map<string, string>();
+      for (const m of text.matchAll(/(?<![a-z0-9])([a-z])([a-z]|\d+)\./g)) out.set(m[1], m[2]);
+      return out;
+    },
+    // The clone first writes the asked name, then what followed it in the chunk (nothing when
+    // the chunk does not assign it): the token before the value is the name, as in the chunk.
+    cloneAnswer: (name, rhs) => `${name}${rhs ?? ''}<ans>${rhs ?? 'none'}<eos>`,
+    monoHop: (name, rhs) => `${name}${rhs}.`,
+  },
+  2: {
+    names: 2,
+    assign: (name, rhs) => `${name}=${rhs}.`,
+    parse(text) {
+      const out = new Map<string, string>();
+      for (const m of text.matchAll(/([a-z]{2})=([a-z]{2}|\d+)\./g)) out.set(m[1], m[2]);
+      return out;
+    },
+    cloneAnswer: (_name, rhs) => `<ans>${rhs ?? 'none'}<eos>`,
+    monoHop: (name, rhs) => `=${name}=${rhs}.`,
+  },
+};
+
+/** The notation of `names` (1 or 2). */
+export function notationOf(names: number): Notation {
+  if (names !== 1 && names !== 2) throw new Error(`multihop: names must be 1 or 2 (got ${names})`);
+  return NOTATIONS[names];
+}
+
+/** The notation a problem was generated in (problems from before the option: two-letter). */
+export function problemNotation(p: Problem): Notation {
+  return notationOf(p.meta.names === undefined ? 2 : Number(p.meta.names));
+}
+
+/** Parsed context: variable → right-hand side (a variable name or a number as text), in notation `names`. */
+export function parseAssignments(text: string, names: number = MULTIHOP_DEFAULTS.names): Map<string, string> {
+  return notationOf(names).parse(text);
 }
 
 export const keyName = (i: number) => `k${i + 1}`;
 
-function freshVar(rng: Rng, used: Set<string>): string {
+function freshVar(rng: Rng, used: Set<string>, names: number): string {
   for (;;) {
-    const v = rng.pick([...LETTERS]) + rng.pick([...LETTERS]);
+    const v = names === 1 ? rng.pick([...ONE_LETTER]) : rng.pick([...LETTERS]) + rng.pick([...LETTERS]);
     if (!used.has(v)) {
       used.add(v);
       return v;
@@ -59,12 +131,26 @@ function freshVar(rng: Rng, used: Set<string>): string {
   }
 }
 
+/** `total` filler characters in words of 2–5, to place between a chunk's assignments. */
+function fillerWords(rng: Rng, total: number): string[] {
+  const words: string[] = [];
+  let left = total;
+  while (left > 0) {
+    const n = Math.min(left, rng.int(2, 5));
+    words.push(Array.from({ length: n }, () => rng.pick([...FILLER_CHARS])).join(''));
+    left -= n;
+  }
+  return words;
+}
+
 function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
-  const used = new Set<string>(['no']); // 'no' would read like the start of 'none'
+  const note = notationOf(o.names);
+  const used = new Set<string>(o.names === 2 ? ['no'] : []); // 'no' would read like the start of 'none'
+  const fresh = () => freshVar(rng, used, o.names);
   // The chain: question = v[hops] → v[hops−1] → … → v[1] → value.
-  const vars = Array.from({ length: o.hops }, () => freshVar(rng, used));
+  const vars = Array.from({ length: o.hops }, fresh);
   const value = rng.int(0, 99);
-  const links = vars.map((v, i) => `${v}=${i === 0 ? value : vars[i - 1]}.`);
+  const links = vars.map((v, i) => note.assign(v, i === 0 ? String(value) : vars[i - 1]));
   // Slots: chunk × position; chain links go to distinct chunks where possible.
   const slots: string[][] = Array.from({ length: o.chunks }, () => []);
   const order = rng.shuffle(Array.from({ length: o.chunks }, (_, i) => i));
@@ -73,12 +159,14 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
   const distractors: string[] = [];
   for (const chunk of slots) {
     while (chunk.length < o.perChunk) {
-      const v = freshVar(rng, used);
+      const v = fresh();
       const rhs = distractors.length > 0 && rng.bool(0.4) ? rng.pick(distractors) : String(rng.int(0, 99));
       distractors.push(v);
-      chunk.push(`${v}=${rhs}.`);
+      chunk.push(note.assign(v, rhs));
     }
     chunk.splice(0, chunk.length, ...rng.shuffle(chunk));
+    // Filler words go between (and around) the assignments, their order kept.
+    for (const word of o.filler > 0 ? fillerWords(rng, o.filler) : []) chunk.splice(rng.int(0, chunk.length), 0, word);
   }
   const context: Record<string, string> = {};
   slots.forEach((chunk, i) => (context[keyName(i)] = chunk.join(' ')));
@@ -91,19 +179,19 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
     monoPrompt: `${keys.map((k) => `${k}: ${context[k]}`).join('\n')}\n${question}?`,
     truth: String(value),
     context,
-    meta: { chunks: o.chunks, perChunk: o.perChunk, hops: o.hops },
+    meta: { chunks: o.chunks, perChunk: o.perChunk, hops: o.hops, names: o.names, filler: o.filler },
   };
 }
 
 function questionOf(p: Problem): string {
-  const m = /([a-z]{2})\?$/.exec(p.prompt);
+  const m = / ([a-z]{1,2})\?$/.exec(p.prompt);
   if (!m) throw new Error(`multihop: no question in ${JSON.stringify(p.prompt)}`);
   return m[1];
 }
 
 /** The chain of right-hand sides from the question's variable to its value. */
 export function resolveChain(p: Problem): string[] {
-  const all = parseAssignments(Object.values(p.context ?? {}).join(' '));
+  const all = problemNotation(p).parse(Object.values(p.context ?? {}).join(' '));
   const chain: string[] = [];
   let cur = questionOf(p);
   for (let i = 0; i < 16; i++) {
@@ -116,9 +204,10 @@ export function resolveChain(p: Problem): string[] {
   throw new Error('multihop: chain does not end');
 }
 
-/** Every assignment of the problem's context (`qx=7.`), chunk by chunk. */
+/** Every assignment of the problem's context (`q7.`, `qx=7.`), chunk by chunk, without filler. */
 export function assignmentsOf(problem: Problem): string[] {
-  return Object.values(problem.context ?? {}).flatMap((c) => c.split(' '));
+  const note = problemNotation(problem);
+  return Object.values(problem.context ?? {}).flatMap((c) => c.split(' ').filter((w) => note.parse(w).size === 1));
 }
 
 /**
@@ -128,24 +217,28 @@ export function assignmentsOf(problem: Problem): string[] {
  * the long-context setting's. A warm start on `perChunk` 1 drills only chunks of 1–2.
  */
 function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
+  const note = problemNotation(problem);
   const all = assignmentsOf(problem);
   const largest = Math.min(6, 2 * Number(problem.meta.perChunk), all.length - 1);
   return [true, true, false, false].map((found) => {
     const picked = rng.shuffle(all).slice(0, rng.int(1, largest));
+    const filler = Number(problem.meta.filler ?? 0);
+    // With filler, a drill's chunk carries its share of it, as the problem's chunks do.
+    const words = filler > 0 ? fillerWords(rng, Math.round((filler * picked.length) / Number(problem.meta.perChunk))) : [];
+    for (const word of words) picked.splice(rng.int(0, picked.length), 0, word);
     const chunk = picked.join(' ');
-    const inside = [...parseAssignments(chunk).keys()];
-    const outside = [...parseAssignments(all.join(' ')).keys()].filter((v) => !inside.includes(v));
-    return cloneDemo(chunk, rng.pick(found ? inside : outside));
+    const inside = [...note.parse(chunk).keys()];
+    const outside = [...note.parse(all.join(' ')).keys()].filter((v) => !inside.includes(v));
+    return cloneDemo(note, chunk, rng.pick(found ? inside : outside));
   });
 }
 
-function cloneDemo(chunk: string, variable: string): DemoContext {
-  const rhs = parseAssignments(chunk).get(variable) ?? 'none';
+function cloneDemo(note: Notation, chunk: string, variable: string): DemoContext {
   return {
     role: 'clone',
     segments: [
       { kind: 'prompt', text: `<clone>${chunk} ${variable}?<sep>` },
-      { kind: 'generated', text: `<ans>${rhs}<eos>` },
+      { kind: 'generated', text: note.cloneAnswer(variable, note.parse(chunk).get(variable)) },
     ],
   };
 }
@@ -156,8 +249,9 @@ export const multihop: Task<MultihopOptions> = {
   validateOptions: validateMultihopOptions,
   presets: [
     { name: 'default', label: `default (${MULTIHOP_DEFAULTS.chunks} chunks × ${MULTIHOP_DEFAULTS.perChunk})`, options: {} },
-    // The monolithic prompt of 6 × 6 assignments (about 280 tokens) outgrows a 256-position model; each clone's chunk fits.
-    { name: 'long-context', label: 'long context (6 × 6, does not fit one window)', options: { chunks: 6, perChunk: 6 } },
+    // The monolithic prompt of 6 chunks of 4 assignments among 24 filler characters each (about
+    // 320 tokens) outgrows a 256-position model; each clone's prompt (at most about 57) fits.
+    { name: 'long-context', label: 'long context (6 × 4 among filler, does not fit one window)', options: { chunks: 6, perChunk: 4, filler: 24 } },
   ],
   generate,
   // One clone per chunk each round, one round per hop. The delegating root writes a spawn of
@@ -172,11 +266,12 @@ export const multihop: Task<MultihopOptions> = {
 
   /** Monolithic: look each hop up in the prompt and copy the assignment, then answer. */
   teacherMono(problem: Problem) {
+    const note = problemNotation(problem);
     const chain = resolveChain(problem);
     let cur = questionOf(problem);
     let cot = '';
     for (const rhs of chain) {
-      cot += `=${cur}=${rhs}.`;
+      cot += note.monoHop(cur, rhs);
       cur = rhs;
     }
     return {
@@ -206,10 +301,12 @@ export const multihop: Task<MultihopOptions> = {
    * not, plus four lookup drills (see lookupDrills).
    */
   teacherDelegate(problem: Problem, rng: Rng, limits: ProtocolLimits) {
+    const note = problemNotation(problem);
     const keys = Object.keys(problem.context ?? {});
     const chain = resolveChain(problem);
-    // One clone per chunk and one round per hop, in the run's limits; the answer `none` and a
-    // value fit the smallest bucket of at least 8 tokens, the roomier ask takes the next one.
+    // One clone per chunk and one round per hop, in the run's limits; what a clone writes (at
+    // most 7 tokens: `q57<ans>57<eos>`) fits the smallest bucket of at least 8 tokens, the
+    // roomier ask takes the next one.
     const buckets = [...limits.budgets].sort((a, b) => a - b).filter((b) => b >= 8);
     if (keys.length > limits.maxClonesPerRound || chain.length > limits.maxRounds || buckets.length === 0) return null;
     const [tight, roomy = tight] = buckets;
@@ -221,10 +318,10 @@ export const multihop: Task<MultihopOptions> = {
       const budget = rng.bool(0.2) ? roomy : tight;
       const spawns = keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
       root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
-      const answers = keys.map((k) => parseAssignments(problem.context![k]).get(cur) ?? 'none');
+      const answers = keys.map((k) => note.parse(problem.context![k]).get(cur) ?? 'none');
       const holder = answers.findIndex((a) => a !== 'none');
       const miss = rng.pick(keys.filter((_, i) => i !== holder));
-      for (const k of [keys[holder], miss]) clones.push(cloneDemo(problem.context![k], cur));
+      for (const k of [keys[holder], miss]) clones.push(cloneDemo(note, problem.context![k], cur));
       clones.push(...lookupDrills(rng, problem));
       root.segments.push({ kind: 'injected', text: answers.map((a) => `<ret>${a}`).join('') + '<resume>' });
       root.segments.push({ kind: 'generated', text: `=${rhs}` });

@@ -3,13 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
 import { clonePrompt } from '../../protocol/grammar';
-import { multihop, parseAssignments, resolveChain } from './index';
+import { type MultihopOptions, multihop, notationOf, resolveChain } from './index';
+
+const opts = (o: Partial<MultihopOptions>) => multihop.validateOptions(o);
 
 const tok = Tokenizer.builtin();
 
 /**
- * An independent resolver: reads the monolithic prompt as a person would (line by line,
- * `name=value.` pairs), and follows the question's variable to a number.
+ * An independent resolver: reads the monolithic prompt as a person would (line by line, words
+ * ending in `.`: `name=value.` with two-letter names, the letter then its value with one;
+ * filler words hold neither letters nor digits), and follows the question's variable to a number.
  */
 function resolve(monoPrompt: string): string {
   const lines = monoPrompt.split('\n');
@@ -17,12 +20,13 @@ function resolve(monoPrompt: string): string {
   const table: Record<string, string> = {};
   for (const line of lines) {
     const body = line.slice(line.indexOf(':') + 1);
-    for (const part of body.split('.')) {
-      const [name, value] = part.trim().split('=');
-      if (name && value !== undefined) {
-        expect(table[name]).toBeUndefined(); // every variable is assigned once
-        table[name] = value;
-      }
+    for (const word of body.trim().split(' ')) {
+      if (!/[a-z0-9]/.test(word)) continue; // filler
+      expect(word.endsWith('.')).toBe(true);
+      const part = word.slice(0, -1);
+      const [name, value] = part.includes('=') ? part.split('=') : [part[0], part.slice(1)];
+      expect(table[name]).toBeUndefined(); // every variable is assigned once
+      table[name] = value;
     }
   }
   let cur = question;
@@ -37,11 +41,20 @@ describe('multihop task', () => {
   it('generates problems whose answer an independent resolver confirms', () => {
     const rng = new Rng(1);
     for (let i = 0; i < 300; i++) {
-      const chunks = rng.int(2, 8);
+      const chunks = rng.int(2, 6);
       const perChunk = rng.int(1, 4);
-      const o = multihop.validateOptions({ chunks, perChunk, hops: rng.int(1, Math.min(3, chunks * perChunk)) });
+      const names = i % 2 === 0 ? 1 : 2;
+      const filler = rng.bool(0.5) ? rng.int(1, 30) : 0;
+      const o = multihop.validateOptions({ chunks, perChunk, hops: rng.int(1, Math.min(3, chunks * perChunk)), names, filler });
       const p = multihop.generate(rng, o, String(i));
       expect(resolve(p.monoPrompt!)).toBe(p.truth);
+      expect(/ ([a-z]+)\?$/.exec(p.prompt)![1]).toHaveLength(names);
+      for (const chunk of Object.values(p.context!)) {
+        const words = chunk.split(' ');
+        expect(words.filter((w) => /[a-z0-9]/.test(w))).toHaveLength(perChunk);
+        expect(words.filter((w) => !/[a-z0-9]/.test(w)).join('')).toMatch(new RegExp(`^[#*_+]{${filler}}$`));
+        if (names === 1) expect(chunk).not.toMatch(/[k=]/);
+      }
       expect(Object.keys(p.context!)).toHaveLength(o.chunks);
       tok.encode(p.prompt);
       tok.encode(p.monoPrompt!);
@@ -57,46 +70,57 @@ describe('multihop task', () => {
   it('spreads the chain over chunks so that one chunk does not answer the question', () => {
     const rng = new Rng(2);
     for (let i = 0; i < 100; i++) {
-      const p = multihop.generate(rng, { chunks: 6, perChunk: 3, hops: 2 }, String(i));
-      const question = /([a-z]{2})\?$/.exec(p.prompt)![1];
-      const holder = Object.values(p.context!).find((c) => c.includes(`${question}=`))!;
-      expect(/^\d+$/.test(holder.split(`${question}=`)[1].split('.')[0])).toBe(false);
+      const p = multihop.generate(rng, opts({ chunks: 6, perChunk: 3, hops: 2, names: 1 + (i % 2) }), String(i));
+      const question = / ([a-z]+)\?$/.exec(p.prompt)![1];
+      const note = notationOf(question.length);
+      const holder = Object.values(p.context!).find((c) => note.parse(c).has(question))!;
+      expect(/^\d+$/.test(note.parse(holder).get(question)!)).toBe(false);
     }
   });
 
-  it('writes delegation demonstrations: one round per hop, balanced clone lookups', () => {
-    const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
+  it.each([1, 2])('writes delegation demonstrations in notation %i: one round per hop, balanced clone lookups', (names) => {
+    const p = multihop.generate(new Rng(3), opts({ chunks: 4, perChunk: 3, hops: 2, names }), 'x');
+    const note = notationOf(names);
+    const name = names === 1 ? '[a-z]' : '[a-z]{2}';
     const d = multihop.teacherDelegate(p, new Rng(0), MULTIHOP_LIMITS)!;
     const [root, ...clones] = d.contexts;
     const rootText = root.segments.map((s) => s.text).join('');
     expect(rootText.match(/<join>/g)).toHaveLength(2);
-    expect(rootText.match(/<spawn><ctx>k\d [a-z]{2}\?<b\d+>/g)).toHaveLength(8);
+    expect(rootText.match(new RegExp(`<spawn><ctx>k\\d ${name}\\?<b\\d+>`, 'g'))).toHaveLength(8);
     expect(rootText.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
     // Per round: the clone that finds the hop's variable, one that does not, and four lookup
     // drills (two find, two do not); every clone answer is the one its own chunk gives.
     expect(clones).toHaveLength(12);
     const chain = resolveChain(p);
-    const asked = [/([a-z]{2})\?$/.exec(p.prompt)![1], chain[0]];
+    const asked = [/ ([a-z]+)\?$/.exec(p.prompt)![1], chain[0]];
     for (const [r, round] of [clones.slice(0, 6), clones.slice(6)].entries()) {
       const texts = round.map((c) => c.segments[0].text);
       expect(texts.slice(0, 2).every((t) => t.endsWith(` ${asked[r]}?<sep>`))).toBe(true);
-      expect(round.map((c) => c.segments[1].text === '<ans>none<eos>')).toEqual([false, true, false, false, true, true]);
+      expect(round.map((c) => c.segments[1].text.endsWith('<ans>none<eos>'))).toEqual([false, true, false, false, true, true]);
       for (const c of round) {
-        const m = /^<clone>(.*) ([a-z]{2})\?<sep>$/.exec(c.segments[0].text)!;
-        expect(c.segments[1].text).toBe(`<ans>${parseAssignments(m[1]).get(m[2]) ?? 'none'}<eos>`);
-        expect(parseAssignments(m[1]).size).toBeLessThanOrEqual(6);
+        const m = new RegExp(`^<clone>(.*) (${name})\\?<sep>$`).exec(c.segments[0].text)!;
+        const rhs = note.parse(m[1]).get(m[2]);
+        // One-letter names: the clone restates the asked name and what followed it.
+        expect(c.segments[1].text).toBe(names === 1 ? `${m[2]}${rhs ?? ''}<ans>${rhs ?? 'none'}<eos>` : `<ans>${rhs ?? 'none'}<eos>`);
+        expect(note.parse(m[1]).size).toBeLessThanOrEqual(6);
+        expect(tok.encode(c.segments[1].text).length).toBeLessThanOrEqual(8);
       }
     }
     expect(tok.encode(rootText).length).toBeLessThan(256);
     const mono = multihop.teacherMono(p, new Rng(0)).contexts[0].segments.map((s) => s.text).join('');
     expect(mono.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
+    // The chain of thought restates each hop as the context writes it.
+    for (const [i, rhs] of chain.entries()) {
+      const from = i === 0 ? asked[0] : chain[i - 1];
+      expect(mono).toContain(names === 1 ? `${from}${rhs}.` : `=${from}=${rhs}.`);
+    }
   });
 
   it("teaches clones the very tokens the runtime builds from the root's spawns", () => {
     // Each demonstrated clone that answers a spawn of the root (the holder and the miss of each
     // round) must be, token for token, the prompt clonePrompt expands from that spawn's subtask.
     for (let seed = 0; seed < 20; seed++) {
-      const p = multihop.generate(new Rng(seed), { chunks: 4, perChunk: 3, hops: 2 }, `t${seed}`);
+      const p = multihop.generate(new Rng(seed), opts({ chunks: 4, perChunk: 3, hops: 2, names: 1 + (seed % 2), filler: seed % 3 === 0 ? 12 : 0 }), `t${seed}`);
       const d = multihop.teacherDelegate(p, new Rng(seed), MULTIHOP_LIMITS)!;
       const rootText = d.contexts[0].segments.map((s) => s.text).join('');
       const runtime = [...rootText.matchAll(/<spawn>(.*?)<b\d+>/g)].map((m) => {
@@ -114,9 +138,9 @@ describe('multihop task', () => {
     const sizes = (perChunk: number) => {
       const seen = new Set<number>();
       for (let i = 0; i < 40; i++) {
-        const p = multihop.generate(new Rng(i), { chunks: 6, perChunk, hops: 2 }, String(i));
+        const p = multihop.generate(new Rng(i), opts({ chunks: 6, perChunk, hops: 2 }), String(i));
         const clones = multihop.teacherDelegate(p, new Rng(100 + i), MULTIHOP_LIMITS)!.contexts.slice(1);
-        for (const c of clones) seen.add(parseAssignments(c.segments[0].text).size);
+        for (const c of clones) seen.add(notationOf(1).parse(c.segments[0].text).size);
       }
       return [...seen].sort();
     };
@@ -129,10 +153,14 @@ describe('multihop task', () => {
     expect(multihop.verify(p, p.truth).correct).toBe(true);
     expect(multihop.verify(p, 'none').correct).toBe(false);
     expect(() => multihop.validateOptions({ hops: 9 })).toThrow(/hops must be an integer in \[1, 4\]/);
+    expect(() => multihop.validateOptions({ names: 3 })).toThrow(/names must be an integer in \[1, 2\]/);
+    expect(() => multihop.validateOptions({ filler: -1 })).toThrow(/filler must be an integer in \[0, 96\]/);
+    expect(() => multihop.validateOptions({ chunks: 6, perChunk: 6 })).toThrow(/one-letter names give 25 variables .* must be at most 25 \(got 6 × 6 = 36\); use names 2/);
+    expect(multihop.validateOptions({ chunks: 6, perChunk: 6, names: 2 }).perChunk).toBe(6);
   });
 
   it('delegates only within the spawn limits it is given', () => {
-    const p = multihop.generate(new Rng(3), { chunks: 4, perChunk: 3, hops: 2 }, 'x');
+    const p = multihop.generate(new Rng(3), opts({ chunks: 4, perChunk: 3, hops: 2 }), 'x');
     const d = multihop.teacherDelegate(p, new Rng(0), { budgets: [32, 128], maxClonesPerRound: 4, maxRounds: 2 })!;
     const budgets = [...d.contexts[0].segments.map((s) => s.text).join('').matchAll(/<b(\d+)>/g)].map((m) => Number(m[1]));
     expect(budgets.length).toBe(8);
