@@ -7,7 +7,7 @@
  */
 import type { MetricPoint } from '../state/store';
 import { TraceFormatError, looksLikeTraces, parseTracesJsonl } from '../../core/io/traces';
-import { jsonLines } from '../../core/io/jsonl';
+import { firstJsonObject, jsonLines } from '../../core/io/jsonl';
 import { type SteppedTrace, rowsFromTraces, stepShift } from '../../core/eval/traceRows';
 import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
 import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
@@ -74,13 +74,8 @@ export function isTracesFile(f: PickedText): boolean {
 
 /** A verl agent loop's own dump (request_id, response_mask): it needs import-verl first. */
 function isVerlRecords(f: PickedText): boolean {
-  const first = f.text.split('\n').find((l) => l.trim() !== '');
-  try {
-    const row = JSON.parse(first ?? '') as Record<string, unknown>;
-    return 'request_id' in row && 'response_mask' in row;
-  } catch {
-    return false;
-  }
+  const row = firstJsonObject(f.text);
+  return row !== null && 'request_id' in row && 'response_mask' in row;
 }
 
 /**

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { defineCommand } from '../command';
 import { checkOutDir, committedRows } from '../runDir';
 import { UsageError } from '../args';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { looksLikeTraces, parseTracesJsonl } from '../../core/io/traces';
 import { jsonLines } from '../../core/io/jsonl';
 import { type SteppedTrace, rowsFromTraces } from '../../core/eval/traceRows';
@@ -62,12 +62,13 @@ export const compare = defineCommand(
 async function runRows(path: string): Promise<Row[]> {
   // A file named directly is taken by its content (traces or metrics rows); a directory by what it holds.
   const direct = path.endsWith('.jsonl') && existsSync(path) && statSync(path).isFile();
-  const tracesFile = direct ? (looksLikeTraces(readFileSync(path, 'utf8')) ? path : null) : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
+  const directText = direct ? await readFile(path, 'utf8') : null;
+  const tracesFile = directText !== null ? (looksLikeTraces(directText) ? path : null) : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
   const metricsFile = direct ? path : committedRows(path, 'metrics.jsonl');
   if (tracesFile !== null) {
     let text: string;
     try {
-      text = await readFile(tracesFile, 'utf8');
+      text = directText ?? (await readFile(tracesFile, 'utf8'));
     } catch {
       throw new UsageError(`--runs: ${tracesFile} cannot be read (a run directory needs metrics.jsonl or traces.jsonl)`);
     }
@@ -77,7 +78,7 @@ async function runRows(path: string): Promise<Row[]> {
       throw new Error(`${tracesFile}: ${(e as Error).message}`);
     }
   }
-  const text = await readFile(metricsFile, 'utf8');
+  const text = directText ?? (await readFile(metricsFile, 'utf8'));
   const rows = jsonLines(text, (line) => new Error(`${metricsFile} line ${line} is not JSON`)).map(({ value }) => value as Row);
   if (!rows.length || rows[0].meanReward === undefined) throw new Error(`${metricsFile} has no GRPO metrics (meanReward)`);
   return rows;

@@ -11,3 +11,15 @@ export function jsonLines(text: string, notJson: (line: number, message: string)
   });
   return out;
 }
+
+/** The first non-blank line of a JSON Lines text as a JSON object (a byte-order mark dropped), or null when it is not one. */
+export function firstJsonObject(text: string): Record<string, unknown> | null {
+  const first = text.replace(/^\uFEFF/, '').split('\n').find((l) => l.trim() !== '');
+  if (first === undefined) return null;
+  try {
+    const row = JSON.parse(first) as unknown;
+    return typeof row === 'object' && row !== null && !Array.isArray(row) ? (row as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

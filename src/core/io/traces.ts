@@ -3,7 +3,7 @@
  * line and names the line and field that is wrong; nothing is half-loaded.
  */
 import { VIOLATIONS } from '../protocol/violations';
-import { jsonLines } from './jsonl';
+import { firstJsonObject, jsonLines } from './jsonl';
 import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/trace';
 
 export function tracesToJsonl(traces: readonly object[]): string {
@@ -17,14 +17,8 @@ const VIOLATION_SET: ReadonlySet<string> = new Set(VIOLATIONS);
  * another version; the reader then says which). A byte-order mark is skipped.
  */
 export function looksLikeTraces(text: string): boolean {
-  const first = text.replace(/^\uFEFF/, '').split('\n').find((l) => l.trim() !== '');
-  if (first === undefined) return false;
-  try {
-    const row = JSON.parse(first) as unknown;
-    return typeof row === 'object' && row !== null && 'schema' in row;
-  } catch {
-    return false;
-  }
+  const row = firstJsonObject(text);
+  return row !== null && 'schema' in row;
 }
 
 export class TraceFormatError extends Error {
