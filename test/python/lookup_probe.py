@@ -71,6 +71,13 @@ def drill(rng, size, names, layout, found, filler=0, fixed=False):
             # Fixed width: every value two digits, so every assignment is 6 characters.
             rhs.append(str(rng.randint(10, 99) if fixed else rng.randint(0, MAX_VALUE)))
     parts = [f"{v}{SEP}{r}." for v, r in zip(assigned, rhs)]
+    # Noise (--noise): NOISE characters of #*_+ in words of 2-5 among the assignments, as the
+    # multihop task's filler option writes them (no letter or digit, so never a name or a value).
+    left = NOISE
+    while left > 0:
+        n = min(left, rng.randint(2, 5))
+        parts.insert(rng.randint(0, len(parts)), "".join(rng.choice("#*_+") for _ in range(n)))
+        left -= n
     # Filler: words of 3-6 letters (never a name, never before '='), placed among the assignments.
     for _ in range(filler):
         parts.insert(rng.randint(0, len(parts)), "".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 6))))
@@ -123,6 +130,7 @@ class GPT(nn.Module):
 
 COT = False
 SHORT_MISS = False  # --short-miss
+NOISE = 0  # --noise
 
 
 def target(prompt, answer):
@@ -250,10 +258,16 @@ def main():
     ap.add_argument("--queries", type=int, default=0, help="dense training rows: the clone's question and answer repeated this many times over one chunk")
     ap.add_argument("--max-value", type=int, default=99, help="numbers on a right-hand side are 0..MAX (9: one token)")
     ap.add_argument("--sep", default="=", help="between a name and its value in the chunk; '' puts the value right after the name (one-letter names), and the restated lookup (--cot) writes the name then the value")
+    ap.add_argument("--noise", type=int, default=0, help="filler characters (#*_+, words of 2-5) among each chunk's assignments, as multihop's filler option")
     ap.add_argument("--short-miss", action="store_true", help="with --sep '' and --cot, a miss restates the name alone (q<ans>none), as the multihop task's clone writes it")
     a = ap.parse_args()
-    global COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS
-    COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS = a.cot, a.rhs_names, a.max_value, a.sep, a.short_miss
+    global COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS, NOISE
+    COT, RHS_NAMES, MAX_VALUE, SEP, SHORT_MISS, NOISE = a.cot, a.rhs_names, a.max_value, a.sep, a.short_miss, a.noise
+    if NOISE > 0:
+        # The filler characters join the vocabulary only for runs that use them, so that the
+        # earlier runs' model shape (and so their seeded initialisation) stays as it was.
+        VOCAB.extend("#*_+")
+        ID.update({t: i for i, t in enumerate(VOCAB)})
     if a.short_miss and (SEP != "" or not COT):
         sys.exit("--short-miss goes with --sep '' and --cot")
     if SEP == "" and (a.queries > 0 or a.recall > 0):
