@@ -215,6 +215,12 @@ export function assignmentsOf(problem: Problem): string[] {
  * knob's largest), two asking a variable the chunk assigns and two one it does not. Short
  * chunks make the comparison of a name with the question easy to learn first; long ones are
  * the long-context setting's. A warm start on `perChunk` 1 drills only chunks of 1–2.
+ *
+ * Filler: a problem with filler gives each drill its share of it. Without, in the one-letter
+ * notation, half the drills still carry 1–6 filler characters per assignment (the long
+ * context's 24 for 4 is the top of that range): the long-context setting differs from the
+ * default only in its clones' chunks (its root sees the same keys and question), so a warm start
+ * on the default setting learns to read those chunks too.
  */
 function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
   const note = problemNotation(problem);
@@ -223,8 +229,8 @@ function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
   return [true, true, false, false].map((found) => {
     const picked = rng.shuffle(all).slice(0, rng.int(1, largest));
     const filler = Number(problem.meta.filler ?? 0);
-    // With filler, a drill's chunk carries its share of it, as the problem's chunks do.
-    const words = filler > 0 ? fillerWords(rng, Math.round((filler * picked.length) / Number(problem.meta.perChunk))) : [];
+    const perAssignment = filler > 0 ? filler / Number(problem.meta.perChunk) : note.names === 1 && rng.bool(0.5) ? rng.int(1, 6) : 0;
+    const words = fillerWords(rng, Math.round(perAssignment * picked.length));
     for (const word of words) picked.splice(rng.int(0, picked.length), 0, word);
     const chunk = picked.join(' ');
     const inside = [...note.parse(chunk).keys()];

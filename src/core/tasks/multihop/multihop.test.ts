@@ -148,6 +148,33 @@ describe('multihop task', () => {
     expect(sizes(3)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
+  it("drills lookups among filler: a problem's own share, and half the drills of a problem without", () => {
+    const fillerOf = (chunk: string) => chunk.split(' ').filter((w) => !/[a-z0-9]/.test(w)).join('');
+    const drills = (o: Partial<MultihopOptions>) => {
+      const out: { size: number; filler: number }[] = [];
+      for (let i = 0; i < 30; i++) {
+        const p = multihop.generate(new Rng(i), opts(o), String(i));
+        // Each round: the holder and the miss (the problem's own chunks), then four drills.
+        const clones = multihop.teacherDelegate(p, new Rng(200 + i), MULTIHOP_LIMITS)!.contexts.slice(1);
+        for (const c of [...clones.slice(2, 6), ...clones.slice(8, 12)]) {
+          const chunk = c.segments[0].text.replace(/^<clone>/, '').replace(/ [a-z]\?<sep>$/, '');
+          out.push({ size: notationOf(1).parse(chunk).size, filler: fillerOf(chunk).length });
+        }
+      }
+      return out;
+    };
+    // The long context: 24 filler characters for 4 assignments, so 6 per assignment.
+    for (const d of drills({ chunks: 6, perChunk: 4, filler: 24 })) expect(d.filler).toBe(6 * d.size);
+    const plain = drills({});
+    const withFiller = plain.filter((d) => d.filler > 0);
+    expect(withFiller.length / plain.length).toBeGreaterThan(0.35);
+    expect(withFiller.length / plain.length).toBeLessThan(0.65);
+    for (const d of withFiller) expect(d.filler / d.size).toBeLessThanOrEqual(6);
+    // The two-letter notation keeps its drills as they were: no filler.
+    const p = multihop.generate(new Rng(1), opts({ names: 2 }), 'n2');
+    for (const c of multihop.teacherDelegate(p, new Rng(1), MULTIHOP_LIMITS)!.contexts.slice(1)) expect(c.segments[0].text).not.toMatch(/[#*_+]/);
+  });
+
   it('verifies exact answers and rejects bad options', () => {
     const p = multihop.generate(new Rng(5), multihop.defaultOptions, 'v');
     expect(multihop.verify(p, p.truth).correct).toBe(true);
