@@ -59,6 +59,20 @@ describe('clone lookup probe', () => {
       }
     }
     expect(() => lookupCases(7, 1, 1)).toThrow(/chunk size must be an integer in \[1, 6\] \(got 7\)/);
+    expect(() => lookupCases(3, 1, 1, 1, -2)).toThrow(/filler must be an integer in \[0, 96\] \(got -2\)/);
+  });
+
+  it("builds lookups among filler, as the long context's clones read them", () => {
+    const { found, missing } = lookupCases(4, 20, 3, 1, 24);
+    for (const c of [...found, ...missing]) {
+      const words = c.prompt.replace(/^<clone>/, '').replace(/ [a-z]\?<sep>$/, '').split(' ');
+      expect(words.filter((w) => /[a-z0-9]/.test(w))).toHaveLength(4);
+      expect(words.filter((w) => !/[a-z0-9]/.test(w)).join('')).toMatch(/^[#*_+]{24}$/);
+    }
+    // The same lookups without filler (the filler has its own stream): a paired reading.
+    const plain = lookupCases(4, 20, 3, 1, 0);
+    expect(plain.found.map((c) => c.written)).toEqual(found.map((c) => c.written));
+    expect(plain.missing.map((c) => c.written)).toEqual(missing.map((c) => c.written));
   });
 
   it('counts a lookup solved exactly when greedy decoding writes its answer', async () => {

@@ -13,6 +13,7 @@ export const lookup = defineCommand(
     n: { type: 'int', default: 100, min: 1, max: 5000, help: 'lookups of each kind per chunk size' },
     sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
     seed: { type: 'int', default: 1, min: 0, max: SEED_MAX, help: 'seed of the lookups' },
+    filler: { type: 'int', default: 0, min: 0, max: 96, help: "filler characters among each chunk's assignments, as multihop's filler option (its long context: 24 for 4 assignments)" },
     names: { type: 'int', default: 1, min: 1, max: 2, help: "the multihop option names: 1 (one-letter names, q7.) or 2 (qx=7., the notation of the first multihop runs)" },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: BACKEND_FLAG,
@@ -25,7 +26,7 @@ export const lookup = defineCommand(
     const { policy } = await loadPolicy(f.checkpoint, false);
     const tok = getTokenizer();
     try {
-      const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n, f.seed, f.names);
+      const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n, f.seed, f.names, f.filler);
       if (f.json) console.log(JSON.stringify(rows));
       else
         for (const r of rows)

@@ -12,7 +12,7 @@ import type { ModelConfig } from '../model/config';
 import { forwardLogits } from '../model/gpt';
 import type { GPTParams } from '../model/params';
 import { Rng } from '../rng';
-import { MULTIHOP_DEFAULTS, assignmentsOf, multihop, notationOf } from '../tasks/multihop';
+import { MULTIHOP_DEFAULTS, assignmentsOf, fillerWords, multihop, notationOf } from '../tasks/multihop';
 import { T } from '../tokenizer/vocab';
 
 export interface LookupResult {
@@ -39,20 +39,26 @@ function checkSize(size: number): void {
 
 /**
  * `n` lookups that find and `n` that do not, over chunks of `size` assignments (seeded), in the
- * notation of `names` (the task's option: what the clone is asked and writes differs).
+ * notation of `names` (the task's option: what the clone is asked and writes differs), among
+ * `filler` filler characters (the task's option of that name; the long context has 24 for 4).
  */
-export function lookupCases(size: number, n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names): { found: LookupCase[]; missing: LookupCase[] } {
+export function lookupCases(size: number, n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names, filler = 0): { found: LookupCase[]; missing: LookupCase[] } {
   checkSize(size);
+  if (!Number.isInteger(filler) || filler < 0 || filler > 96) throw new Error(`lookup: filler must be an integer in [0, 96] (got ${filler})`);
   if (!Number.isInteger(n) || n < 1) throw new Error(`lookup: n must be a positive integer (got ${n})`);
   const note = notationOf(names);
   const options = { ...MULTIHOP_DEFAULTS, names };
   const rng = Rng.stream(seed, 'lookup-cases', size);
+  // Filler from its own stream: the same lookups with and without it, for a paired reading.
+  const fillerRng = Rng.stream(seed, 'lookup-filler', size);
   const found: LookupCase[] = [];
   const missing: LookupCase[] = [];
   for (let i = 0; i < n; i++) {
     // The assignments of a default problem: chain links and distractors, as clones meet them.
     const all = rng.shuffle(assignmentsOf(multihop.generate(rng, options, `lookup-${i}`)));
-    const chunk = all.slice(0, size).join(' ');
+    const picked = all.slice(0, size);
+    for (const word of fillerWords(fillerRng, filler)) picked.splice(fillerRng.int(0, picked.length), 0, word);
+    const chunk = picked.join(' ');
     const inside = note.parse(chunk);
     const outside = [...note.parse(all.join(' ')).keys()].filter((v) => !inside.has(v));
     const v = rng.pick([...inside.keys()]);
@@ -86,10 +92,10 @@ export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: re
 }
 
 /** Lookup accuracy by chunk size. */
-export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names): LookupResult[] {
+export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names, filler = 0): LookupResult[] {
   sizes.forEach(checkSize);
   return sizes.map((size) => {
-    const { found, missing } = lookupCases(size, n, seed, names);
+    const { found, missing } = lookupCases(size, n, seed, names, filler);
     return {
       size,
       foundN: found.length,

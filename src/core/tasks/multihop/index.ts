@@ -132,7 +132,7 @@ function freshVar(rng: Rng, used: Set<string>, names: number): string {
 }
 
 /** `total` filler characters in words of 2–5, to place between a chunk's assignments. */
-function fillerWords(rng: Rng, total: number): string[] {
+export function fillerWords(rng: Rng, total: number): string[] {
   const words: string[] = [];
   let left = total;
   while (left > 0) {
