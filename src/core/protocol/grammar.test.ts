@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../rng';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { T, VOCAB_SIZE } from '../tokenizer/vocab';
-import { CloneParser, type ParseEvent, RootParser, clonePrompt, contextChunk, extractAnswer, joinInjection } from './grammar';
+import { CloneParser, type ParseEvent, RootParser, clonePrompt, contextChunk, extractAnswer, fanOut, joinInjection } from './grammar';
 import { VIOLATIONS } from './violations';
 
 const tok = Tokenizer.builtin();
@@ -153,5 +153,20 @@ describe('fuzz: model output never throws', () => {
     for (const v of ['malformed_spawn', 'root_no_answer', 'reserved_token', 'clone_spawn', 'clone_no_answer']) expect(seen).toContain(v);
     expect(seen).toContain('final');
     expect(T.eos).toBe(1);
+  });
+
+  it('fans a <ctx>* block out over the context in key order, and passes other blocks through', () => {
+    const t = Tokenizer.builtin();
+    const enc = (x: string) => t.encode(x);
+    const context = { k1: 'a5.', k2: 'bc.', k3: 'c7.' };
+    const r = fanOut([{ subtask: enc('1+2'), budget: 16 }, { subtask: enc('<ctx>* b?'), budget: 8 }], context);
+    if ('error' in r) throw new Error(r.error);
+    expect(r.blocks.map((b) => [t.decode(b.subtask), b.budget])).toEqual([['1+2', 16], ['<ctx>k1 b?', 8], ['<ctx>k2 b?', 8], ['<ctx>k3 b?', 8]]);
+    // Text around the fan-out is kept; an inherited name is not a chunk.
+    const around = fanOut([{ subtask: enc('find <ctx>* now'), budget: 8 }], { k9: 'x', ...Object.create({ inherited: 'no' }) });
+    expect('error' in around ? around.error : around.blocks.map((b) => t.decode(b.subtask))).toEqual(['find <ctx>k9 now']);
+    expect(fanOut([{ subtask: enc('<ctx>* <ctx>* b?'), budget: 8 }], context)).toEqual({ error: 'more than one <ctx>* in a spawn block' });
+    expect(fanOut([{ subtask: enc('<ctx>* b?'), budget: 8 }], undefined)).toEqual({ error: '<ctx>* with no context to fan out over' });
+    expect(fanOut([{ subtask: enc('<ctx>* b?'), budget: 8 }], {})).toEqual({ error: '<ctx>* with no context to fan out over' });
   });
 });

@@ -196,6 +196,33 @@ export function clonePrompt(
   return { tokens: out };
 }
 
+/** After `<ctx>`, this key stands for every chunk: `<ctx>*` fans a spawn out over the context. */
+export const FAN_OUT_KEY = '*';
+
+/**
+ * The spawn blocks of a round with fan-outs expanded: a block whose subtask holds `<ctx>*`
+ * becomes one block per chunk of the problem's context, in the context's key order, each with
+ * `*` replaced by that key (`<spawn><ctx>* q?<b8>` over chunks k1…k6 is the six blocks
+ * `<ctx>k1 q?` … `<ctx>k6 q?`, each of budget 8). Every expanded block is a clone like any
+ * other (budget, call cost, gating). Errors: a fan-out without a context, or two in one block.
+ */
+export function fanOut(blocks: readonly SpawnBlock[], context: Readonly<Record<string, string>> | undefined): { blocks: SpawnBlock[] } | { error: string } {
+  const star = tokenId(FAN_OUT_KEY);
+  const out: SpawnBlock[] = [];
+  for (const block of blocks) {
+    const at = block.subtask.findIndex((t, i) => t === T.ctx && block.subtask[i + 1] === star);
+    if (at < 0) {
+      out.push(block);
+      continue;
+    }
+    if (block.subtask.some((t, i) => i > at && t === T.ctx && block.subtask[i + 1] === star)) return { error: 'more than one <ctx>* in a spawn block' };
+    const keys = context === undefined ? [] : Object.keys(context).filter((k) => contextChunk(context, k) !== undefined);
+    if (keys.length === 0) return { error: '<ctx>* with no context to fan out over' };
+    for (const key of keys) out.push({ subtask: [...block.subtask.slice(0, at + 1), ...[...key].map((c) => tokenId(c)), ...block.subtask.slice(at + 2)], budget: block.budget });
+  }
+  return { blocks: out };
+}
+
 /** The tokens the runtime writes after a join: each clone's answer (cut) or a failure marker. */
 export function joinInjection(answers: readonly (string | null)[], maxChars: number, encode: (text: string) => number[]): number[] {
   const out: number[] = [];

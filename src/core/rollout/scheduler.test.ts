@@ -151,6 +151,46 @@ describe('rollout scheduler (scripted decoder)', () => {
     expect(decoder.calls).toEqual([]);
   });
 
+  it('fans a <ctx>* spawn out to one clone per chunk, each reading its own chunk', async () => {
+    const mh = multihop.generate(new Rng(6), multihop.validateOptions({ chunks: 4, perChunk: 3, hops: 2 }), 'fan');
+    const demo = multihop.teacherDelegate(mh, new Rng(0), { ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults })!;
+    const rootText = demo.contexts[0].segments.map((x) => x.text).join('');
+    expect(rootText.match(/<spawn><ctx>\* [a-z]\?<b\d+>/g)).toHaveLength(2);
+    // What each clone writes, from its own chunk: the name and what followed it, or the name alone.
+    const keys = Object.keys(mh.context!);
+    const asked = [/ ([a-z])\?$/.exec(mh.prompt)![1], ...[...rootText.matchAll(/<resume>=([a-z])/g)].map((m) => m[1])];
+    const clones = asked.flatMap((v) =>
+      keys.map((k) => {
+        const rhs = new RegExp(`(?:^| )${v}([a-z]|\\d+)\\.`).exec(mh.context![k])?.[1];
+        return `<clone>${mh.context![k]} ${v}?<sep>${v}${rhs ?? ''}<ans>${rhs ?? 'none'}<eos>`;
+      }),
+    );
+    const decoder = new ScriptedDecoder([rootText, ...clones].map(encode), V, (h) => tok.decode(h));
+    const cfg = validateRolloutConfig({ ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults, greedy: true });
+    const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
+    s.addEpisode(multihop, mh, new Rng(1));
+    const [t] = await s.run();
+    expect(t.violations).toEqual([]);
+    expect(t.answer).toBe(mh.truth);
+    expect(t.contexts[0].text).toBe(rootText);
+    // Two rounds of four clones, in key order, each subtask naming its chunk.
+    expect(t.contexts.slice(1).map((c) => [c.round, c.subtask, c.budget !== null])).toEqual(asked.flatMap((v, r) => keys.map((k) => [r, `<ctx>${k} ${v}?`, true])));
+    expect(t.contexts.slice(1).map((c) => c.text)).toEqual(clones);
+  });
+
+  it('refuses a fan-out without a context, and one past the clones a round may start', async () => {
+    const { trace } = await replay(['<root>57+77-1+7*7-1<sep><spawn><ctx>* 1?<b8><join>'], problem);
+    expect(trace.violations.map((v) => [v.violation, v.detail])).toEqual([['malformed_spawn', '<ctx>* with no context to fan out over']]);
+    const mh = multihop.generate(new Rng(2), multihop.validateOptions({ chunks: 5, perChunk: 2, hops: 1 }), 'many');
+    const q = / ([a-z])\?$/.exec(mh.prompt)![1];
+    const decoder = new ScriptedDecoder([encode(`<root>${mh.prompt}<sep><spawn><ctx>* ${q}?<b8><join>`)], V, (h) => tok.decode(h));
+    const s = new RolloutScheduler(decoder, validateRolloutConfig({ ...greedy, maxClonesPerRound: 4 }), { policyVersion: 0, encode });
+    s.addEpisode(multihop, mh, new Rng(1));
+    const [t] = await s.run();
+    expect(t.violations.map((v) => [v.violation, v.detail])).toEqual([['too_many_clones', "the round's spawns fan out to 5 clones (max 4)"]]);
+    expect(t.contexts).toHaveLength(1);
+  });
+
   it('validates its configuration', () => {
     expect(() => validateRolloutConfig({ maxClonesPerRound: 0 })).toThrow(/maxClonesPerRound must be an integer in \[1, 30\]/);
     expect(() => validateRolloutConfig({ budgets: [7] })).toThrow(/budgets must be a non-empty subset/);

@@ -9,7 +9,7 @@
  * episode's tokens do not depend on what else shares the batch.
  */
 import { sampleFromLogits } from '../model/sample';
-import { CloneParser, type ParseEvent, RootParser, SPAWN_GRAMMAR, clonePrompt, joinInjection, rootPrompt } from '../protocol/grammar';
+import { CloneParser, type ParseEvent, RootParser, SPAWN_GRAMMAR, clonePrompt, fanOut, joinInjection, rootPrompt } from '../protocol/grammar';
 import type { Violation } from '../protocol/violations';
 import type { Rng } from '../rng';
 import type { Problem, Task, Verdict } from '../tasks/types';
@@ -254,8 +254,14 @@ export class RolloutScheduler {
           return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${this.cfg.rootMaxTokens})`);
         }
         const round = (root.parser as RootParser).roundsDone;
+        const fanned = fanOut(e.blocks, ep.problem.context);
+        if ('error' in fanned) return this.endRoot(root, 'malformed_spawn', fanned.error);
+        const blocks = fanned.blocks;
+        if (blocks.length > this.cfg.maxClonesPerRound) {
+          return this.endRoot(root, 'too_many_clones', `the round's spawns fan out to ${blocks.length} clones (max ${this.cfg.maxClonesPerRound})`);
+        }
         const prompts: number[][] = [];
-        for (const block of e.blocks) {
+        for (const block of blocks) {
           const p = clonePrompt(block.subtask, ep.problem.context, this.opts.encode);
           if ('error' in p) return this.endRoot(root, 'malformed_spawn', p.error);
           if (p.tokens.length + block.budget > this.decoder.maxPositions) {
@@ -265,7 +271,7 @@ export class RolloutScheduler {
         }
         // The root waits; its <join> is fed together with the injected answers on resume.
         root.pending = [];
-        ep.round = e.blocks.map((block, i) =>
+        ep.round = blocks.map((block, i) =>
           this.openContext(ep, {
             role: 'clone',
             parent: root.trace.id,

@@ -11,10 +11,11 @@
  * with the value right after the name, finding it is one induction step (find the asked
  * token earlier, copy what followed it).
  *
- * The delegating root sees only the chunk keys and the question. Each round it spawns one
- * clone per chunk (`<spawn><ctx>k3 q?<b8>`: the runtime expands the key into the chunk),
- * each clone answers the right-hand side it finds or `none`, and the root follows the hop
- * into the next round. The monolithic root gets the whole context in its prompt, which
+ * The delegating root sees only the chunk keys and the question. Each round it asks every
+ * chunk at once (`<spawn><ctx>* q?<b8>`: the runtime starts one clone per chunk, each with its
+ * chunk expanded; the first notation's runs wrote one `<spawn><ctx>k3 q?<b8>` per chunk), each
+ * clone answers the right-hand side it finds or `none`, and the root follows the hop into the
+ * next round. The monolithic root gets the whole context in its prompt, which
  * outgrows the model's context as chunks (and filler) are added.
  */
 import type { ProtocolLimits } from '../../protocol/grammar';
@@ -260,7 +261,7 @@ export const multihop: Task<MultihopOptions> = {
     { name: 'long-context', label: 'long context (6 × 4 among filler, does not fit one window)', options: { chunks: 6, perChunk: 4, filler: 24 } },
   ],
   generate,
-  // One clone per chunk each round, one round per hop. The delegating root writes a spawn of
+  // One clone per chunk each round, one round per hop. The delegating root of the first notation writes a spawn of
   // about 9 tokens per chunk per hop (6 chunks, 2 hops: ~120 tokens), far past arithmetic's 48.
   rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4, rootMaxTokens: 224 },
 
@@ -322,7 +323,9 @@ export const multihop: Task<MultihopOptions> = {
     chain.forEach((rhs) => {
       // Occasionally ask with a roomier budget: variety for RL to choose from.
       const budget = rng.bool(0.2) ? roomy : tight;
-      const spawns = keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
+      // One spawn that fans out over every chunk (`<ctx>*`, the runtime's one clone per chunk) in
+      // the one-letter notation; a spawn per chunk in the first notation, as its runs were taught.
+      const spawns = note.names === 1 ? `<spawn><ctx>* ${cur}?<b${budget}>` : keys.map((k) => `<spawn><ctx>${k} ${cur}?<b${budget}>`).join('');
       root.segments.push({ kind: 'generated', text: `${spawns}<join>` });
       const answers = keys.map((k) => note.parse(problem.context![k]).get(cur) ?? 'none');
       const holder = answers.findIndex((a) => a !== 'none');

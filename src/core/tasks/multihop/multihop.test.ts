@@ -2,7 +2,7 @@ import { ROLLOUT_DEFAULTS } from '../../rollout/config';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
-import { clonePrompt } from '../../protocol/grammar';
+import { clonePrompt, fanOut } from '../../protocol/grammar';
 import { type MultihopOptions, multihop, notationOf, resolveChain } from './index';
 
 const opts = (o: Partial<MultihopOptions>) => multihop.validateOptions(o);
@@ -86,7 +86,9 @@ describe('multihop task', () => {
     const [root, ...clones] = d.contexts;
     const rootText = root.segments.map((s) => s.text).join('');
     expect(rootText.match(/<join>/g)).toHaveLength(2);
-    expect(rootText.match(new RegExp(`<spawn><ctx>k\\d ${name}\\?<b\\d+>`, 'g'))).toHaveLength(8);
+    // One-letter names: one spawn a round fanning out over the chunks; two-letter: a spawn per chunk.
+    if (names === 1) expect(rootText.match(new RegExp(`<spawn><ctx>\\* ${name}\\?<b\\d+>`, 'g'))).toHaveLength(2);
+    else expect(rootText.match(new RegExp(`<spawn><ctx>k\\d ${name}\\?<b\\d+>`, 'g'))).toHaveLength(8);
     expect(rootText.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
     // Per round: the clone that finds the hop's variable, one that does not, and four lookup
     // drills (two find, two do not); every clone answer is the one its own chunk gives.
@@ -123,8 +125,12 @@ describe('multihop task', () => {
       const p = multihop.generate(new Rng(seed), opts({ chunks: 4, perChunk: 3, hops: 2, names: 1 + (seed % 2), filler: seed % 3 === 0 ? 12 : 0 }), `t${seed}`);
       const d = multihop.teacherDelegate(p, new Rng(seed), MULTIHOP_LIMITS)!;
       const rootText = d.contexts[0].segments.map((s) => s.text).join('');
-      const runtime = [...rootText.matchAll(/<spawn>(.*?)<b\d+>/g)].map((m) => {
-        const built = clonePrompt(tok.encode(m[1]), p.context, (t) => tok.encode(t));
+      const blocks = [...rootText.matchAll(/<spawn>(.*?)<b(\d+)>/g)].map((m) => ({ subtask: tok.encode(m[1]), budget: Number(m[2]) }));
+      const fanned = fanOut(blocks, p.context);
+      if ('error' in fanned) throw new Error(fanned.error);
+      expect(fanned.blocks).toHaveLength(8); // 4 chunks × 2 hops, however they were written
+      const runtime = fanned.blocks.map((b) => {
+        const built = clonePrompt(b.subtask, p.context, (t) => tok.encode(t));
         if ('error' in built) throw new Error(built.error);
         return built.tokens.join(',');
       });
@@ -190,7 +196,7 @@ describe('multihop task', () => {
     const p = multihop.generate(new Rng(3), opts({ chunks: 4, perChunk: 3, hops: 2 }), 'x');
     const d = multihop.teacherDelegate(p, new Rng(0), { budgets: [32, 128], maxClonesPerRound: 4, maxRounds: 2 })!;
     const budgets = [...d.contexts[0].segments.map((s) => s.text).join('').matchAll(/<b(\d+)>/g)].map((m) => Number(m[1]));
-    expect(budgets.length).toBe(8);
+    expect(budgets.length).toBe(2); // a fan-out spawn per hop
     for (const b of budgets) expect([32, 128]).toContain(b);
     // Four chunks need four clones a round and two hops two rounds.
     expect(multihop.teacherDelegate(p, new Rng(0), { budgets: [8, 16], maxClonesPerRound: 3, maxRounds: 4 })).toBeNull();
