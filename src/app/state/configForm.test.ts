@@ -59,6 +59,8 @@ describe('config form', () => {
     expect(optionPresetsOf('multihop').map((p) => [p.name, p.label])).toEqual([
       ['default', 'default (6 chunks × 3)'],
       ['long-context', 'long context (6 × 4 among filler, does not fit one window)'],
+      ['filler', '6 × 3 among filler (fits one window)'],
+      ['ood', 'out of distribution (8 chunks, 3 hops)'],
     ]);
     expect(optionPresetsOf('arithmetic').map((p) => p.name)).toEqual(['default']);
     const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');

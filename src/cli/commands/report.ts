@@ -21,6 +21,9 @@ const SETTINGS = [
   // The task's long-context setting: 6 chunks of 4 assignments among filler, the whole context
   // (≈ 320 tokens) past the 256-token window of one monolithic prompt, each clone reading one chunk.
   { label: 'multihop 6 chunks × 4 assignments among filler, 2 hops (long context)', task: 'multihop', options: { chunks: 6, perChunk: 4, filler: 24 } },
+  // Fits one window, and the delegating root's context is under half the monolithic one.
+  { label: 'multihop 6 chunks × 3 among filler, 2 hops (fits)', task: 'multihop', options: { filler: 16 } },
+  { label: 'multihop 8 chunks, 3 hops (out of distribution)', task: 'multihop', options: { chunks: 8, hops: 3 } },
 ] as const;
 
 export const report = defineCommand(

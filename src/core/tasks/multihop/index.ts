@@ -259,10 +259,15 @@ export const multihop: Task<MultihopOptions> = {
     // The monolithic prompt of 6 chunks of 4 assignments among 24 filler characters each (about
     // 320 tokens) outgrows a 256-position model; each clone's prompt (at most about 57) fits.
     { name: 'long-context', label: 'long context (6 × 4 among filler, does not fit one window)', options: { chunks: 6, perChunk: 4, filler: 24 } },
+    // Fits one window (about 235 tokens), where the delegating root's episode (at most 110) is under half of it.
+    { name: 'filler', label: '6 × 3 among filler (fits one window)', options: { filler: 16 } },
+    // More chunks and more hops than the warm start is taught (6 chunks, 2 hops); the root's episode still fits.
+    { name: 'ood', label: 'out of distribution (8 chunks, 3 hops)', options: { chunks: 8, hops: 3 } },
   ],
   generate,
-  // One clone per chunk each round, one round per hop. The delegating root of the first notation writes a spawn of
-  // about 9 tokens per chunk per hop (6 chunks, 2 hops: ~120 tokens), far past arithmetic's 48.
+  // One clone per chunk each round, one round per hop. The delegating root of the first notation
+  // writes a spawn of about 9 tokens per chunk per hop (6 chunks, 2 hops: ~120 tokens), far past
+  // arithmetic's 48; a fan-out root about 12 a hop.
   rolloutDefaults: { maxClonesPerRound: 16, maxRounds: 4, rootMaxTokens: 224 },
 
   verify(problem: Problem, answer: string | null): Verdict {
