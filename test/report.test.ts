@@ -15,10 +15,10 @@ describe('report', () => {
       await run('npx', ['tsx', 'src/cli/main.ts', 'report', '--out', out, '--n', '2', '--limits', '12', '--checkpoints', 'tiny=public/checkpoints/warmstart-tiny,gone=/nonexistent'], { timeout: 240_000 });
       const json = JSON.parse(await readFile(join(out, 'frontier.json'), 'utf8'));
       expect(json.skipped).toEqual(['gone (/nonexistent: no checkpoint)']);
-      expect(json.comparisons.map((c: { setting: string }) => c.setting)).toHaveLength(4);
+      expect(json.comparisons.map((c: { setting: string }) => c.setting)).toHaveLength(6);
       const points = json.comparisons.flatMap((c: { points: unknown[] }) => c.points);
-      // 6 methods × 1 limit × 4 settings.
-      expect(points).toHaveLength(24);
+      // 6 methods × 1 limit × 6 settings.
+      expect(points).toHaveLength(36);
       // The long-context monolithic prompt does not fit the 256-token window: it fails however
       // the model writes; the delegating root holds only the chunk keys.
       const long = json.comparisons[3].points as { method: string; accuracy: number; meanRootContextTokens: number }[];
@@ -27,9 +27,9 @@ describe('report', () => {
       expect(mono.accuracy).toBe(0);
       expect(long.find((p) => p.method === 'delegate')!.meanRootContextTokens).toBeLessThan(256);
       const csv = (await readFile(join(out, 'frontier.csv'), 'utf8')).trim().split('\n');
-      expect(csv).toHaveLength(25);
+      expect(csv).toHaveLength(37);
       const svg = await readFile(join(out, 'frontier.svg'), 'utf8');
-      expect(svg.match(/<circle class="point"/g)).toHaveLength(24);
+      expect(svg.match(/<circle class="point"/g)).toHaveLength(36);
       expect(await readFile(join(out, 'report.md'), 'utf8')).toMatch(/## tiny: arithmetic 9–16 operands \(out of distribution\)/);
     } finally {
       await rm(out, { recursive: true, force: true });
