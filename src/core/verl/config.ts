@@ -168,7 +168,7 @@ python -m verl.trainer.main_ppo --config-path ${e.dir} --config-name config \\
 This folder was written and its files read back on a machine without verl or a GPU; the config
 follows the fork's example configs (configs/clone_tool_grpo_*.yaml) but was not launched here.
 The rows' \`data_source\` is \`${e.dataSource}\`; \`reward_model.ground_truth\` holds the exact answer.
-${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the keyed chunks: the clone loop expands the keys a spawn's `shared_context` names into their text, as the playground's `<ctx>key` does.\n" : ''}
+${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the keyed chunks: the clone loop expands the keys a spawn's `shared_context` names into their text, as the playground's `<ctx>key` does (the playground's `<ctx>*` is one clone per key of `context_keys`).\n" : ''}
 ## What differs from the playground
 
 - **Lengths.** The playground's limits are for its character-level model: a root of ${cfg.rollout.rootMaxTokens} tokens,
