@@ -71,6 +71,7 @@ describe('lookup probe', () => {
       expect(d.written).toBe(d.found ? `${question}${d.answer}<ans>${d.answer}<eos>` : `${question}<ans>none<eos>`);
     }
     expect(() => validateLookupProbeConfig(cfg({ adjacent: true, nameChars: 2 }))).toThrow(/adjacent needs one-letter names/);
+    expect(() => validateLookupProbeConfig(cfg({ adjacent: true, nameChars: 1, cot: true }))).toThrow(/adjacent already has the clone restate the lookup/);
   });
 
   it('keeps every held-out drill out of training, also where the drill space is small', () => {

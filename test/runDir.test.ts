@@ -133,6 +133,14 @@ describe('run directory', () => {
   it('resumes a config without a field it predates as that field’s default', () => {
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 1 } }, [], { limits: { a: 1 } })).not.toThrow();
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 2 } }, [], { limits: { a: 1 } })).toThrow(/limits was \{"a":1\} in the saved run, now \{"a":2\}/);
+    // A multihop run from before the notation options resumes only in its own notation (names 2, no filler).
+    const old = { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2 } };
+    expect(() => checkResumeConfig(old, { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2, names: 1, filler: 0 } }, [])).toThrow(/"names":2,"filler":0\} in the saved run, now .*"names":1/);
+    expect(() => checkResumeConfig(old, { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2, names: 2, filler: 0 } }, [])).not.toThrow();
+    const oldMix = { task: 'arithmetic:1,multihop:3', taskOptions: { arithmetic: { maxValue: 99 }, multihop: { chunks: 6, perChunk: 3, hops: 2 } } };
+    expect(() => checkResumeConfig(oldMix, { task: 'arithmetic:1,multihop:3', taskOptions: { arithmetic: { maxValue: 99 }, multihop: { chunks: 6, perChunk: 3, hops: 2, names: 2, filler: 0 } } }, [])).not.toThrow();
+    // Arithmetic runs gain nothing.
+    expect(() => checkResumeConfig({ task: 'arithmetic', taskOptions: { maxValue: 99 } }, { task: 'arithmetic', taskOptions: { maxValue: 99 } }, [])).not.toThrow();
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
     // A field that older runs recorded and that never had an effect does not block a resume.
     expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();

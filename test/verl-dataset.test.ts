@@ -19,8 +19,8 @@ import { heldOutProblems } from '../src/core/eval/evaluate';
 import { type EvalSplit, drawProblem, splitOf } from '../src/core/eval/splits';
 import { Rng } from '../src/core/rng';
 import { type Problem, type TaskEntry, withOptions } from '../src/core/tasks';
-import { resolveChain } from '../src/core/tasks/multihop';
-import { ARITHMETIC_SYSTEM_PROMPT, MULTIHOP_SYSTEM_PROMPT, verlRows, verlSchema } from '../src/core/verl/dataset';
+import { multihop, resolveChain } from '../src/core/tasks/multihop';
+import { ARITHMETIC_SYSTEM_PROMPT, multihopSystemPrompt, verlRows, verlSchema } from '../src/core/verl/dataset';
 
 const COLUMNS = ['data_source', 'agent_name', 'prompt', 'ability', 'reward_model', 'extra_info'];
 const MESSAGES = 'List<Struct<{role:Utf8, content:Utf8}>>';
@@ -95,7 +95,7 @@ function expectedMultihop(p: Problem, split: 'train' | 'test', index: number) {
     data_source: 'selfcest_multihop',
     agent_name: 'tool_agent',
     prompt: [
-      { role: 'system', content: MULTIHOP_SYSTEM_PROMPT },
+      { role: 'system', content: multihopSystemPrompt(p) },
       { role: 'user', content: `Question: what is the value of ${variable}?\n\nContext keys:\n${keys.map((k) => `- ${k}`).join('\n')}` },
     ],
     ability: 'multihop_qa',
@@ -248,6 +248,17 @@ describe('export-verl dataset: multihop', () => {
       }
     });
   }
+});
+
+describe('export-verl dataset: the multihop system prompt', () => {
+  it("describes the problem's notation", () => {
+    const one = verlRows(withOptions('multihop'), [multihop.generate(new Rng(1), multihop.defaultOptions, 'n1')], 'train', 'x')[0];
+    const two = verlRows(withOptions('multihop', { names: 2 }), [multihop.generate(new Rng(1), multihop.validateOptions({ names: 2 }), 'n2')], 'train', 'x')[0];
+    const system = (r: typeof one) => (r.prompt as { role: string; content: string }[])[0].content;
+    expect(system(one)).toContain('`a7.` (a is 7): a one-letter name, then its value');
+    expect(system(one)).not.toContain('ab=7');
+    expect(system(two)).toContain('`ab=7.`');
+  });
 });
 
 describe('export-verl dataset: refusals', () => {

@@ -442,13 +442,26 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
     const inner = saved[parent];
     if (isRecord(inner) && field in inner) throw new Error(`cannot resume: ${why}`);
   }
-  const s = withImplied(withoutRetired(saved), implied);
+  const s = withImplied(withImplied(withoutRetired(saved), implied), impliedTaskOptions(saved));
   for (const key of new Set([...Object.keys(s), ...Object.keys(current)])) {
     if (ignore.includes(key)) continue;
     const a = JSON.stringify(s[key]);
     const b = JSON.stringify(current[key]);
     if (a !== b) throw new Error(`cannot resume: ${key} was ${a} in the saved run, now ${b} (use a new --out)`);
   }
+}
+
+/**
+ * Task options a saved run predates: multihop runs from before the `names` and `filler` options
+ * were taught the two-letter notation without filler, so they resume only as `names: 2` (the
+ * mismatch message then names it) and never silently in today's default notation.
+ */
+function impliedTaskOptions(saved: Record<string, unknown>): Record<string, unknown> {
+  const before = { names: 2, filler: 0 };
+  const task = typeof saved.task === 'string' ? saved.task : '';
+  if (task === 'multihop') return { taskOptions: before };
+  if (task.split(',').some((part) => part.split(':')[0] === 'multihop')) return { taskOptions: { multihop: before } };
+  return {};
 }
 
 /** A session whose every step was skipped as non-finite did nothing: its error, or null. */

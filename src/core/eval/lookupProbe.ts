@@ -82,6 +82,7 @@ export function validateLookupProbeConfig(c: LookupProbeConfig): void {
   if (typeof c.mix !== 'boolean') errs.push(`mix must be true or false (got ${String(c.mix)})`);
   if (typeof c.adjacent !== 'boolean') errs.push(`adjacent must be true or false (got ${String(c.adjacent)})`);
   else if (c.adjacent && c.nameChars !== 1) errs.push('adjacent needs one-letter names (nameChars 1): a longer name would run into its value');
+  else if (c.adjacent && c.cot) errs.push('adjacent already has the clone restate the lookup (its notation): leave cot off');
   if (c.layout !== 'last' && c.layout !== 'first') errs.push(`layout must be one of last, first (got ${String(c.layout)})`);
   if (!(c.lr > 0 && c.lr <= 1)) errs.push(`lr must be in (0, 1] (got ${String(c.lr)})`);
   if (!(c.weightDecay >= 0 && c.weightDecay <= 1)) errs.push(`weightDecay must be in [0, 1] (got ${String(c.weightDecay)})`);

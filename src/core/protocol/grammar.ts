@@ -11,7 +11,7 @@ import type { Violation } from './violations';
 export const PROTOCOL_VERSION = 1;
 
 export interface ProtocolLimits {
-  /** Spawn blocks allowed in one round. */
+  /** Clones allowed in one round: spawn blocks, each `<ctx>*` counted as the clones it fans out to. */
   maxClonesPerRound: number;
   /** Spawn rounds allowed per episode. */
   maxRounds: number;
@@ -204,7 +204,8 @@ export const FAN_OUT_KEY = '*';
  * becomes one block per chunk of the problem's context, in the context's key order, each with
  * `*` replaced by that key (`<spawn><ctx>* q?<b8>` over chunks k1…k6 is the six blocks
  * `<ctx>k1 q?` … `<ctx>k6 q?`, each of budget 8). Every expanded block is a clone like any
- * other (budget, call cost, gating). Errors: a fan-out without a context, or two in one block.
+ * other (its budget, its length penalty, its gating). Errors: a fan-out without
+ * a context, two in one block, or a key character right after `*`.
  */
 export function fanOut(blocks: readonly SpawnBlock[], context: Readonly<Record<string, string>> | undefined): { blocks: SpawnBlock[] } | { error: string } {
   const star = tokenId(FAN_OUT_KEY);
@@ -216,7 +217,11 @@ export function fanOut(blocks: readonly SpawnBlock[], context: Readonly<Record<s
       continue;
     }
     if (block.subtask.some((t, i) => i > at && t === T.ctx && block.subtask[i + 1] === star)) return { error: 'more than one <ctx>* in a spawn block' };
-    const keys = context === undefined ? [] : Object.keys(context).filter((k) => contextChunk(context, k) !== undefined);
+    // `<ctx>*1` would read as the keys k11, k21, …: a key character after `*` is malformed.
+    const after = block.subtask[at + 2];
+    if (after !== undefined && KEY_CHAR.test(VOCAB[after] ?? '')) return { error: `<ctx>* followed by the key character ${JSON.stringify(VOCAB[after])}` };
+    // Only keys a `<ctx>key` could name (KEY_CHAR) are fanned out to.
+    const keys = context === undefined ? [] : Object.keys(context).filter((k) => contextChunk(context, k) !== undefined && [...k].every((c) => KEY_CHAR.test(c)));
     if (keys.length === 0) return { error: '<ctx>* with no context to fan out over' };
     for (const key of keys) out.push({ subtask: [...block.subtask.slice(0, at + 1), ...[...key].map((c) => tokenId(c)), ...block.subtask.slice(at + 2)], budget: block.budget });
   }

@@ -24,7 +24,7 @@ export interface ContextTrace {
   parent: number | null;
   /** Spawn round (0-based) for a clone; null for the root. */
   round: number | null;
-  /** The subtask as the root wrote it (before context-key expansion). */
+  /** The subtask as the root wrote it (before context-key expansion; a fan-out's clone: its own key in place of `*`). */
   subtask: string | null;
   budget: number | null;
   tokens: number[];

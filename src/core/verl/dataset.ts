@@ -66,14 +66,22 @@ export const ARITHMETIC_SYSTEM_PROMPT = [
   'Give the final answer on the last line as `Answer: <value>`, the value an integer.',
 ].join(' ');
 
-export const MULTIHOP_SYSTEM_PROMPT = [
-  'You are the root of a delegation tree. The context of the problem is a set of chunks stored under keys; you see only the keys.',
-  'Each chunk holds assignments such as `ab=cd.` (ab has the value of cd) or `ab=7.`.',
-  'Ask clones of yourself with the tool `spawn_clone`, and pass each clone context only as keys in `shared_context`, never as text:',
-  'the runtime expands every key into its chunk for that clone. A clone runs in parallel with the others and returns its answer to you.',
-  "Follow the chain of assignments from the question's variable to a number.",
-  'Give the final answer on the last line as `Answer: <value>`.',
-].join(' ');
+/** How a multihop chunk's assignments read, by the problem's `names` option. */
+const MULTIHOP_NOTATION: Record<number, string> = {
+  1: 'Each chunk holds assignments such as `ac.` (a has the value of c) or `a7.` (a is 7): a one-letter name, then its value; the `#*_+` between them is filler.',
+  2: 'Each chunk holds assignments such as `ab=cd.` (ab has the value of cd) or `ab=7.`.',
+};
+
+/** The system prompt of a multihop problem, in its notation (problems from before the option: two-letter). */
+export const multihopSystemPrompt = (p: Pick<Problem, 'meta'>): string =>
+  [
+    'You are the root of a delegation tree. The context of the problem is a set of chunks stored under keys; you see only the keys.',
+    MULTIHOP_NOTATION[Number(p.meta.names ?? 2)] ?? MULTIHOP_NOTATION[2],
+    'Ask clones of yourself with the tool `spawn_clone`, and pass each clone context only as keys in `shared_context`, never as text:',
+    'the runtime expands every key into its chunk for that clone. A clone runs in parallel with the others and returns its answer to you.',
+    "Follow the chain of assignments from the question's variable to a number.",
+    'Give the final answer on the last line as `Answer: <value>`.',
+  ].join(' ');
 
 /** The data_source of a task's rows unless the export names one. */
 export const defaultDataSource = (task: string): string => `selfcest_${task}`;
@@ -83,7 +91,7 @@ type MetaType = 'int64' | 'double' | 'string';
 /** What differs between tasks; the rest of the row is common. */
 interface TaskLayout {
   ability: string;
-  systemPrompt: string;
+  systemPrompt: (p: Problem) => string;
   userContent(p: Problem): string;
   /** The task's own extra_info fields, after the common ones and before the meta fields. */
   fields: readonly VerlField[];
@@ -117,7 +125,7 @@ function multihopQuestion(p: Problem): { keys: string[]; variable: string } {
 const LAYOUTS: { readonly [N in TaskName]: TaskLayout } = {
   arithmetic: {
     ability: 'math',
-    systemPrompt: ARITHMETIC_SYSTEM_PROMPT,
+    systemPrompt: () => ARITHMETIC_SYSTEM_PROMPT,
     userContent: (p) => `Calculate the value of ${p.prompt}.`,
     fields: [],
     values: () => ({}),
@@ -125,7 +133,7 @@ const LAYOUTS: { readonly [N in TaskName]: TaskLayout } = {
   },
   multihop: {
     ability: 'multihop_qa',
-    systemPrompt: MULTIHOP_SYSTEM_PROMPT,
+    systemPrompt: multihopSystemPrompt,
     userContent(p) {
       const { keys, variable } = multihopQuestion(p);
       return [`Question: what is the value of ${variable}?`, '', 'Context keys:', ...keys.map((k) => `- ${k}`)].join('\n');
@@ -232,7 +240,7 @@ export function verlRows(entry: TaskEntry, problems: readonly Problem[], split: 
       data_source: dataSource,
       agent_name: VERL_AGENT_NAME,
       prompt: [
-        { role: 'system', content: layout.systemPrompt },
+        { role: 'system', content: layout.systemPrompt(p) },
         { role: 'user', content: layout.userContent(p) },
       ],
       ability: layout.ability,

@@ -132,7 +132,7 @@ function freshVar(rng: Rng, used: Set<string>, names: number): string {
   }
 }
 
-/** `total` filler characters in words of 2–5, to place between a chunk's assignments. */
+/** `total` filler characters in words of 2–5 (the last one shorter when that is what is left), to place between a chunk's assignments. */
 export function fillerWords(rng: Rng, total: number): string[] {
   const words: string[] = [];
   let left = total;
