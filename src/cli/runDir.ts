@@ -29,6 +29,8 @@ import { encodeCheckpoint } from '../core/io';
 import { decodeOptimizerFile, encodeOptimizerFile } from '../core/io/optimizerFile';
 import { type Policy, policyToCheckpoint } from '../core/policy';
 import type { AdamW } from '../core/rl/optim';
+import { taskPartsOf } from '../core/runConfig';
+import { MULTIHOP_BEFORE_NOTATION } from '../core/tasks/multihop';
 import { UsageError } from './args';
 import { loadPolicy } from './setup';
 
@@ -457,11 +459,10 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
  * mismatch message then names it) and never silently in today's default notation.
  */
 function impliedTaskOptions(saved: Record<string, unknown>): Record<string, unknown> {
-  const before = { names: 2, filler: 0 };
-  const task = typeof saved.task === 'string' ? saved.task : '';
-  if (task === 'multihop') return { taskOptions: before };
-  if (task.split(',').some((part) => part.split(':')[0] === 'multihop')) return { taskOptions: { multihop: before } };
-  return {};
+  if (typeof saved.task !== 'string') return {};
+  const names = taskPartsOf(saved.task, {}).map((p) => p.taskName);
+  if (!names.includes('multihop')) return {};
+  return { taskOptions: names.length === 1 ? MULTIHOP_BEFORE_NOTATION : { multihop: MULTIHOP_BEFORE_NOTATION } };
 }
 
 /** A session whose every step was skipped as non-finite did nothing: its error, or null. */

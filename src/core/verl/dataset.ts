@@ -21,6 +21,7 @@
  */
 import { type TaskEntry, type TaskName, isTaskName } from '../tasks';
 import type { Problem } from '../tasks/types';
+import { problemNotation } from '../tasks/multihop';
 
 export type VerlSplit = 'train' | 'test';
 
@@ -67,7 +68,7 @@ export const ARITHMETIC_SYSTEM_PROMPT = [
 ].join(' ');
 
 /** How a multihop chunk's assignments read, by the problem's `names` option. */
-const MULTIHOP_NOTATION: Record<number, string> = {
+const MULTIHOP_NOTATION: Record<1 | 2, string> = {
   1: 'Each chunk holds assignments such as `ac.` (a has the value of c) or `a7.` (a is 7): a one-letter name, then its value; the `#*_+` between them is filler.',
   2: 'Each chunk holds assignments such as `ab=cd.` (ab has the value of cd) or `ab=7.`.',
 };
@@ -76,7 +77,7 @@ const MULTIHOP_NOTATION: Record<number, string> = {
 export const multihopSystemPrompt = (p: Pick<Problem, 'meta'>): string =>
   [
     'You are the root of a delegation tree. The context of the problem is a set of chunks stored under keys; you see only the keys.',
-    MULTIHOP_NOTATION[Number(p.meta.names ?? 2)] ?? MULTIHOP_NOTATION[2],
+    MULTIHOP_NOTATION[problemNotation(p).names],
     'Ask clones of yourself with the tool `spawn_clone`, and pass each clone context only as keys in `shared_context`, never as text:',
     'the runtime expands every key into its chunk for that clone. A clone runs in parallel with the others and returns its answer to you.',
     "Follow the chain of assignments from the question's variable to a number.",

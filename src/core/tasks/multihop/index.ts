@@ -110,14 +110,12 @@ export function notationOf(names: number): Notation {
   return NOTATIONS[names];
 }
 
-/** The notation a problem was generated in (problems from before the option: two-letter). */
-export function problemNotation(p: Problem): Notation {
-  return notationOf(p.meta.names === undefined ? 2 : Number(p.meta.names));
-}
+/** What problems and runs from before the `names` and `filler` options were: two-letter names, no filler. */
+export const MULTIHOP_BEFORE_NOTATION: Pick<MultihopOptions, 'names' | 'filler'> = { names: 2, filler: 0 };
 
-/** Parsed context: variable → right-hand side (a variable name or a number as text), in notation `names`. */
-export function parseAssignments(text: string, names: number = MULTIHOP_DEFAULTS.names): Map<string, string> {
-  return notationOf(names).parse(text);
+/** The notation a problem was generated in (problems from before the option: two-letter). */
+export function problemNotation(p: Pick<Problem, 'meta'>): Notation {
+  return notationOf(p.meta.names === undefined ? MULTIHOP_BEFORE_NOTATION.names : Number(p.meta.names));
 }
 
 export const keyName = (i: number) => `k${i + 1}`;
@@ -167,7 +165,7 @@ function generate(rng: Rng, o: MultihopOptions, id: string): Problem {
     }
     chunk.splice(0, chunk.length, ...rng.shuffle(chunk));
     // Filler words go between (and around) the assignments, their order kept.
-    for (const word of o.filler > 0 ? fillerWords(rng, o.filler) : []) chunk.splice(rng.int(0, chunk.length), 0, word);
+    for (const word of fillerWords(rng, o.filler)) chunk.splice(rng.int(0, chunk.length), 0, word);
   }
   const context: Record<string, string> = {};
   slots.forEach((chunk, i) => (context[keyName(i)] = chunk.join(' ')));
@@ -226,6 +224,7 @@ export function assignmentsOf(problem: Problem): string[] {
 function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
   const note = problemNotation(problem);
   const all = assignmentsOf(problem);
+  const assigned = [...note.parse(all.join(' ')).keys()];
   const largest = Math.min(6, 2 * Number(problem.meta.perChunk), all.length - 1);
   return [true, true, false, false].map((found) => {
     const picked = rng.shuffle(all).slice(0, rng.int(1, largest));
@@ -235,7 +234,7 @@ function lookupDrills(rng: Rng, problem: Problem): DemoContext[] {
     for (const word of words) picked.splice(rng.int(0, picked.length), 0, word);
     const chunk = picked.join(' ');
     const inside = [...note.parse(chunk).keys()];
-    const outside = [...note.parse(all.join(' ')).keys()].filter((v) => !inside.includes(v));
+    const outside = assigned.filter((v) => !inside.includes(v));
     return cloneDemo(note, chunk, rng.pick(found ? inside : outside));
   });
 }
