@@ -9,9 +9,7 @@ async function downloadText(page: Page, testId: string): Promise<{ name: string;
 
 const cxOf = async (page: Page, selector: string) => Number(await page.locator(selector).first().getAttribute('cx'));
 
-test('frontier: evaluated points appear, the cost toggle redraws, training adds live points, SVG and CSV export', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
-  // Backend-independent chart code; training on WebGPU has its own tests (training.spec.ts), and this one took 3.6 minutes on software WebGPU.
-  test.skip(backend !== 'wasm', 'the frontier chart does not depend on the backend');
+test('frontier: evaluated points appear, the cost toggle redraws, training adds live points, SVG and CSV export', async ({ page, openApp, waitForModel, consoleErrors }) => {
   test.setTimeout(420_000);
   await openApp(`${TINY_RUN}&evalEvery=1&evalN=2`);
   await waitForModel();
