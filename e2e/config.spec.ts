@@ -1,7 +1,7 @@
 import { TINY_RUN, expect, test } from './chromium';
 
 test('the config panel validates fields and keeps the applied config in the URL hash', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
-  test.skip(backend !== 'webgpu', 'the config panel does not depend on the backend');
+  test.skip(backend !== 'wasm', 'the config panel does not depend on the backend');
   test.setTimeout(180_000);
   // A link with two bad values: both reported, neither applied.
   await openApp(`${TINY_RUN}&lr=fast&group=1`);

@@ -12,7 +12,9 @@ async function chartPoints(page: import('@playwright/test').Page, id: string): P
   return Number(await page.getByTestId(`chart-svg-${id}`).getAttribute('data-points'));
 }
 
-test('two GRPO steps run in the workers and every curve gains points', async ({ page, openApp, waitForModel, consoleErrors }) => {
+test('two GRPO steps run in the workers and every curve gains points', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  // The curves are drawn from the metrics whatever the backend; a GRPO step on WebGPU is checked against wasm in gradnorm.spec.ts and trained with live evaluations below (this took 2.2 min on software WebGPU).
+  test.skip(backend !== 'wasm', 'the curves do not depend on the backend');
   test.setTimeout(300_000);
   await openApp(TINY_RUN);
   await waitForModel();

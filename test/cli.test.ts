@@ -55,6 +55,13 @@ describe('cli', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^arithmetic seed2 \[delegate\]/);
     expect(text.stdout).toMatch(/tokens: root \d+, clones \d+, critical path \d+/);
+    // --options sets the problem: an eight-chunk multihop problem shows eight keys.
+    const hops = await cli('rollout', '--task', 'multihop', '--options', '{"chunks":8,"hops":3}', '--checkpoint', ckpt, '--seed', '2');
+    expect(hops.code).toBe(0);
+    expect(hops.stdout).toMatch(/^multihop seed2 \[delegate\]  keys k1 k2 k3 k4 k5 k6 k7 k8\./);
+    const bad = await cli('rollout', '--task', 'multihop', '--options', '{"hops":9}', '--checkpoint', ckpt);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('hops must be an integer in [1, 4] (got 9)');
   });
 
   it('bad flags give a usage error and exit code 2', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ADVANTAGE_DEFAULTS } from './rl/advantage';
 import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
@@ -9,6 +10,7 @@ import {
   PAGE_DEFAULTS,
   RUN_CONFIG_FIELDS,
   RunConfigError,
+  SHIPPED_CHECKPOINTS,
   checkField,
   configFromHash,
   configToHash,
@@ -16,6 +18,7 @@ import {
   fieldsOf,
   flagName,
   runConfigDefaults,
+  startCheckpoint,
   validateRunConfig,
 } from './runConfig';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from './runConfigTargets';
@@ -201,5 +204,23 @@ describe('the configs built from it', () => {
     expect(() => mix('multihop', { perChunk: 9 })).toThrow(/--options: .*perChunk must be an integer in \[1, 6\] \(got 9\)/);
     expect(() => mix('arithmetic,multihop', { chess: {} })).toThrow(/chess is not a task of arithmetic,multihop/);
     for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2']) expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);
+  });
+});
+
+describe('the start checkpoint', () => {
+  it('auto: the tiny warm start on tiny; on small the naive warm start, the two-task one once multihop is in the task', () => {
+    expect(startCheckpoint({ checkpoint: 'auto', preset: 'tiny', task: 'multihop' })).toBe('warmstart-tiny');
+    expect(startCheckpoint({ checkpoint: 'auto', preset: 'small', task: 'arithmetic' })).toBe('warmstart-naive');
+    expect(startCheckpoint({ checkpoint: 'auto', preset: 'small', task: 'multihop' })).toBe('warmstart-mix');
+    expect(startCheckpoint({ checkpoint: 'auto', preset: 'small', task: 'arithmetic:3,multihop:1' })).toBe('warmstart-mix');
+    expect(startCheckpoint({ checkpoint: 'warmstart', preset: 'small', task: 'multihop' })).toBe('warmstart');
+    expect(startCheckpoint({ checkpoint: 'random', preset: 'small', task: 'multihop' })).toBeNull();
+  });
+
+  it('every shipped checkpoint is under public/checkpoints/ and is the preset the table says', () => {
+    for (const [name, { preset }] of Object.entries(SHIPPED_CHECKPOINTS)) {
+      const meta = JSON.parse(readFileSync(new URL(`../../public/checkpoints/${name}/selfcest.json`, import.meta.url), 'utf8')) as { preset: string; format: string };
+      expect([name, meta.format, meta.preset]).toEqual([name, 'selfcest-checkpoint', preset]);
+    }
   });
 });

@@ -81,7 +81,7 @@ export interface RunConfig {
   // the page's process
   workers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
-  /** The shipped checkpoint the page starts from (auto: the naive warm start for small, the tiny one for tiny). */
+  /** The shipped checkpoint the page starts from (auto: see startCheckpoint). */
   checkpoint: ShippedCheckpoint;
 }
 
@@ -90,16 +90,24 @@ export const SHIPPED_CHECKPOINTS = {
   warmstart: { preset: 'small', label: 'warm start, expert teacher (delegates well already)' },
   'warmstart-naive': { preset: 'small', label: 'warm start, naive teacher (protocol without strategy)' },
   'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic' },
+  'warmstart-mix': { preset: 'small', label: 'two-task warm start (arithmetic and multihop)' },
   'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
 } as const;
 export type ShippedName = keyof typeof SHIPPED_CHECKPOINTS;
 export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
 
-/** The shipped checkpoint a config starts from, or null for a random init. */
-export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset'>): ShippedName | null {
+/**
+ * The shipped checkpoint a config starts from, or null for a random init. Auto on `small`: the
+ * recipe's start for arithmetic (GRPO learns from the naive warm start, docs/TRAINING.md; the
+ * expert one has little left to learn), the two-task warm start once multihop is in the task (the
+ * arithmetic-only warm starts never saw a chunk).
+ */
+export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset'> & { task?: string }): ShippedName | null {
   if (c.checkpoint === 'random') return null;
-  // The recipe's start: GRPO learns from the naive warm start (docs/TRAINING.md); the expert one has little left to learn.
-  if (c.checkpoint === 'auto') return c.preset === 'tiny' ? 'warmstart-tiny' : 'warmstart-naive';
+  if (c.checkpoint === 'auto') {
+    if (c.preset === 'tiny') return 'warmstart-tiny';
+    return taskNamesOf(c.task).includes('multihop') ? 'warmstart-mix' : 'warmstart-naive';
+  }
   return c.checkpoint;
 }
 
@@ -204,7 +212,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page; auto passes over a software WebGPU adapter for wasm', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
-  { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the naive warm start for small, the tiny warm start for tiny; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
+  { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the tiny warm start for tiny; for small the naive warm start, or the two-task warm start when the task has multihop; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
 
 export const fieldOf = (key: RunConfigKey): Field => RUN_CONFIG_FIELDS.find((f) => f.key === key)!;

@@ -17,6 +17,7 @@ import { type PointerEvent, useEffect, useRef, useState } from 'react';
 import { type ChartData, type ChartSeries, thinIndices } from './chartSpecs';
 import { emaSmooth } from './smoothing';
 import { exportSvg } from './svgExport';
+import { queueDraw } from './drawQueue';
 
 const W = 300;
 const PLOT_H = 112;
@@ -244,7 +245,11 @@ export function LineChart(props: LineChartProps) {
   const [hover, setHover] = useState<{ vx: number; vy: number } | null>(null);
   const { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat, crosshair } = props;
   useEffect(() => {
-    if (ref.current) geometry.current = draw(ref.current, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat });
+    const svg = ref.current;
+    if (!svg) return;
+    return queueDraw(svg, () => {
+      geometry.current = draw(svg, { id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat });
+    });
   }, [id, title, subtitle, data, yMin, yMax, smoothing, sparse, legendColumns, xLabel, secondary, xFormat]);
   const g = geometry.current;
   // Read at render, so a chart that redraws under a still pointer (a live run) shows fresh values.

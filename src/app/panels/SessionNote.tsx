@@ -1,8 +1,9 @@
 /** The saved session under the checkpoint: restored (with Start fresh), unreadable (kept, with Delete), and the last save. */
+import { clockDateTime, clockTime } from '../session/clock';
 import { deleteKeptSessions, startFresh } from '../session/sessionActions';
 import { loopActive, usePlayground } from '../state/store';
 
-const timeText = (iso: string | null) => (iso === null ? 'an unknown time' : new Date(iso).toLocaleString());
+const timeText = (iso: string | null) => (iso === null ? 'an unknown time' : clockDateTime(iso));
 
 export function SessionNote() {
   const session = usePlayground((s) => s.session);
@@ -34,7 +35,7 @@ export function SessionNote() {
       )}
       {saved !== null && !('error' in saved) && (
         <p className="muted small" data-testid="session-saved" data-step={saved.step} data-policy-version={saved.policyVersion} data-at={saved.at}>
-          saved in this browser at {new Date(saved.at).toLocaleTimeString()} (GRPO step {saved.step}, policy v{saved.policyVersion})
+          saved in this browser at {clockTime(saved.at)} (GRPO step {saved.step}, policy v{saved.policyVersion})
         </p>
       )}
     </>

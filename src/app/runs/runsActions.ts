@@ -12,6 +12,7 @@ import { getState, setState } from '../state/store';
 import { cliRunOf } from './cliRun';
 import { KEPT_RUN_FORMAT, type KeptRun, checkRunName, fromKeptRecord, pageRunOf, suggestedRunName, toKeptRecord, uniqueRunName } from './keptRun';
 import type { KeptRunStore } from './keptRunStore';
+import { clockDateTime } from '../session/clock';
 
 let shelf: KeptRunStore | null = null;
 let newId = (): string => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -131,7 +132,7 @@ export async function renameKeptRun(id: string, name: string): Promise<boolean> 
 export async function deleteKeptRun(id: string): Promise<boolean> {
   const run = getState().keptRuns.find((r) => r.id === id);
   if (!run || !shelf) return false;
-  const from = run.origin.kind === 'cli' ? `imported from ${run.origin.files.join(' + ')}` : `kept ${new Date(run.keptAt).toLocaleString()}`;
+  const from = run.origin.kind === 'cli' ? `imported from ${run.origin.files.join(' + ')}` : `kept ${clockDateTime(run.keptAt)}`;
   if (!confirmAction(`Delete the kept run "${run.name}" (${steps(run)}, ${from})? Its curves and config leave this browser; the current session is not affected.\n\nDelete it?`)) return false;
   try {
     await shelf.delete(id);

@@ -2,9 +2,8 @@ import { TASK_NAMES } from '../../core/tasks';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, OPTIONS_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend, taskFromFlags } from '../setup';
 import { Rng } from '../../core/rng';
-import { getTask } from '../../core/tasks';
 import { PolicyDecoder, RolloutScheduler, formatEpisode, validateRolloutConfig } from '../../core/rollout';
 import { disposeParams } from '../../core/model/params';
 
@@ -18,17 +17,18 @@ export const rollout = defineCommand(
     temperature: { type: 'number', default: 1, min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sampling temperature' },
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
     mono: { type: 'bool', default: false, help: 'forbid spawning (monolithic)' },
+    options: OPTIONS_FLAG,
     json: { type: 'bool', default: false, help: 'print the trace as JSON' },
     backend: BACKEND_FLAG,
   },
   async (f) => {
+    const { task, opts } = taskFromFlags(f.task, f.options);
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const policy = f.checkpoint ? (await loadPolicy(f.checkpoint, false)).policy : freshPolicy('tiny', 0);
-    const task = getTask(f.task);
     const cfg = validateRolloutConfig({ ...task.rolloutDefaults, temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
     const rng = new Rng(f.seed);
-    const problem = task.generate(rng, task.defaultOptions, `seed${f.seed}`);
+    const problem = task.generate(rng, opts, `seed${f.seed}`);
     const decoder = new PolicyDecoder(policy);
     const scheduler = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode: (t) => tok.encode(t) });
     scheduler.addEpisode(task, problem, rng.fork());
