@@ -91,6 +91,7 @@ export const SHIPPED_CHECKPOINTS = {
   'warmstart-naive': { preset: 'small', label: 'warm start, naive teacher (protocol without strategy)' },
   'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic' },
   'warmstart-mix': { preset: 'small', label: 'two-task warm start (arithmetic and multihop)' },
+  'selfcest-mix': { preset: 'small', label: 'GRPO on multihop from the two-task warm start (both tasks)' },
   'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
 } as const;
 export type ShippedName = keyof typeof SHIPPED_CHECKPOINTS;
