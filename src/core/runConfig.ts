@@ -103,7 +103,7 @@ export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
  * expert one has little left to learn), the two-task warm start once multihop is in the task (the
  * arithmetic-only warm starts never saw a chunk).
  */
-export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset'> & { task?: string }): ShippedName | null {
+export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset' | 'task'>): ShippedName | null {
   if (c.checkpoint === 'random') return null;
   if (c.checkpoint === 'auto') {
     if (c.preset === 'tiny') return 'warmstart-tiny';
