@@ -58,7 +58,7 @@ describe('run command flags', () => {
       [['--budgets', '16,48'], /--budgets must be a non-empty subset of 8, 16, 32, 64, 128/],
       [['--options', '{"maxValue":0}'], /--options: .*maxValue/],
       [['--options', '{"bogus":1}'], /--options: arithmetic has no option bogus/],
-      [['--task', 'arithmetic,multihop'], /--task: train runs one task/],
+      [['--task', 'arithmetic:0,multihop'], /--task: the weight of arithmetic must be a positive number/],
       [['--lr', 'abc'], /--lr must be a number in \[1e-7, 0\.1\] \(got "abc"\)/],
       [['--mini-batch', '3'], /--mini-batch must divide --batch = 16 \(got 3\)/],
       [['--constructor', '5'], /unknown flag --constructor/],

@@ -71,7 +71,8 @@ describe('the run-config table', () => {
       'budgets must be a non-empty subset of 8, 16, 32, 64, 128 (got [16,16])',
     ]);
     expect(() => validateRunConfig({ weightDecay: 0.1 }, 'page')).toThrow(/weightDecay cannot be set for page \(only train\)/);
-    expect(() => validateRunConfig({ task: 'arithmetic,multihop' }, 'train')).toThrow(/train runs one task/);
+    expect(() => validateRunConfig({ task: 'arithmetic,multihop' }, 'page')).toThrow(/the page runs one task/);
+    expect(validateRunConfig({ task: 'arithmetic:1,multihop:2' }, 'train').task).toBe('arithmetic:1,multihop:2');
     expect(() => validateRunConfig({ task: 'chess' }, 'sft')).toThrow(/unknown task "chess"/);
     expect(() => validateRunConfig({ bogus: 1 } as never, 'sft')).toThrow(/unknown setting "bogus"/);
     // A whole config carrying other surfaces' fields at their defaults is fine.
@@ -204,6 +205,27 @@ describe('the configs built from it', () => {
     expect(() => mix('multihop', { perChunk: 9 })).toThrow(/--options: .*perChunk must be an integer in \[1, 6\] \(got 9\)/);
     expect(() => mix('arithmetic,multihop', { chess: {} })).toThrow(/chess is not a task of arithmetic,multihop/);
     for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2']) expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);
+  });
+
+  it('give GRPO on a mix each task\'s own limits where the config left the mix\'s defaults', () => {
+    const mixed = validateRunConfig({ task: 'arithmetic:1,multihop:2', taskOptions: { multihop: { chunks: 5, perChunk: 5 } } }, 'train');
+    // A mix's defaults are its largest: multihop's 224 / 16 / 4.
+    expect(mixed).toMatchObject({ rootMaxTokens: 224, maxClones: 16, maxRounds: 4 });
+    const g = grpoConfigOf(mixed, 10);
+    expect(g.task).toBe('arithmetic:1,multihop:2');
+    expect(g.taskOptions).toMatchObject({ multihop: { chunks: 5, perChunk: 5 }, arithmetic: { maxOperands: 8 } });
+    expect(g.taskRollout).toEqual({
+      arithmetic: { rootMaxTokens: 48, maxClonesPerRound: 4, maxRounds: 3 },
+      multihop: { rootMaxTokens: 224, maxClonesPerRound: 16, maxRounds: 4 },
+    });
+    // A limit the user set applies to every task; the others keep their own.
+    const set = grpoConfigOf(validateRunConfig({ task: 'arithmetic,multihop', rootMaxTokens: 100 }, 'train'), 10);
+    expect(set.taskRollout).toEqual({
+      arithmetic: { rootMaxTokens: 100, maxClonesPerRound: 4, maxRounds: 3 },
+      multihop: { rootMaxTokens: 100, maxClonesPerRound: 16, maxRounds: 4 },
+    });
+    // One task records no per-task limits (its run.json is as before).
+    expect(grpoConfigOf(validateRunConfig({ task: 'multihop' }, 'train'), 10)).not.toHaveProperty('taskRollout');
   });
 });
 

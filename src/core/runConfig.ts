@@ -166,7 +166,7 @@ const PAGE_ONLY: readonly Surface[] = ['page'];
 
 /** Every field, in display order. */
 export const RUN_CONFIG_FIELDS: readonly Field[] = [
-  { key: 'task', type: 'task', label: 'Task', help: `task (${TASK_NAMES.join(', ')}); sft also takes a weighted mix, e.g. arithmetic:1,multihop:3`, target: 'task', surfaces: ALL, default: 'arithmetic' },
+  { key: 'task', type: 'task', label: 'Task', help: `task (${TASK_NAMES.join(', ')}); train and sft also take a weighted mix, e.g. arithmetic:1,multihop:3`, target: 'task', surfaces: ALL, default: 'arithmetic' },
   { key: 'taskOptions', type: 'json', flag: 'options', label: 'Task options', help: 'task options as JSON, fields not given keep the task\'s defaults (by task name for a mix), e.g. {"chunks":6,"perChunk":4,"filler":24} for multihop\'s long context', target: 'task', surfaces: ALL, default: {} },
   { key: 'preset', type: 'enum', values: ['tiny', 'small'], label: 'Model preset', help: 'model size of a fresh model', target: 'model', surfaces: SFT, default: 'small' },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
@@ -460,15 +460,15 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
 
 /**
  * Rules between fields (each field already in its range): the mini-batch splits the batch,
- * the page and train run one task, and (in the page) each task accepts its options. Each error
+ * the page runs one task, and (in the page) each task accepts its options. Each error
  * names the field to reset.
  */
 export function crossFieldErrors(c: RunConfig, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): { key: RunConfigKey; message: string }[] {
   const out: { key: RunConfigKey; message: string }[] = [];
   const mb = surface === 'sft' ? null : miniBatchError(c, names);
   if (mb) out.push({ key: 'miniBatch', message: mb });
-  const mixRefused = surface !== 'sft' && c.task.includes(',');
-  if (mixRefused) out.push({ key: 'task', message: `${names.task ?? 'task'}: ${surface === 'page' ? 'the page' : 'train'} runs one task (got the mix ${JSON.stringify(c.task)})` });
+  const mixRefused = surface === 'page' && c.task.includes(',');
+  if (mixRefused) out.push({ key: 'task', message: `${names.task ?? 'task'}: the page runs one task (got the mix ${JSON.stringify(c.task)})` });
   // The options are the task's to check (known fields, ranges), once the task itself is good. The
   // page checks them where they enter (form, hash, engine); train and sft where they build (taskMixOf).
   if (surface === 'page' && !mixRefused && checkField(fieldOf('task'), c.task) === null) {

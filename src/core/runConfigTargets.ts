@@ -5,13 +5,13 @@
  * Values the table does not hold keep the defaults of the config they belong to.
  */
 import type { ProtocolLimits } from './protocol/grammar';
-import { type RolloutConfig, validateRolloutConfig } from './rollout/config';
+import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from './rollout/config';
 import { ADVANTAGE_DEFAULTS } from './rl/advantage';
 import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
 import { REWARD_DEFAULTS } from './rl/reward';
 import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry } from './rl/sft';
 import { GRPO_DEFAULTS, type GrpoConfig } from './rl/train';
-import { type RunConfig, RunConfigError, miniBatchError, taskEntryOf, taskPartsOf } from './runConfig';
+import { type RunConfig, RunConfigError, miniBatchError, runConfigDefaults, taskEntryOf, taskPartsOf } from './runConfig';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
 export function limitsOf(c: RunConfig): ProtocolLimits {
@@ -37,16 +37,42 @@ export function resolvedTaskOptions(mix: readonly TaskMixEntry[]): Record<string
   return mix.length === 1 ? { ...mix[0].opts } : Object.fromEntries(mix.map((m) => [m.task.name, m.opts]));
 }
 
-/** GRPO for `steps` steps (the page runs open-ended: any large number). */
+/** The episode limits a mix can set per task, with the run config's field of each. */
+const EPISODE_LIMIT_FIELDS = [
+  ['rootMaxTokens', 'rootMaxTokens'],
+  ['maxClonesPerRound', 'maxClones'],
+  ['maxRounds', 'maxRounds'],
+] as const;
+
+/**
+ * Each task's rollout limits in a mix. A mix's default for a limit is the largest of its
+ * tasks' (runConfigDefaults), which would let arithmetic's long monolithic chains fit under
+ * multihop's root limit; so a limit left at the mix's default takes each task's own default,
+ * and a limit set to anything else applies to every task as given (docs/DECISIONS.md).
+ */
+export function taskRolloutOf(c: RunConfig, mix: readonly TaskMixEntry[]): Record<string, Partial<EpisodeLimits>> {
+  const mixDefaults = runConfigDefaults('train', c.task);
+  const out: Record<string, Partial<EpisodeLimits>> = {};
+  for (const { task } of mix) {
+    const own = runConfigDefaults('train', task.name);
+    const limits: Partial<EpisodeLimits> = {};
+    for (const [limit, field] of EPISODE_LIMIT_FIELDS) limits[limit] = c[field] === mixDefaults[field] ? own[field] : c[field];
+    out[task.name] = limits;
+  }
+  return out;
+}
+
+/** GRPO for `steps` steps (the page runs open-ended: any large number); a mix draws each prompt's task by weight. */
 export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
   const mix = taskMixOf(c);
-  if (mix.length !== 1) throw new RunConfigError([`task: GRPO runs one task (got the mix ${JSON.stringify(c.task)})`]);
   const mb = miniBatchError(c);
   if (mb) throw new RunConfigError([mb]);
   return {
     ...GRPO_DEFAULTS,
     task: c.task,
     taskOptions: resolvedTaskOptions(mix),
+    // Only a mix records the field, so one task's run.json (and its resume check) is as before.
+    ...(mix.length > 1 ? { taskRollout: taskRolloutOf(c, mix) } : {}),
     steps,
     seed: c.seed,
     group: c.group,

@@ -1,12 +1,11 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
-import { grpoConfigOf, rolloutConfigOf } from '../../core/runConfigTargets';
+import { grpoConfigOf, rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
 import { grpoStep } from '../../core/rl/train';
-import { withOptions } from '../../core/tasks';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
@@ -28,7 +27,7 @@ export const train = defineRunCommand(
   async ({ flags: f, config: rc, argv }) => {
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
     await checkOutDir(f.out);
-    const { task, opts } = withOptions(cfg.task, cfg.taskOptions);
+    const mix = usageErrors(() => taskMixOf(rc, '--options'), {});
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
@@ -71,7 +70,7 @@ export const train = defineRunCommand(
     const sessionStart = Date.now();
     while (step < cfg.steps) {
       const decoder = rollouts?.decoder;
-      const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, task, encode, ...(decoder ? { decoder } : {}) }, cfg, step);
+      const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}) }, cfg, step);
       step++;
       await rollouts?.sync(step);
       elapsed += metrics.wallSec;
@@ -81,14 +80,23 @@ export const train = defineRunCommand(
       if (metrics.nonFiniteSkips > 0 && metrics.updates === 0) skippedSteps++;
       else appliedSteps++;
       if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        const problems = heldOutProblems(task, opts, rc.evalN, 12345, 'monitor');
+        // A mix monitors each task under its own limits; the row's plain fields are their mean.
         const local = rollouts ? null : new PolicyDecoder(policy);
-        const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, rolloutConfigOf(rc, { greedy: true }), 1, encode, 64, step);
+        const readings: { accuracy: number; tokens: number; reward: number }[] = [];
+        for (const { task, opts } of mix) {
+          const problems = heldOutProblems(task, opts, rc.evalN, 12345, 'monitor');
+          const evalCfg = rolloutConfigOf(rc, { greedy: true, ...cfg.taskRollout?.[task.name] });
+          const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, evalCfg, 1, encode, 64, step);
+          const s = summarize(evalTraces);
+          const reading = { accuracy: s.accuracy, tokens: s.meanTokens, reward: meanReward(task, problems, evalTraces, cfg.reward) };
+          readings.push(reading);
+          if (mix.length > 1) Object.assign(row, { [`evalAccuracy_${task.name}`]: reading.accuracy, [`evalTokens_${task.name}`]: reading.tokens, [`evalReward_${task.name}`]: reading.reward });
+        }
         local?.dispose();
-        const s = summarize(evalTraces);
-        row.evalAccuracy = s.accuracy;
-        row.evalTokens = s.meanTokens;
-        row.evalReward = meanReward(task, problems, evalTraces, cfg.reward);
+        const mean = (k: 'accuracy' | 'tokens' | 'reward') => readings.reduce((a, r) => a + r[k], 0) / readings.length;
+        row.evalAccuracy = mean('accuracy');
+        row.evalTokens = mean('tokens');
+        row.evalReward = mean('reward');
       }
       pendingMetrics.push(row);
       if (step % f['trace-every'] === 0) pendingTraces.push(...episodes.map((e) => ({ step, ...scoredTrace(e) })));
@@ -96,7 +104,8 @@ export const train = defineRunCommand(
       console.log(
         `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} zvar ${metrics.zeroVarianceFraction.toFixed(2)}${cfg.dynamicSampling ? ` kept ${metrics.groupsSampled - metrics.groupsDropped}/${metrics.groupsSampled}` : ''} kl ${metrics.kl.toExponential(2)} clip ${metrics.clipFraction.toFixed(3)} ppo-kl ${metrics.approxKl.toExponential(2)} upd ${metrics.updates} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
           (metrics.nonFiniteSkips > 0 ? ` | SKIPPED ${metrics.nonFiniteSkips} non-finite update(s)` : '') +
-          ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : ''),
+          ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : '') +
+          (mix.length > 1 && 'evalAccuracy' in row ? ` (${mix.map(({ task }) => `${task.name} ${Number(row[`evalAccuracy_${task.name}`]).toFixed(3)}`).join(', ')})` : ''),
       );
       if (step % f['save-every'] === 0 || step === cfg.steps) {
         await save({ 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });

@@ -68,7 +68,7 @@ export interface TaskMixEntry<O = AnyTaskOptions> extends TaskEntry<O> {
 }
 
 /** Index of the mix entry for the next problem: uniform when the weights are equal. */
-function pickEntry<O>(mix: readonly TaskMixEntry<O>[], rng: Rng): number {
+export function pickMixEntry<O>(mix: readonly TaskMixEntry<O>[], rng: Rng): number {
   const w = mix.map((m) => m.weight ?? 1);
   // Equal weights draw exactly as an unweighted mix did, so older runs resume on the same data.
   if (w.every((x) => x === w[0])) return rng.int(0, mix.length - 1);
@@ -100,7 +100,7 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   let n = 0;
   let tooLong = 0;
   while (tokens < cfg.batchTokens) {
-    const { task, opts } = mix.length === 1 ? mix[0] : mix[pickEntry(mix, rng)];
+    const { task, opts } = mix.length === 1 ? mix[0] : mix[pickMixEntry(mix, rng)];
     const problem = drawProblem(task, rng, opts, `sft-${step}-${n++}`, 'train');
     const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
     const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));

@@ -9,7 +9,9 @@ import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { SFT_DEFAULTS, sftSequences, sftStep } from './sft';
+import { SFT_DEFAULTS, type TaskMixEntry, sftSequences, sftStep } from './sft';
+import type { AnyTask } from '../tasks';
+import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
 import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep } from './train';
@@ -111,15 +113,46 @@ describe('GRPO training', () => {
   });
 });
 
+describe('GRPO on a task mix', () => {
+  it('draws each prompt\'s task by weight, rolls it out under its own limits and verifies it with its own task', async () => {
+    const params = initParams(config, 4);
+    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    const mix = [
+      { task: arithmetic as AnyTask, opts: arithmetic.defaultOptions, weight: 1 },
+      { task: multihop as AnyTask, opts: multihop.defaultOptions, weight: 1 },
+    ];
+    const limits = { arithmetic: { rootMaxTokens: 2 }, multihop: { rootMaxTokens: 5 } };
+    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic,multihop', taskRollout: limits, steps: 1, seed: 5, group: 2, batch: 8 };
+    const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, mix, encode }, cfg, 0);
+    const byTask = (name: string) => episodes.filter((e) => e.problem.task === name);
+    expect(byTask('arithmetic').length).toBeGreaterThan(0);
+    expect(byTask('multihop').length).toBeGreaterThan(0);
+    expect(byTask('arithmetic').length + byTask('multihop').length).toBe(16);
+    for (const [name, t] of [['arithmetic', arithmetic], ['multihop', multihop]] as const) {
+      const max = limits[name].rootMaxTokens;
+      const roots = byTask(name).map((e) => e.trace.contexts[0].generatedTokens);
+      expect(Math.max(...roots)).toBe(max);
+      for (const e of byTask(name)) expect(e.verdict).toEqual((t as AnyTask).verify(e.problem, e.trace.answer));
+    }
+    // A one-task mix is the plain task: the same prompts, the same step.
+    const one = await toySteps(6, { ...toyConfig(6), steps: 2 }, 2);
+    const viaMix = await toySteps(6, { ...toyConfig(6), steps: 2 }, 2, digitFirst, false, [{ task: arithmetic as AnyTask, opts: arithmetic.validateOptions({}) }]);
+    expect(untimed(viaMix.metrics)).toEqual(untimed(one.metrics));
+    expect(viaMix.episodes.flat().map((e) => e.problem.id)).toEqual(one.episodes.flat().map((e) => e.problem.id));
+    optimizer.dispose();
+    params.forEach((p) => p.dispose());
+  });
+});
+
 /** Toy steps from a fresh tiny model (init seed `init`) under `cfg`. */
-async function toySteps(init: number, cfg: GrpoConfig, steps: number, rewardFn: RewardFn = digitFirst, withReference = false) {
+async function toySteps(init: number, cfg: GrpoConfig, steps: number, rewardFn: RewardFn = digitFirst, withReference = false, mix?: readonly TaskMixEntry[]) {
   const params = initParams(config, init);
   const reference = withReference ? cloneParams(params, { trainable: false }) : null;
   const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
   const metrics: StepMetrics[] = [];
   const episodes: ScoredEpisode[][] = [];
   for (let s = 0; s < steps; s++) {
-    const r = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn }, cfg, s);
+    const r = await grpoStep({ policy: { config, params }, reference, optimizer, ...(mix ? { mix } : { task }), encode, rewardFn }, cfg, s);
     metrics.push(r.metrics);
     episodes.push(r.episodes);
   }

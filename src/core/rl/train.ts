@@ -24,14 +24,16 @@ import type { Violation } from '../protocol/violations';
 import type { GPTParams } from '../model/params';
 import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
-import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
+import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from '../rollout/config';
 import { PolicyDecoder } from '../rollout/policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
+import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
 import type { AdamW } from './optim';
+import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
 
 export interface DynamicSamplingConfig {
@@ -44,6 +46,11 @@ export interface DynamicSamplingConfig {
 export interface GrpoConfig {
   task: string;
   taskOptions: Record<string, unknown>;
+  /**
+   * A mix's limits by task name (absent for one task): each task's episodes roll out under
+   * `rollout` with these fields replaced (runConfigTargets.grpoConfigOf).
+   */
+  taskRollout?: Record<string, Partial<EpisodeLimits>>;
   steps: number;
   /** Episodes per prompt (G). */
   group: number;
@@ -134,8 +141,13 @@ export interface TrainerDeps<O> {
   /** Frozen reference weights for the KL term (null when β = 0). */
   reference: GPTParams | null;
   optimizer: AdamW;
-  /** The task; its options come from `GrpoConfig.taskOptions`. */
-  task: Task<O>;
+  /** The task; its options come from `GrpoConfig.taskOptions`. Not read when `mix` is given. */
+  task?: Task<O>;
+  /**
+   * A task mix (each entry with its validated options and weight): each prompt's task is drawn
+   * by the weights, and its episodes roll out under `GrpoConfig.taskRollout[task]`.
+   */
+  mix?: readonly TaskMixEntry[];
   encode: (t: string) => number[];
   rewardFn?: RewardFn;
   /**
@@ -185,11 +197,22 @@ function checkStepConfig(cfg: GrpoConfig): void {
   if (ds && !(Number.isInteger(ds.maxRounds) && ds.maxRounds >= 1)) throw new Error(`dynamicSampling.maxRounds must be a positive integer (got ${ds.maxRounds})`);
 }
 
+/** The step's tasks: the mix, or the one task with `cfg.taskOptions`. */
+function mixOf<O>(deps: TrainerDeps<O>, cfg: GrpoConfig): readonly TaskMixEntry[] {
+  if (deps.mix) {
+    if (deps.mix.length === 0) throw new Error('grpo: the task mix is empty');
+    return deps.mix;
+  }
+  if (!deps.task) throw new Error('grpo: the trainer needs a task or a task mix');
+  const task = deps.task as unknown as AnyTask;
+  return [{ task, opts: task.validateOptions(cfg.taskOptions) }];
+}
+
 /** Roll out and score the step's prompts: one round, or the rounds of dynamic sampling. */
 async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion: number): Promise<SampledBatch> {
-  const { policy, task, encode } = deps;
+  const { policy, encode } = deps;
   const ds = cfg.dynamicSampling;
-  const opts = task.validateOptions(cfg.taskOptions);
+  const mix = mixOf(deps, cfg);
   const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));
   const roundPrompts = (missing: number) => (ds ? Math.ceil(ds.factor * missing) : missing);
   // Room for a round's contexts up front (the cache grows past it when clones need more); 4096 is the decoder's largest start.
@@ -203,15 +226,19 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
       const firstGroup = out.groups.length;
       const offset = out.traces.length;
       const problems: Problem[] = [];
+      const tasks: AnyTask[] = [];
       const groups: number[][] = [];
       const prompts = roundPrompts(cfg.batch - out.batch.length);
       for (let b = 0; b < prompts; b++) {
+        // One task draws nothing for the choice, so its problems are those of a plain run.
+        const { task, opts } = mix.length === 1 ? mix[0] : mix[pickMixEntry(mix, rng)];
         // Prompt ids number the step's prompts across rounds: train-<step>-<index>.
         const problem = drawProblem(task, rng, opts, `train-${step}-${firstGroup + b}`, 'train');
         const members: number[] = [];
         for (let g = 0; g < cfg.group; g++) {
-          const i = scheduler.addEpisode(task, problem, rng.fork());
+          const i = scheduler.addEpisode(task, problem, rng.fork(), cfg.taskRollout?.[task.name]);
           problems[i] = problem;
+          tasks[i] = task;
           members.push(offset + i);
         }
         groups.push(members);
@@ -219,7 +246,7 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
       const before = out.traces.length;
       const traces = await scheduler.run(deps.onProgress && ((finished, episodes) => deps.onProgress?.({ phase: 'rollouts', done: before + finished, total: before + episodes })));
       traces.forEach((t, i) => {
-        const verdict = task.verify(problems[i], t.answer);
+        const verdict = tasks[i].verify(problems[i], t.answer);
         out.problems.push(problems[i]);
         out.traces.push(t);
         out.verdicts.push(verdict);

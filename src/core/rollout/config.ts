@@ -15,6 +15,9 @@ export interface RolloutConfig extends ProtocolLimits {
   allowSpawn: boolean;
 }
 
+/** The limits one episode runs under: its spawn limits and the root's token limit. */
+export type EpisodeLimits = Pick<RolloutConfig, 'budgets' | 'maxClonesPerRound' | 'maxRounds' | 'rootMaxTokens'>;
+
 export const ROLLOUT_DEFAULTS: RolloutConfig = {
   maxClonesPerRound: 4,
   maxRounds: 3,

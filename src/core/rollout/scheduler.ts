@@ -14,7 +14,7 @@ import type { Violation } from '../protocol/violations';
 import type { Rng } from '../rng';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { VOCAB } from '../tokenizer/vocab';
-import type { RolloutConfig } from './config';
+import type { EpisodeLimits, RolloutConfig } from './config';
 import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, TRACE_SCHEMA, type Writer, countTokens } from './trace';
 
 /** What the scheduler needs from a model: contexts in slots, fed tokens, logits back. */
@@ -46,6 +46,8 @@ class LiveEpisode {
     /** The task's verifier on this episode's problem. */
     readonly verify: (answer: string | null) => Verdict,
     readonly rng: Rng,
+    /** This episode's limits: the scheduler's, with any the episode's task sets (addEpisode). */
+    readonly limits: EpisodeLimits,
   ) {}
 }
 
@@ -92,12 +94,21 @@ export class RolloutScheduler {
     this.banned = cfg.allowSpawn ? new Set() : SPAWN_GRAMMAR;
   }
 
-  /** Start an episode; returns its index in results(). */
-  addEpisode<O>(task: Task<O>, problem: Problem, rng: Rng): number {
+  /**
+   * Start an episode; returns its index in results(). `limits` replaces the scheduler's
+   * spawn and root limits for this episode only (a task mix rolls out each task under its own).
+   */
+  addEpisode<O>(task: Task<O>, problem: Problem, rng: Rng, limits: Partial<EpisodeLimits> = {}): number {
     // Long-context tasks give the monolithic root the whole context instead of the keys.
     const promptText = this.cfg.allowSpawn ? problem.prompt : (problem.monoPrompt ?? problem.prompt);
     const prompt = rootPrompt(promptText, this.opts.encode);
-    const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng);
+    const own: EpisodeLimits = {
+      budgets: limits.budgets ?? this.cfg.budgets,
+      maxClonesPerRound: limits.maxClonesPerRound ?? this.cfg.maxClonesPerRound,
+      maxRounds: limits.maxRounds ?? this.cfg.maxRounds,
+      rootMaxTokens: limits.rootMaxTokens ?? this.cfg.rootMaxTokens,
+    };
+    const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng, own);
     episode.root = this.openContext(episode, {
       role: 'root',
       parent: null,
@@ -105,7 +116,7 @@ export class RolloutScheduler {
       subtask: null,
       budget: null,
       prompt,
-      parser: new RootParser(this.cfg),
+      parser: new RootParser(own),
     });
     if (prompt.length >= this.decoder.maxPositions) {
       // Not an error: a context that does not fit is a measured failure of the method.
@@ -250,15 +261,15 @@ export class RolloutScheduler {
         return;
       case 'join': {
         // A join on the root's last allowed token: it could not read the answers, so the round does not start.
-        if (root.trace.generatedTokens >= this.cfg.rootMaxTokens) {
-          return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${this.cfg.rootMaxTokens})`);
+        if (root.trace.generatedTokens >= ep.limits.rootMaxTokens) {
+          return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${ep.limits.rootMaxTokens})`);
         }
         const round = (root.parser as RootParser).roundsDone;
         const fanned = fanOut(e.blocks, ep.problem.context);
         if ('error' in fanned) return this.endRoot(root, 'malformed_spawn', fanned.error);
         const blocks = fanned.blocks;
-        if (blocks.length > this.cfg.maxClonesPerRound) {
-          return this.endRoot(root, 'too_many_clones', `the round's spawns fan out to ${blocks.length} clones (max ${this.cfg.maxClonesPerRound})`);
+        if (blocks.length > ep.limits.maxClonesPerRound) {
+          return this.endRoot(root, 'too_many_clones', `the round's spawns fan out to ${blocks.length} clones (max ${ep.limits.maxClonesPerRound})`);
         }
         const prompts: number[][] = [];
         for (const block of blocks) {
@@ -287,8 +298,8 @@ export class RolloutScheduler {
         return;
       }
       case 'continue':
-        if (root.trace.generatedTokens >= this.cfg.rootMaxTokens) {
-          this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${this.cfg.rootMaxTokens})`);
+        if (root.trace.generatedTokens >= ep.limits.rootMaxTokens) {
+          this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${ep.limits.rootMaxTokens})`);
         } else if (root.trace.tokens.length >= this.decoder.maxPositions) {
           this.endRoot(root, 'root_over_max', `root context is full (${this.decoder.maxPositions} tokens)`);
         }
