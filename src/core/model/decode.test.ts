@@ -118,6 +118,21 @@ describe('BatchedDecoder', () => {
     single.dispose();
   });
 
+  it('splits a prefill too large for one pass into several, with the logits of the full forward', async () => {
+    // 120 prompts of 60–90 tokens: over 8,192 positions, so the feed runs several prefill passes.
+    const rng = new Rng(9);
+    const prompts = Array.from({ length: 120 }, () => tokens(rng, rng.int(60, 90)));
+    const d = new BatchedDecoder(params, config);
+    const slots = prompts.map(() => d.open());
+    const out = await d.feed(slots, prompts);
+    for (const i of [0, 1, 57, 118, 119]) expect(maxAbsDiff(out.subarray(i * V, (i + 1) * V), await reference(params, prompts[i]))).toBeLessThan(1e-4);
+    // Single steps after it read every row's cache.
+    const next = prompts.map(() => tokens(rng, 1));
+    const stepped = await d.feed(slots, next);
+    for (const i of [3, 64, 119]) expect(maxAbsDiff(stepped.subarray(i * V, (i + 1) * V), await reference(params, [...prompts[i], ...next[i]]))).toBeLessThan(1e-4);
+    d.dispose();
+  });
+
   it('reuses closed slots without leaking their old context', async () => {
     const rng = new Rng(4);
     const dec = new BatchedDecoder(params, config, { capacity: 2 });

@@ -33,6 +33,33 @@ export interface DecoderOptions {
 
 const WIDTH_CHUNK = 32;
 
+/**
+ * Token positions (rows × longest prompt) one prefill pass computes at most. A pass holds its
+ * attention scores [rows·H, tq, W] and the inputs built for it at once: hundreds of clones
+ * spawned in one step (an evaluation batch of long-context episodes) would otherwise need
+ * gigabytes in one pass and can exhaust wasm's heap.
+ */
+const PREFILL_TOKENS = 8192;
+
+/** Prefill entries in passes of at most PREFILL_TOKENS positions (padded to each pass's longest). */
+function prefillGroups(entries: readonly Entry[]): Entry[][] {
+  const groups: Entry[][] = [];
+  let group: Entry[] = [];
+  let longest = 0;
+  for (const e of entries) {
+    const tq = Math.max(longest, e.tokens.length);
+    if (group.length > 0 && (group.length + 1) * tq > PREFILL_TOKENS) {
+      groups.push(group);
+      group = [];
+      longest = 0;
+    }
+    group.push(e);
+    longest = Math.max(longest, e.tokens.length);
+  }
+  if (group.length > 0) groups.push(group);
+  return groups;
+}
+
 /** One slot's part of a feed. */
 interface Entry {
   /** Position in the caller's list (where its logits go). */
@@ -149,7 +176,7 @@ export class BatchedDecoder {
     // every stepping row to its length.
     const singles = entries.filter((e) => e.tokens.length === 1);
     const multis = entries.filter((e) => e.tokens.length > 1);
-    const passes = [singles, multis].filter((group) => group.length > 0);
+    const passes = [singles, ...prefillGroups(multis)].filter((group) => group.length > 0);
     const parts = passes.map((group) => this.runPass(group));
     for (const e of entries) this.rowLength[e.row] = e.start + e.tokens.length;
 
@@ -412,7 +439,9 @@ export class BatchedDecoder {
       }
 
       let x: tf.Tensor2D = tf.matMul(tf.tensor2d(twoHot, [nTok, embedRows]), w.embed);
-      w.layers.forEach((lw, l) => {
+      // Each layer in its own scope: a prefill's scores and probabilities ([rows·H, tq, W]) are
+      // freed before the next layer's are made, so the pass's peak is one layer's, not all of them.
+      w.layers.forEach((lw, l) => (x = tf.tidy(() => {
         const a = normalize(x, eps);
         const q = dense(a, lw.wq, lw.bq);
         const k = dense(a, lw.wk, lw.bk);
@@ -437,10 +466,10 @@ export class BatchedDecoder {
           const mixed = tf.matMul(probs, tf.reshape(vr, [rows * h, dh, width]), false, true);
           attended = tf.reshape(tf.transpose(tf.reshape(mixed, [rows, h, tq, dh]), [0, 2, 1, 3]), [nTok, d]);
         }
-        x = tf.add(x, dense(attended, lw.wo, lw.bo));
-        const up = geluNew(dense(normalize(x, eps), lw.wfc, lw.bfc));
-        x = tf.add(x, dense(up, lw.wproj, lw.bproj));
-      });
+        const mid = tf.add(x, dense(attended, lw.wo, lw.bo)) as tf.Tensor2D;
+        const up = geluNew(dense(normalize(mid, eps), lw.wfc, lw.bfc));
+        return tf.add(mid, dense(up, lw.wproj, lw.bproj)) as tf.Tensor2D;
+      })));
       if (needPick) {
         const pick = new Float32Array(n * nTok);
         lastOf.forEach((t, i) => (pick[i * nTok + t] = 1));
