@@ -71,3 +71,30 @@ test('on WebGPU, an imported tiny warm start delegates and its tree shows the cl
   await expectDelegatingRollout(page);
   expect(consoleErrors).toEqual([]);
 });
+
+test('the shipped two-task GRPO checkpoint opens on multihop from a link; its tree shows the chunk each clone read and what it found', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'backend-independent; the small preset is too slow on software WebGPU');
+  test.setTimeout(600_000);
+  const options = encodeURIComponent('{"chunks":5,"perChunk":5}');
+  await openApp(`task=multihop&taskOptions=${options}&checkpoint=selfcest-mix&group=2&batch=2&miniBatch=2&workers=1&evalEvery=0`);
+  await waitForModel();
+  await expect(page.getByTestId('model-source')).toContainText('checkpoints/selfcest-mix');
+  await expect(page.getByTestId('config-checkpoint')).toHaveValue('selfcest-mix');
+  await expect(page.getByTestId('hash-errors')).toHaveCount(0);
+
+  await page.getByTestId('stepper-seed').fill('3');
+  await page.getByTestId('stepper-start').click();
+  await page.getByTestId('stepper-end').click();
+  await expect(page.getByTestId('stepper-generated')).toHaveAttribute('data-done', 'true', { timeout: 180_000 });
+  // One clone per chunk for each hop: the root fans out over the five keys.
+  const clones = await page.locator('[data-testid="stepper-context"][data-role="clone"]').count();
+  expect(clones).toBeGreaterThanOrEqual(5);
+  await page.getByTestId('stepper-tree').click();
+  const cloneNodes = page.locator('[data-testid="tree-node"][data-role="clone"]');
+  await expect(cloneNodes).toHaveCount(clones);
+  // Each clone names its chunk key and question, the assignments it read and its answer.
+  for (let i = 0; i < clones; i++) {
+    await expect(cloneNodes.nth(i).locator('title')).toHaveText(/\nk[1-5] ▸ [a-z]\?\nread: ([a-z](\d+|[a-z])\. ){4}[a-z](\d+|[a-z])\.\ntok \d+\/\d+ · ans (none|[a-z]|\d+)/);
+  }
+  expect(consoleErrors).toEqual([]);
+});
