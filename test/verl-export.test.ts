@@ -117,6 +117,7 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     expect(await bad('--train', '3', '--test', '3', '--task', 'chess')).toMatch(/task/);
     expect(await bad('--train', '3', '--test', '3', '--task', 'multihop', '--options', '{"perChunk":9}')).toContain('perChunk must be an integer in [1, 6] (got 9)');
     expect(await bad('--train', '3', '--test', '3', '--test-split', 'train')).toMatch(/--test-split/);
+    expect(await bad('--train', '3', '--test', '3', '--task', 'arithmetic,multihop')).toContain('--task arithmetic,multihop: an export holds one task');
     expect(await bad('--train', '3', '--test', '3', '--dynamic-sampling', '--credit', 'broadcast')).toMatch(/--dynamic-sampling: .*\n--credit broadcast: the fork's advantage code is the ratio credit/);
     expect(await bad('--train', '3', '--test', '3', '--verl-dir', 'data/x')).toContain('--verl-dir must be an absolute path');
     await expect(readdir(out)).rejects.toThrow();

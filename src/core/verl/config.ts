@@ -50,6 +50,7 @@ export const VERL_LENGTH_DEFAULTS = { responseLength: 1024, promptLength: 4096, 
  */
 export function unsupportedInVerl(cfg: GrpoConfig): string[] {
   const out: string[] = [];
+  if (cfg.task.includes(',')) out.push(`--task ${cfg.task}: an export holds one task's data set and reward; export each task of the mix on its own`);
   if (cfg.dynamicSampling !== null) out.push('--dynamic-sampling: the fork has no dynamic sampling in its clone advantage code; export without it');
   if (cfg.advantage.credit !== 'ratio') out.push(`--credit ${cfg.advantage.credit}: the fork's advantage code is the ratio credit; export with --credit ratio`);
   if (cfg.advantage.gating && cfg.advantage.gateMode !== 'reference') out.push(`--gate-mode ${cfg.advantage.gateMode}: verl's clone samples carry no violation class, so this gate would catch nothing; export with --gate-mode reference`);
