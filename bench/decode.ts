@@ -6,8 +6,13 @@
  *   (b) no cache: one context, the full forward over the whole prefix for every new token.
  *
  * Prints tokens/s of both (best of two alternating rounds) and `ratio: a/b`. `--profile` adds
- * the kernel time of one decode step per op type.
+ * the kernel time of one decode step per op type. `--against DIR` names a second checkout (an
+ * earlier commit in a git worktree, its node_modules linked): its own `bench decode` runs in a
+ * child process, alternating with (a) here, three rounds, and the median ratio is printed.
  */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { inPlaceCacheWriteAvailable, setInPlaceCacheWrite } from '../src/core/model/cacheWrite';
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../src/core/rng';
@@ -129,6 +134,37 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
   }
 
   if (args.includes('--profile')) await profileStep(params, new Rng(3));
+  const at = args.indexOf('--against');
+  if (at >= 0) await againstCheckout(args[at + 1], backend, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+}
+
+const AGAINST_ROUNDS = 3;
+
+/**
+ * (a) of another checkout against this one, alternating rounds (theirs, then ours), each side's
+ * best of two; prints every round and the median ratio. Their rate is read from their own
+ * bench's `cached batched:` line, so any earlier commit with this bench can be named.
+ */
+async function againstCheckout(dir: string | undefined, backend: BackendName, run: () => Promise<{ seconds: number }>): Promise<void> {
+  if (dir === undefined || dir.startsWith('--')) throw new Error('bench decode: --against needs a directory (another checkout of this project)');
+  const root = resolve(dir);
+  const tsx = join(root, 'node_modules', '.bin', 'tsx');
+  if (!existsSync(join(root, 'bench', 'main.ts'))) throw new Error(`bench decode: --against ${dir}: no bench/main.ts there`);
+  if (!existsSync(tsx)) throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
+  const theirs: number[] = [];
+  const ours: number[] = [];
+  for (let round = 1; round <= AGAINST_ROUNDS; round++) {
+    const child = spawnSync(tsx, ['bench/main.ts', 'decode', '--backend', backend], { cwd: root, encoding: 'utf8', timeout: 600_000 });
+    const m = /cached batched: (\d+) tokens\/s/.exec(child.stdout ?? '');
+    if (child.status !== 0 || m === null) throw new Error(`bench decode: --against ${dir}: its bench failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').slice(-3).join(' | ')}`);
+    theirs.push(Number(m[1]));
+    let best = Infinity;
+    for (let k = 0; k < ROUNDS; k++) best = Math.min(best, (await run()).seconds);
+    ours.push((CONTEXTS * NEW_TOKENS) / best);
+    console.log(`against ${dir}, round ${round}: theirs ${theirs[round - 1]} tokens/s, this checkout ${ours[round - 1].toFixed(0)} tokens/s: ${(ours[round - 1] / theirs[round - 1]).toFixed(2)}×`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(`against ${dir}: median ${median(ours).toFixed(0)} / ${median(theirs).toFixed(0)} tokens/s = ${(median(ours) / median(theirs)).toFixed(2)}× (cached, ${CONTEXTS} rows)`);
 }
 
 /** Seconds of `run` with a kernel switched off and on, alternating rounds, best of each (the switch ends on). */
