@@ -98,6 +98,7 @@ async function profileStep(params: GPTParams, rng: Rng): Promise<void> {
 }
 
 export async function runDecodeBench(args: string[], backend: BackendName): Promise<void> {
+  const against = againstRoot(args);
   const config = PRESETS.small;
   const params = initParams(config, 1);
   console.log(`decode bench: preset small (${config.nLayer} layers, d=${config.nEmbd}), backend ${backend}, ${CONTEXTS} contexts × ${NEW_TOKENS} new tokens`);
@@ -134,8 +135,7 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
   }
 
   if (args.includes('--profile')) await profileStep(params, new Rng(3));
-  const at = args.indexOf('--against');
-  if (at >= 0) await againstCheckout(args[at + 1], backend, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+  if (against !== null) await againstCheckout(against, backend, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
 }
 
 const AGAINST_ROUNDS = 3;
@@ -145,12 +145,21 @@ const AGAINST_ROUNDS = 3;
  * best of two; prints every round and the median ratio. Their rate is read from their own
  * bench's `cached batched:` line, so any earlier commit with this bench can be named.
  */
-async function againstCheckout(dir: string | undefined, backend: BackendName, run: () => Promise<{ seconds: number }>): Promise<void> {
+/** The checkout named by `--against`, checked before anything is measured; null without the flag. */
+function againstRoot(args: string[]): string | null {
+  const at = args.indexOf('--against');
+  if (at < 0) return null;
+  const dir = args[at + 1];
   if (dir === undefined || dir.startsWith('--')) throw new Error('bench decode: --against needs a directory (another checkout of this project)');
   const root = resolve(dir);
-  const tsx = join(root, 'node_modules', '.bin', 'tsx');
   if (!existsSync(join(root, 'bench', 'main.ts'))) throw new Error(`bench decode: --against ${dir}: no bench/main.ts there`);
-  if (!existsSync(tsx)) throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
+  if (!existsSync(join(root, 'node_modules', '.bin', 'tsx'))) throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
+  return root;
+}
+
+async function againstCheckout(root: string, backend: BackendName, run: () => Promise<{ seconds: number }>): Promise<void> {
+  const dir = root;
+  const tsx = join(root, 'node_modules', '.bin', 'tsx');
   const theirs: number[] = [];
   const ours: number[] = [];
   for (let round = 1; round <= AGAINST_ROUNDS; round++) {
