@@ -13,6 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { parseFlags } from '../src/cli/args';
 import { inPlaceCacheWriteAvailable, setInPlaceCacheWrite } from '../src/core/model/cacheWrite';
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../src/core/rng';
@@ -24,12 +25,22 @@ import { sampleFromLogits } from '../src/core/model/sample';
 import { T } from '../src/core/tokenizer/vocab';
 import type { BackendName } from '../src/runtime/backend';
 import { fastBatchMatMulActive, setFastBatchMatMul } from '../src/runtime/wasmKernels/batchMatMul';
+import { median } from './workloads';
 
 const CONTEXTS = 32;
 const NEW_TOKENS = 128;
 const ROUNDS = 2;
 const SAMPLING = { temperature: 1, topK: 0 };
 const BANNED: ReadonlySet<number> = new Set([T.pad]);
+const AGAINST_ROUNDS = 3;
+
+const FLAGS = {
+  profile: { type: 'bool', default: false, help: 'add the kernel time of one decode step per op type' },
+  against: { type: 'string', default: '', help: 'another checkout of this project (e.g. an earlier commit in a worktree) whose cached decode is measured in the same run' },
+} as const;
+
+/** Tokens/s of one cached run of CONTEXTS × NEW_TOKENS that took `seconds`. */
+const rate = (seconds: number) => (CONTEXTS * NEW_TOKENS) / seconds;
 
 function prompt(rng: Rng, vocab: number): number[] {
   const length = rng.int(4, 12);
@@ -98,7 +109,8 @@ async function profileStep(params: GPTParams, rng: Rng): Promise<void> {
 }
 
 export async function runDecodeBench(args: string[], backend: BackendName): Promise<void> {
-  const against = againstRoot(args);
+  const f = parseFlags(args, FLAGS);
+  const against = f.against === '' ? null : againstRoot(f.against);
   const config = PRESETS.small;
   const params = initParams(config, 1);
   console.log(`decode bench: preset small (${config.nLayer} layers, d=${config.nEmbd}), backend ${backend}, ${CONTEXTS} contexts × ${NEW_TOKENS} new tokens`);
@@ -116,13 +128,12 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
     if (c.seconds < cached.seconds) cached = c;
     uncachedSeconds = Math.min(uncachedSeconds, await uncachedRun(params, NEW_TOKENS, new Rng(2)));
   }
-  const cachedRate = (CONTEXTS * NEW_TOKENS) / cached.seconds;
+  const cachedRate = rate(cached.seconds);
   const uncachedRate = NEW_TOKENS / uncachedSeconds;
   console.log(`cached batched: ${cachedRate.toFixed(0)} tokens/s (${cached.seconds.toFixed(2)} s; one ${CONTEXTS}-row step ${cached.stepMs.toFixed(2)} ms)`);
   console.log(`uncached single: ${uncachedRate.toFixed(1)} tokens/s (${uncachedSeconds.toFixed(2)} s)`);
   console.log(`ratio: ${(cachedRate / uncachedRate).toFixed(1)}`);
 
-  const rate = (sec: number) => (CONTEXTS * NEW_TOKENS) / sec;
   if (fastBatchMatMulActive()) {
     // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph).
     const { on, off } = await alternating(setFastBatchMatMul, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
@@ -134,46 +145,44 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
     console.log(`in-place cache writes: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`);
   }
 
-  if (args.includes('--profile')) await profileStep(params, new Rng(3));
+  if (f.profile) await profileStep(params, new Rng(3));
   if (against !== null) await againstCheckout(against, backend, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
 }
 
-const AGAINST_ROUNDS = 3;
-
-/**
- * (a) of another checkout against this one, alternating rounds (theirs, then ours), each side's
- * best of two; prints every round and the median ratio. Their rate is read from their own
- * bench's `cached batched:` line, so any earlier commit with this bench can be named.
- */
-/** The checkout named by `--against`, checked before anything is measured; null without the flag. */
-function againstRoot(args: string[]): string | null {
-  const at = args.indexOf('--against');
-  if (at < 0) return null;
-  const dir = args[at + 1];
-  if (dir === undefined || dir.startsWith('--')) throw new Error('bench decode: --against needs a directory (another checkout of this project)');
+/** The checkout `dir` names, checked before anything is measured. */
+function againstRoot(dir: string): string {
   const root = resolve(dir);
   if (!existsSync(join(root, 'bench', 'main.ts'))) throw new Error(`bench decode: --against ${dir}: no bench/main.ts there`);
   if (!existsSync(join(root, 'node_modules', '.bin', 'tsx'))) throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
   return root;
 }
 
+/**
+ * (a) of another checkout against this one, alternating rounds (theirs, then ours), each side's
+ * best of two; prints every round and the median ratio. Their rate is read from their own
+ * bench's `cached batched:` line, so any earlier commit with this bench can be named.
+ */
 async function againstCheckout(root: string, backend: BackendName, run: () => Promise<{ seconds: number }>): Promise<void> {
-  const dir = root;
   const tsx = join(root, 'node_modules', '.bin', 'tsx');
   const theirs: number[] = [];
   const ours: number[] = [];
   for (let round = 1; round <= AGAINST_ROUNDS; round++) {
     const child = spawnSync(tsx, ['bench/main.ts', 'decode', '--backend', backend], { cwd: root, encoding: 'utf8', timeout: 600_000 });
     const m = /cached batched: (\d+) tokens\/s/.exec(child.stdout ?? '');
-    if (child.status !== 0 || m === null) throw new Error(`bench decode: --against ${dir}: its bench failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').slice(-3).join(' | ')}`);
+    if (child.status !== 0 || m === null) throw new Error(`bench decode: --against ${root}: its bench failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').slice(-3).join(' | ')}`);
+    const best = await bestSeconds(run);
     theirs.push(Number(m[1]));
-    let best = Infinity;
-    for (let k = 0; k < ROUNDS; k++) best = Math.min(best, (await run()).seconds);
-    ours.push((CONTEXTS * NEW_TOKENS) / best);
-    console.log(`against ${dir}, round ${round}: theirs ${theirs[round - 1]} tokens/s, this checkout ${ours[round - 1].toFixed(0)} tokens/s: ${(ours[round - 1] / theirs[round - 1]).toFixed(2)}×`);
+    ours.push(rate(best));
+    console.log(`against ${root}, round ${round}: theirs ${theirs[round - 1]} tokens/s, this checkout ${ours[round - 1].toFixed(0)} tokens/s: ${(ours[round - 1] / theirs[round - 1]).toFixed(2)}×`);
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`against ${dir}: median ${median(ours).toFixed(0)} / ${median(theirs).toFixed(0)} tokens/s = ${(median(ours) / median(theirs)).toFixed(2)}× (cached, ${CONTEXTS} rows)`);
+  console.log(`against ${root}: median ${median(ours).toFixed(0)} / ${median(theirs).toFixed(0)} tokens/s = ${(median(ours) / median(theirs)).toFixed(2)}× (cached, ${CONTEXTS} rows)`);
+}
+
+/** The best of ROUNDS runs, in seconds. */
+async function bestSeconds(run: () => Promise<{ seconds: number }>): Promise<number> {
+  let best = Infinity;
+  for (let k = 0; k < ROUNDS; k++) best = Math.min(best, (await run()).seconds);
+  return best;
 }
 
 /** Seconds of `run` with a kernel switched off and on, alternating rounds, best of each (the switch ends on). */
