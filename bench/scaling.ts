@@ -6,7 +6,8 @@
  *             length × rows (lengths past the preset's context skipped);
  *   decode:   tokens/s of KV-cached single-token steps (BatchedDecoder, no sampling) against rows;
  *   GRPO:     time of a GRPO step (grpoStep as `train` runs it, then the weight sync) against
- *             rollout worker threads (0 = rollouts in this thread).
+ *             rollout worker threads (0 = rollouts in this thread) and gradient worker threads
+ *             (0 = every update's gradient in this thread; n: shared with n threads).
  *
  * Each measurement: a warm-up step, then `--reps` timed steps, median. Each table's ratios are
  * to its first row, measured in the same run. Training and decode use random init (their time
@@ -28,6 +29,7 @@ import { GRPO_DEFAULTS, type GrpoConfig, grpoStep } from '../src/core/rl/train';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import type { BackendName } from '../src/runtime/backend';
+import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 import { PolicyRollouts } from '../src/runtime/node/pool';
 import { type BenchPreset, benchPreset, decodeStep, intList, median, prefilledDecoder, printTable, timeMs, trainStep, trainingSequences } from './workloads';
 
@@ -41,6 +43,8 @@ const FLAGS = {
   'decode-steps': { type: 'int', min: 1, max: 4096, help: 'single-token steps timed per repetition (default 32)' },
   'decode-prompt': { type: 'int', default: 16, min: 1, max: 4096, help: 'tokens prefilled in each context before the steps' },
   workers: { type: 'string', help: 'GRPO rollout workers (default 0,1,2)' },
+  'grad-workers': { type: 'string', help: 'GRPO gradient workers, each with every rollout-worker count (default 0,1)' },
+  'mini-batch': { type: 'int', min: 1, max: 1024, help: 'prompts per PPO mini-batch, one update each (default: the whole batch, one update)' },
   'grpo-batch': { type: 'int', min: 1, max: 1024, help: `prompts per GRPO step (default ${GRPO_DEFAULTS.batch})` },
   'grpo-group': { type: 'int', min: 1, max: 64, help: `episodes per prompt (default ${GRPO_DEFAULTS.group})` },
   'root-max-tokens': { type: 'int', min: 1, max: 8192, help: 'root tokens per episode at most (default 64)' },
@@ -57,6 +61,7 @@ interface Plan {
   decodeSteps: number;
   decodePrompt: number;
   workers: number[];
+  gradWorkers: number[];
   grpo: GrpoConfig;
   grpoInit: string[];
   microTokens: number;
@@ -76,6 +81,7 @@ function planOf(args: string[]): Plan {
     decodeSteps: pick(f['decode-steps'], 32, 4),
     decodePrompt: f['decode-prompt'],
     workers: intList('workers', pick(f.workers, '0,1,2', '0,1')),
+    gradWorkers: intList('grad-workers', pick(f['grad-workers'], '0,1', '0,1')),
     grpo: {
       ...GRPO_DEFAULTS,
       task: 'arithmetic',
@@ -83,6 +89,7 @@ function planOf(args: string[]): Plan {
       seed: 1,
       batch: pick(f['grpo-batch'], GRPO_DEFAULTS.batch, 2),
       group: pick(f['grpo-group'], GRPO_DEFAULTS.group, 2),
+      miniBatch: f['mini-batch'] ?? GRPO_DEFAULTS.miniBatch,
       rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: pick(f['root-max-tokens'], 64, 16) },
     },
     grpoInit: f['grpo-init'].split(',').map((d) => d.trim()).filter((d) => d.length > 0),
@@ -181,45 +188,56 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
   const rows: string[][] = [];
   let first = 0;
   for (const workers of plan.workers) {
-    // The same initial weights and the same steps (hence prompts) for every worker count.
-    const policy: Policy = { config, params: cloneParams(startParams, { trainable: true }) };
-    const reference = cfg.loss.beta > 0 ? startParams : null;
-    const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-    const startMs = performance.now();
-    const rollouts = workers > 0 ? await PolicyRollouts.start(policy, workers, backend, 0) : null;
-    const startup = performance.now() - startMs;
-    const ms: number[] = [];
-    const episodeTokens: number[] = [];
-    const rolloutRates: number[] = [];
-    try {
-      for (let step = 0; step <= plan.reps; step++) {
-        const decoder = rollouts?.decoder;
-        let tokens = 0;
-        let rolloutRate = 0;
-        const t = await timeMs(async () => {
-          const { metrics } = await grpoStep({ policy, reference, optimizer, task: arithmetic, encode, ...(decoder ? { decoder } : {}) }, cfg, step);
-          tokens = metrics.meanTotalTokens;
-          rolloutRate = metrics.rolloutTokensPerSec;
-          await rollouts?.sync(step + 1);
-        });
-        if (step === 0) continue; // warm-up
-        ms.push(t);
-        episodeTokens.push(tokens);
-        rolloutRates.push(rolloutRate);
+    for (const gradWorkers of plan.gradWorkers) {
+      // The same initial weights and the same steps (hence prompts) for every worker count.
+      const policy: Policy = { config, params: cloneParams(startParams, { trainable: true }) };
+      const reference = cfg.loss.beta > 0 ? startParams : null;
+      const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      const startMs = performance.now();
+      const rollouts = workers > 0 ? await PolicyRollouts.start(policy, workers, backend, 0) : null;
+      const grads = await startNodeGradPool(gradWorkers, backend);
+      const gradients = grads.share(config);
+      const startup = performance.now() - startMs;
+      const ms: number[] = [];
+      const episodeTokens: number[] = [];
+      const rolloutRates: number[] = [];
+      const rolloutShares: number[] = [];
+      try {
+        for (let step = 0; step <= plan.reps; step++) {
+          const decoder = rollouts?.decoder;
+          let tokens = 0;
+          let rolloutRate = 0;
+          let rolloutMs = 0;
+          const t = await timeMs(async () => {
+            const { metrics } = await grpoStep({ policy, reference, optimizer, task: arithmetic, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) }, cfg, step);
+            tokens = metrics.meanTotalTokens;
+            rolloutRate = metrics.rolloutTokensPerSec;
+            rolloutMs = rolloutRate > 0 ? (1000 * tokens * cfg.batch * cfg.group) / rolloutRate : 0;
+            await rollouts?.sync(step + 1);
+          });
+          if (step === 0) continue; // warm-up
+          ms.push(t);
+          episodeTokens.push(tokens);
+          rolloutRates.push(rolloutRate);
+          rolloutShares.push(rolloutMs / t);
+        }
+      } finally {
+        rollouts?.close();
+        grads.terminate();
+        optimizer.dispose();
+        disposeParams(policy.params);
       }
-    } finally {
-      rollouts?.close();
-      optimizer.dispose();
-      disposeParams(policy.params);
+      const m = median(ms);
+      first ||= m;
+      const started = workers + gradWorkers > 0 ? (startup / 1000).toFixed(1) : '-';
+      rows.push([String(workers), String(gradWorkers), (m / 1000).toFixed(2), `${(100 * median(rolloutShares)).toFixed(0)}%`, median(episodeTokens).toFixed(0), rate(median(rolloutRates)), ratio(first / m), started]);
     }
-    const m = median(ms);
-    first ||= m;
-    rows.push([String(workers), (m / 1000).toFixed(2), median(episodeTokens).toFixed(0), rate(median(rolloutRates)), ratio(first / m), workers > 0 ? (startup / 1000).toFixed(1) : '-']);
   }
   disposeParams(startParams);
   const from = start ? `from ${start.dir}` : 'from random init (no --grpo-init checkpoint of this shape: episodes end at the first protocol violation)';
-  console.log(`GRPO step (${cfg.batch} prompts × ${cfg.group} episodes, arithmetic, root ≤ ${cfg.rollout.rootMaxTokens} tokens, one update, then the weight sync; ${from}):`);
-  printTable(['workers', 's/step', 'tokens/episode', 'rollout tokens/s', 'speed-up vs first', 'pool start s'], rows);
+  const updates = cfg.miniBatch === null ? 'one update' : `${Math.ceil(cfg.batch / cfg.miniBatch)} updates (mini-batches of ${cfg.miniBatch} prompts)`;
+  console.log(`GRPO step (${cfg.batch} prompts × ${cfg.group} episodes, arithmetic, root ≤ ${cfg.rollout.rootMaxTokens} tokens, ${updates}, then the weight sync; ${from}):`);
+  printTable(['rollout workers', 'grad workers', 's/step', 'rollouts', 'tokens/episode', 'rollout tokens/s', 'speed-up vs first', 'pool start s'], rows);
 }
 
 export async function runScalingBench(args: string[], backend: BackendName): Promise<void> {

@@ -10,7 +10,8 @@ import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import type { BackendName } from '../src/runtime/backend';
-import { GradWorkers } from '../src/runtime/node/gradWorkers';
+import type { GradPool } from '../src/runtime/gradPool';
+import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 
 const STEPS = 4;
 
@@ -19,16 +20,16 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
   const tok = Tokenizer.builtin();
   const config = presetConfig('small');
   const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 100, seed: 1 };
-  const rate = async (pool: GradWorkers | null): Promise<number> => {
+  const rate = async (pool: GradPool | null): Promise<number> => {
     const params = initParams(config, 0);
     const opt = new AdamW(params, ADAMW_DEFAULTS);
     let tokens = 0;
     let t0 = 0;
     for (let s = 0; s <= STEPS; s++) {
       if (s === 1) t0 = performance.now(); // step 0 warms up kernels and caches
-      if (pool) await pool.sync(params);
+      if (pool) await pool.sync(params, config);
       const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
-      const r = await sftStep(params, config, opt, seqs, 1e-3, cfg.microTokens, pool?.remotes() ?? []);
+      const r = await sftStep(params, config, opt, seqs, 1e-3, cfg.microTokens, pool?.sftRemotes() ?? []);
       if (s >= 1) tokens += r.tokens;
     }
     const perSec = tokens / ((performance.now() - t0) / 1000);
@@ -38,9 +39,9 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
   };
   const single = await rate(null);
   console.log(`one thread (${backend}): ${single.toFixed(0)} tokens/s`);
-  const pool = await GradWorkers.start(workers, config, backend);
+  const pool = await startNodeGradPool(workers, backend);
   const parallel = await rate(pool);
-  pool.close();
+  pool.terminate();
   console.log(`with ${workers} gradient worker(s): ${parallel.toFixed(0)} tokens/s`);
   console.log(`ratio: ${(parallel / single).toFixed(2)}`);
 }

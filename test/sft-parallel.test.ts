@@ -8,7 +8,8 @@ import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { initBackend } from '../src/runtime/backend';
-import { GradWorkers } from '../src/runtime/node/gradWorkers';
+import type { GradPool } from '../src/runtime/gradPool';
+import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 
 const tok = Tokenizer.builtin();
 const config = presetConfig('tiny');
@@ -20,14 +21,14 @@ beforeAll(async () => {
 describe('data-parallel SFT', () => {
   it('two threads give the same losses and weights as one (within float summation order)', async () => {
     const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
-    const run = async (workers: GradWorkers | null) => {
+    const run = async (workers: GradPool | null) => {
       const params = initParams(config, 9);
       const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
       const losses: number[] = [];
       for (let s = 0; s < 3; s++) {
-        if (workers) await workers.sync(params);
+        if (workers) await workers.sync(params, config);
         const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
-        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, workers?.remotes() ?? [])).loss);
+        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, workers?.sftRemotes() ?? [])).loss);
       }
       const weights = await paramsToArrays(params);
       opt.dispose();
@@ -35,10 +36,10 @@ describe('data-parallel SFT', () => {
       return { losses, weights };
     };
     const single = await run(null);
-    const workers = await GradWorkers.start(1, config, 'wasm');
+    const workers = await startNodeGradPool(1, 'wasm');
     const before = tf.memory().numTensors;
     const parallel = await run(workers);
-    workers.close();
+    workers.terminate();
     expect(tf.memory().numTensors).toBe(before);
     parallel.losses.forEach((l, i) => expect(l).toBeCloseTo(single.losses[i], 5));
     let maxDiff = 0;

@@ -80,6 +80,7 @@ export interface RunConfig {
   sftTeacher: TeacherStyle;
   // the page's process
   workers: number;
+  gradWorkers: number;
   backend: 'auto' | 'webgpu' | 'wasm' | 'cpu';
   /** The shipped checkpoint the page starts from (auto: see startCheckpoint). */
   checkpoint: ShippedCheckpoint;
@@ -212,6 +213,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'sftDelegateFraction', type: 'number', min: 0, max: 1, flag: 'delegate-fraction', label: 'Delegation demos', help: 'share of delegation demonstrations', target: 'sft', surfaces: SFT, default: 0.5 },
   { key: 'sftTeacher', type: 'enum', values: TEACHER_STYLES, flag: 'teacher', label: 'Warm-start teacher', help: 'who demonstrates delegation: expert (balanced splits, budgets that fit) or naive (no strategy: 1–4 clones at random cuts, budgets from all buckets)', target: 'sft', surfaces: SFT, default: 'expert' },
   { key: 'workers', type: 'number', min: 1, max: 16, int: true, label: 'Rollout workers', help: 'rollout workers in the page', target: 'page', surfaces: PAGE_ONLY, default: 2 },
+  { key: 'gradWorkers', type: 'number', min: 0, max: 16, int: true, label: 'Gradient workers', help: 'extra threads that share each update\'s gradient with the trainer (data parallel, one optimizer; 0 = the trainer thread only)', target: 'page', surfaces: PAGE_ONLY, default: 1 },
   { key: 'backend', type: 'enum', values: ['auto', 'webgpu', 'wasm', 'cpu'], label: 'Backend', help: 'tfjs backend in the page; auto passes over a software WebGPU adapter for wasm', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
   { key: 'checkpoint', type: 'enum', values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'], label: 'Start from', help: 'the shipped checkpoint the page loads (auto: the tiny warm start for tiny; for small the naive warm start, or the two-task warm start when the task has multihop; random: a seeded random init)', target: 'page', surfaces: PAGE_ONLY, default: 'auto' },
 ];
@@ -574,6 +576,15 @@ export function runConfigFlags(c: RunConfig, command: 'train' | 'sft'): string[]
 
 /** The page's rollout workers when the hash does not say: min(4, cores − 1), at least 1. */
 export function defaultWorkerCount(hardwareConcurrency: number): number {
-  const cores = Number.isFinite(hardwareConcurrency) && hardwareConcurrency > 0 ? Math.floor(hardwareConcurrency) : 2;
-  return Math.max(1, Math.min(4, cores - 1));
+  return Math.max(1, Math.min(4, coresOf(hardwareConcurrency) - 1));
 }
+
+/**
+ * The page's gradient workers when the hash does not say: min(4, cores − 1), 0 on one core.
+ * Rollouts and updates take turns within a step, so both pools may use the spare cores.
+ */
+export function defaultGradWorkerCount(hardwareConcurrency: number): number {
+  return Math.max(0, Math.min(4, coresOf(hardwareConcurrency) - 1));
+}
+
+const coresOf = (hardwareConcurrency: number): number => (Number.isFinite(hardwareConcurrency) && hardwareConcurrency > 0 ? Math.floor(hardwareConcurrency) : 2);

@@ -1,6 +1,6 @@
 /**
  * The engine through its message protocol, as the page uses it: an EngineClient on one end of
- * a MessageChannel, the engine (and two real rollout worker threads) on the other.
+ * a MessageChannel, the engine (and real rollout and gradient worker threads) on the other.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,14 +15,16 @@ import type { Endpoint } from './endpoint';
 import type { Engine } from './engine';
 import type { EngineHost } from './engineHost';
 import { EngineClient } from './engineClient';
+import { GRAD_WORKER_ENTRY } from './node/gradWorkers';
 import { nodeEndpoint } from './node/nodeEndpoint';
+import { startNodeWorker } from './node/startWorker';
 import { nodeHost } from './node/nodeHost';
 import type { EngineEvent } from './protocol';
 import type { StepMetrics } from '../core/rl/train';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import { serveEngine } from './serveEngine';
 
-const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, miniBatch: 2, workers: 2, backend: 'wasm', seed: 3, evalEvery: 0 };
+const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, miniBatch: 2, workers: 2, gradWorkers: 1, backend: 'wasm', seed: 3, evalEvery: 0 };
 const TEXT = '<root>12+3*4<sep>=12+12';
 
 let client: EngineClient;
@@ -34,9 +36,29 @@ let close: () => void;
 /** When set: the worker loses its device just before its n-th next feed (mid-rollout). */
 let loseBeforeFeed: { worker: number; feeds: number } | null = null;
 
+/** When set: the next gradient worker asked for a gradient (SFT or GRPO) ends instead, as a crash would (mid-update). */
+let crashOnGrads = false;
+
 /** The Node host, with a hand on rollout worker messages to stage a device loss mid-step. */
 const host: EngineHost = {
   ...nodeHost,
+  startGradWorker(index) {
+    const handle = startNodeWorker(GRAD_WORKER_ENTRY, `grad-${index}`);
+    const post = handle.endpoint.postMessage.bind(handle.endpoint);
+    const endpoint: Endpoint = {
+      onMessage: (l) => handle.endpoint.onMessage(l),
+      postMessage(message, transfer) {
+        const kind = (message as { request?: { kind?: string } }).request?.kind;
+        if (crashOnGrads && (kind === 'grads' || kind === 'policyGrads')) {
+          crashOnGrads = false;
+          void handle.thread.terminate(); // not handle.terminate(): the pool sees an exit it did not ask for
+          return;
+        }
+        post(message, transfer);
+      },
+    };
+    return { ...handle, endpoint };
+  },
   startRolloutWorker(index) {
     const handle = nodeHost.startRolloutWorker(index);
     const post = handle.endpoint.postMessage.bind(handle.endpoint);
@@ -82,6 +104,8 @@ describe('engine', () => {
     await expect(client.request({ kind: 'init', config: { ...config, batch: 0 } })).rejects.toThrow(/batch must be an integer in \[1, 1024\] \(got 0\)/);
     const init = await client.request({ kind: 'init', config });
     expect(init.workers).toBe(2);
+    expect(init.gradWorkers).toBe(1);
+    expect(ofKind('backend').at(-1)).toMatchObject({ workers: 2, gradWorkers: 1 });
     expect(init.backend.backend).toBe('wasm');
     expect(ofKind('backend')).toHaveLength(1);
     expect(ofKind('status').at(-1)).toMatchObject({ state: 'idle', policyVersion: 0 });
@@ -319,6 +343,24 @@ describe('engine', () => {
     await client.request({ kind: 'step' });
     expect(tf.memory().numTensors).toBe(tensors);
     expect(ofKind('backend').at(-1)?.report.backend).toBe('wasm');
+  });
+
+  it('a gradient worker that dies mid-update is restarted and its step redone; a new count restarts the gradient workers', async () => {
+    events = [];
+    const before = (await client.request({ kind: 'pause' })).policyVersion;
+    crashOnGrads = true;
+    const sft = await client.request({ kind: 'sft', steps: 1 });
+    expect(sft.steps).toBe(1);
+    expect(Number.isFinite(sft.loss)).toBe(true);
+    expect((await client.request({ kind: 'pause' })).policyVersion).toBe(before + 1);
+    expect(crashOnGrads).toBe(false);
+    expect(ofKind('log').some((e) => /^step redone after: gradient worker 0/.test(e.message))).toBe(true);
+    expect(ofKind('backend').at(-1)?.report.notes.some((n) => /gradient worker 0 restarted/.test(n))).toBe(true);
+    await client.request({ kind: 'setConfig', config: { ...config, workers: 1, gradWorkers: 0 } });
+    expect(ofKind('backend').at(-1)).toMatchObject({ workers: 1, gradWorkers: 0 });
+    expect(Number.isFinite((await client.request({ kind: 'step' })).metrics.loss)).toBe(true);
+    await client.request({ kind: 'setConfig', config });
+    expect(ofKind('backend').at(-1)).toMatchObject({ workers: 2, gradWorkers: 1 });
   });
 
   it('a slow-motion step is a real step of the run, returned stage by stage', async () => {

@@ -94,9 +94,9 @@ export class Engine {
         this.config = config;
         this.training = await Training.start(this.host, config, () => TrainerModel.random(config.preset, config.seed), this.wasmPaths, (e) => this.emit(e));
         this.log.clear();
-        this.emit({ kind: 'backend', report: this.training.backendReport() });
+        this.emit(this.training.backendEvent());
         this.setStatus('idle');
-        return reply({ backend: this.training.backendReport(), workers: this.training.workers });
+        return reply({ backend: this.training.backendReport(), workers: this.training.workers, gradWorkers: this.training.gradWorkers });
       });
     },
     loadUrl: async (req) => {
@@ -144,9 +144,9 @@ export class Engine {
       return this.serial.run(async () => {
         const old = this.config;
         this.config = config;
-        if (old.backend !== config.backend || old.workers !== config.workers) {
+        if (old.backend !== config.backend || old.workers !== config.workers || old.gradWorkers !== config.gradWorkers) {
           await training.restartBackend(config);
-          this.emit({ kind: 'backend', report: training.backendReport() });
+          this.emit(training.backendEvent());
         }
         // The model follows the preset: a changed preset, or a model of another known preset
         // (e.g. a warm start of another size) is replaced by a random init of this one.

@@ -89,7 +89,7 @@ export interface StepperState {
 }
 
 export interface EngineReplies {
-  init: { backend: BackendReport; workers: number };
+  init: { backend: BackendReport; workers: number; gradWorkers: number };
   loadUrl: ModelReport;
   loadFiles: ModelReport;
   setConfig: ModelReport;
@@ -137,7 +137,8 @@ export interface ModelReport {
 }
 
 export type EngineEvent =
-  | { kind: 'backend'; report: BackendReport }
+  /** The backends, and how many rollout and gradient workers run (they change with the config). */
+  | { kind: 'backend'; report: BackendReport; workers: number; gradWorkers: number }
   | { kind: 'status'; state: 'idle' | 'sft' | 'training' | 'paused'; policyVersion: number }
   /** Pause arrived while a loop or step runs: it stops after `finishing` (e.g. "step 12", "the evaluation at step 10"). */
   | { kind: 'status'; state: 'pausing'; policyVersion: number; finishing: string }

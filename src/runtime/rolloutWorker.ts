@@ -4,7 +4,7 @@
  * context the pool placed here, so all of them advance in one batched pass per feed.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { ModelConfig } from '../core/model/config';
+import { type ModelConfig, sameModel } from '../core/model/config';
 import { BatchedDecoder } from '../core/model/decode';
 import { type GPTParams, disposeParams, paramsFromArrays } from '../core/model/params';
 import { type Alarm, alarm } from './async';
@@ -136,10 +136,6 @@ class Replica {
     this.params = null;
     this.slotOf.clear();
   }
-}
-
-function sameModel(a: ModelConfig, b: ModelConfig): boolean {
-  return (Object.keys(a) as (keyof ModelConfig)[]).every((k) => a[k] === b[k]) && Object.keys(a).length === Object.keys(b).length;
 }
 
 /** Serves the rollout protocol on `endpoint` until the thread ends. */

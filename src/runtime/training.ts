@@ -1,7 +1,9 @@
 /**
  * The trainer side of a session: this thread's backend, the master model, the rollout pool it
- * keeps in sync (one broadcast per optimizer update, tagged with the policy version), and the
- * GRPO and SFT steps with recovery from a lost GPU device.
+ * keeps in sync (one broadcast per optimizer update, tagged with the policy version), the
+ * gradient workers that share each update's gradient (data parallel: they get the weights
+ * before each update, the trainer keeps the one optimizer), and the GRPO and SFT steps with
+ * recovery from a lost GPU device or a dead worker.
  *
  * Recovery: a rollout worker whose device is lost falls back to wasm by itself; the failed
  * step's rollouts are dropped (no update was applied yet), the worker gets the weights again and
@@ -21,6 +23,7 @@ import type { EngineHost } from './engineHost';
 import { PooledDecoder } from './pooledDecoder';
 import type { BackendReport, EngineEvent } from './protocol';
 import { RolloutPool } from './rolloutPool';
+import { GradPool } from './gradPool';
 import { DEVICE_LOST } from './rolloutProtocol';
 import { CodedError, RpcError } from './rpc';
 import { fallBackAfterLoss, watchDeviceLoss } from './selectBackend';
@@ -51,6 +54,7 @@ export class Training {
     public model: TrainerModel,
     private backend: BackendReport,
     private pool: RolloutPool,
+    private grads: GradPool,
     private readonly wasmPaths: string | undefined,
     private readonly emit: (e: EngineEvent) => void,
   ) {
@@ -64,13 +68,21 @@ export class Training {
     const backend = await host.selectBackend(config.backend, wasmPaths);
     const model = makeModel();
     let pool: RolloutPool;
+    let grads: GradPool;
     try {
       pool = await startPool(host, config, wasmPaths);
     } catch (e) {
       model.dispose();
       throw e;
     }
-    const t = new Training(host, config, model, backend, pool, wasmPaths, emit);
+    try {
+      grads = await startGradPool(host, config, wasmPaths);
+    } catch (e) {
+      pool.terminate();
+      model.dispose();
+      throw e;
+    }
+    const t = new Training(host, config, model, backend, pool, grads, wasmPaths, emit);
     try {
       await t.syncPool();
     } catch (e) {
@@ -84,25 +96,37 @@ export class Training {
     return this.pool.size;
   }
 
-  /** The trainer's backend, with notes on selection, rollout workers and device losses. */
+  get gradWorkers(): number {
+    return this.grads.size;
+  }
+
+  /** The trainer's backend, with notes on selection, workers on another backend, and device losses. */
   backendReport(): BackendReport {
-    const workers = this.pool.backends().flatMap((b, i) => (b !== null && b.backend !== this.backend.backend ? [`rollout worker ${i}: ${b.backend}${b.notes.length ? ` (${b.notes.join('; ')})` : ''}`] : []));
-    return { ...this.backend, notes: [...this.backend.notes, ...workers, ...this.notes] };
+    const other = (what: string, backends: (BackendReport | null)[]) =>
+      backends.flatMap((b, i) => (b !== null && b.backend !== this.backend.backend ? [`${what} ${i}: ${b.backend}${b.notes.length ? ` (${b.notes.join('; ')})` : ''}`] : []));
+    return { ...this.backend, notes: [...this.backend.notes, ...other('rollout worker', this.pool.backends()), ...other('gradient worker', this.grads.backends()), ...this.notes] };
+  }
+
+  /** The 'backend' event: the report and the worker counts. */
+  backendEvent(): EngineEvent {
+    return { kind: 'backend', report: this.backendReport(), workers: this.workers, gradWorkers: this.gradWorkers };
   }
 
   setConfig(config: RunConfig): void {
     this.config = config;
   }
 
-  /** A different backend preference or pool size: re-select here, restart the pool, move the weights. */
+  /** A different backend preference or pool size: re-select here, restart the pools, move the weights. */
   async restartBackend(config: RunConfig): Promise<void> {
     const weights = await this.model.weights();
     this.pool.terminate();
+    this.grads.terminate();
     this.backend = await this.host.selectBackend(config.backend, this.wasmPaths);
     this.model.rebuild(weights);
     this.watchTrainer();
     this.pool = await startPool(this.host, config, this.wasmPaths);
     this.pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
+    this.grads = await startGradPool(this.host, config, this.wasmPaths);
     this.decoder = new PooledDecoder(this.pool, this.model.config);
     this.synced = null;
     this.config = config;
@@ -114,7 +138,7 @@ export class Training {
     this.decoder = new PooledDecoder(this.pool, model.config);
   }
 
-  /** Sends the weights if the pool is behind, and repairs replicas that lost them. */
+  /** Sends the weights if the pool is behind, repairs replicas that lost them, and restarts dead gradient workers. */
   async syncPool(): Promise<void> {
     const { model } = this;
     if (this.synced?.model !== model || this.synced.version !== model.version) {
@@ -123,9 +147,10 @@ export class Training {
       this.synced = { model, version: model.version, weights };
     }
     if (!this.pool.healthy) this.addNotes(await this.pool.repair());
+    if (!this.grads.healthy) this.addNotes(await this.grads.repair());
   }
 
-  /** One GRPO step: rollouts in the pool, the update here, then the new weights to the pool. */
+  /** One GRPO step: rollouts in the pool, the updates here (shared with the gradient workers), then the new weights to the pool. */
   async grpoStep(encode: Encode, onProgress?: (p: StepProgress) => void): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
     const cfg = grpoConfigOf(this.config, OPEN_ENDED_STEPS);
     const task = getTask(this.config.task);
@@ -134,7 +159,8 @@ export class Training {
       try {
         await this.syncPool();
         const optimizer = model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
-        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder, ...(onProgress ? { onProgress } : {}) };
+        const gradients = this.grads.share(model.config);
+        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder, ...(gradients ? { gradients } : {}), ...(onProgress ? { onProgress } : {}) };
         const r = await this.guard(grpoStep(deps, cfg, model.grpoSteps, model.version));
         model.grpoSteps++;
         model.version++;
@@ -168,7 +194,9 @@ export class Training {
       const seqs = sftSequences(task, opts, cfg, model.sftSteps, encode, model.config.nPositions);
       try {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
-        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens));
+        if (!this.grads.healthy) this.addNotes(await this.grads.repair());
+        if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, model.config));
+        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes()));
         model.sftSteps++;
         if (r.applied) model.version++;
         loss = r.loss;
@@ -237,6 +265,7 @@ export class Training {
   dispose(): void {
     this.stopWatching();
     this.pool.terminate();
+    this.grads.terminate();
     this.model.dispose();
   }
 
@@ -284,10 +313,14 @@ export class Training {
   private addNotes(notes: string[]): void {
     if (notes.length === 0) return;
     this.notes.push(...notes);
-    this.emit({ kind: 'backend', report: this.backendReport() });
+    this.emit(this.backendEvent());
   }
 }
 
 function startPool(host: EngineHost, config: RunConfig, wasmPaths: string | undefined): Promise<RolloutPool> {
   return RolloutPool.start((i) => host.startRolloutWorker(i), config.workers, { backend: config.backend, ...(wasmPaths === undefined ? {} : { wasmPaths }) });
+}
+
+function startGradPool(host: EngineHost, config: RunConfig, wasmPaths: string | undefined): Promise<GradPool> {
+  return GradPool.start((i) => host.startGradWorker(i), config.gradWorkers, { backend: config.backend, ...(wasmPaths === undefined ? {} : { wasmPaths }) });
 }

@@ -41,7 +41,11 @@ export function StatusBar() {
             {[adapter.vendor, adapter.architecture].filter(Boolean).join(' / ') || 'unnamed adapter'}
           </dd>
         )}
-        {workers !== null && <dd data-testid="workers">{workers} rollout worker{workers === 1 ? '' : 's'}</dd>}
+        {workers !== null && (
+          <dd data-testid="workers" title="worker threads: rollout workers run the episodes; gradient workers share each update's gradient with the trainer (Config: Rollout workers, Gradient workers)">
+            {workers.rollout} rollout · {workers.gradient} gradient worker{workers.gradient === 1 ? '' : 's'}
+          </dd>
+        )}
         <dt>model</dt>
         <dd data-testid="model-preset">{model ? `${model.preset} · ${formatParams(model.parameters)} params` : '—'}</dd>
         <dd data-testid="model-source" className={modelNote ? 'warn' : ''} title={model?.source}>

@@ -3,7 +3,7 @@
  * pending, drops replies from a superseded run, and turns failures into a message.
  */
 import { type Method, frontierCsv } from '../../core/eval/frontier';
-import { configToHash, defaultWorkerCount, type RunConfig, startCheckpoint } from '../../core/runConfig';
+import { configToHash, defaultGradWorkerCount, defaultWorkerCount, type RunConfig, startCheckpoint } from '../../core/runConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/protocol';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
@@ -72,9 +72,10 @@ export function replacesModel(before: RunConfig, next: RunConfig): boolean {
   return next.preset !== before.preset || startCheckpoint(next) !== startCheckpoint(before);
 }
 
-/** Defaults of this machine: the rollout pool starts at min(4, cores − 1) unless the link names a size. */
+/** Defaults of this machine: the rollout and gradient pools start at min(4, cores − 1) unless the link names a size. */
 export function machineDefaults(): Partial<RunConfig> {
-  return { workers: defaultWorkerCount(navigator.hardwareConcurrency || 2) };
+  const cores = navigator.hardwareConcurrency || 2;
+  return { workers: defaultWorkerCount(cores), gradWorkers: defaultGradWorkerCount(cores) };
 }
 
 /** Writes the applied config into the URL without firing hashchange. */

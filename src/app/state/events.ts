@@ -34,7 +34,7 @@ export function addEpisodes(step: number, traces: readonly EpisodeTrace[]): void
 export function handleEvent(event: EngineEvent): void {
   switch (event.kind) {
     case 'backend':
-      setState({ backend: event.report });
+      setState({ backend: event.report, workers: { rollout: event.workers, gradient: event.gradWorkers } });
       return;
     case 'status':
       setState((s) => {

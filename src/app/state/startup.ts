@@ -37,7 +37,7 @@ export async function startPlayground(createEngine: () => Engine, store: KeyValu
     setState({ engineState: 'failed' });
     return;
   }
-  setState({ backend: init.backend, workers: init.workers, engineState: 'idle' });
+  setState({ backend: init.backend, workers: { rollout: init.workers, gradient: init.gradWorkers }, engineState: 'idle' });
   let restored = false;
   if (saved.kind === 'ok' && archive) {
     const why = await restoreSession(saved.session);

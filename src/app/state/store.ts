@@ -77,7 +77,8 @@ export interface PlaygroundState {
   /** Problems with the URL hash: reported, the bad values not applied. */
   hashErrors: string[];
   backend: BackendReport | null;
-  workers: number | null;
+  /** Rollout and gradient workers the engine runs (null before it reports). */
+  workers: { rollout: number; gradient: number } | null;
   model: ModelReport | null;
   /** Why the model is what it is, when that needs saying (e.g. no shipped warm start). */
   modelNote: string | null;

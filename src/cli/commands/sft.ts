@@ -10,7 +10,7 @@ import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import type { Policy } from '../../core/policy';
-import { GradWorkers } from '../../runtime/node/gradWorkers';
+import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 
 export const sft = defineRunCommand(
   'sft',
@@ -65,7 +65,7 @@ export const sft = defineRunCommand(
     const sessionStart = Date.now();
     const sessionFirstStep = step;
     // Data parallel: the workers take shares of each step's micro-batches.
-    const grad = f.workers > 0 ? await GradWorkers.start(f.workers, policy.config, backend) : null;
+    const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
     let windowStart = Date.now();
     let windowTokens = 0;
     const pending: object[] = [];
@@ -73,8 +73,8 @@ export const sft = defineRunCommand(
       const t0 = Date.now();
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
       const seqs = sftMixSequences(mix, cfg, step, encode, policy.config.nPositions);
-      if (grad) await grad.sync(policy.params);
-      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.remotes() ?? []);
+      if (grad) await grad.sync(policy.params, policy.config);
+      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? []);
       step++;
       elapsed += (Date.now() - t0) / 1000;
       tokensSeen += r.tokens;
@@ -110,7 +110,7 @@ export const sft = defineRunCommand(
         await save(pending.splice(0));
       }
     }
-    grad?.close();
+    grad?.terminate();
     const skipError = allSkippedError(appliedSteps, skippedSteps);
     if (skipError) throw new Error(skipError);
     console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);

@@ -10,6 +10,7 @@ import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import type { Policy } from '../../core/policy';
+import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
 
 export const train = defineRunCommand(
@@ -23,6 +24,7 @@ export const train = defineRunCommand(
     'trace-every': { type: 'int', default: 1, min: 1, help: 'write the traces of every Nth step' },
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
+    'grad-workers': { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only)' },
   },
   async ({ flags: f, config: rc, argv }) => {
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
@@ -64,13 +66,16 @@ export const train = defineRunCommand(
 
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
     const rollouts = f.workers > 0 ? await PolicyRollouts.start(policy, f.workers, backend, step) : null;
+    // With --grad-workers, each update's sequences are shared with gradient worker threads.
+    const grads = await startNodeGradPool(f['grad-workers'], backend);
+    const gradients = grads.share(policy.config);
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
     const firstStep = step;
     const sessionStart = Date.now();
     while (step < cfg.steps) {
       const decoder = rollouts?.decoder;
-      const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}) }, cfg, step);
+      const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) }, cfg, step);
       step++;
       await rollouts?.sync(step);
       elapsed += metrics.wallSec;
@@ -112,6 +117,7 @@ export const train = defineRunCommand(
       }
     }
     rollouts?.close();
+    grads.terminate();
     const skipError = allSkippedError(appliedSteps, skippedSteps);
     if (skipError) throw new Error(skipError);
     console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);

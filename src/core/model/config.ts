@@ -35,6 +35,11 @@ export function presetConfig(name: string): ModelConfig {
 }
 
 /** Throws a message naming the field and its allowed range. */
+/** Same architecture, field by field (weights of one fit the other). */
+export function sameModel(a: ModelConfig, b: ModelConfig): boolean {
+  return (Object.keys(a) as (keyof ModelConfig)[]).every((k) => a[k] === b[k]) && Object.keys(a).length === Object.keys(b).length;
+}
+
 export function validateModelConfig(c: ModelConfig): void {
   const positiveInt = (field: keyof ModelConfig, max: number) => {
     const v = c[field];

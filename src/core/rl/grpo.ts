@@ -150,11 +150,63 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
  * reference, no gradient, one readback), or the sequences as they are when β = 0 or there is
  * no reference. Done once per rollout batch: every mini-batch and epoch reads them.
  */
-export async function withReferenceLogprobs(ref: GPTParams | null, config: ModelConfig, seqs: readonly RlSequence[], c: PolicyLossConfig, maxTokens: number): Promise<RlSequence[]> {
+export async function withReferenceLogprobs(
+  ref: GPTParams | null,
+  config: ModelConfig,
+  seqs: readonly RlSequence[],
+  c: PolicyLossConfig,
+  maxTokens: number,
+  elsewhere?: ReferenceShare,
+): Promise<RlSequence[]> {
   if (!ref || c.beta === 0) return [...seqs];
   // Only the sequences that train read a reference (weight 0: skipped groups, gated without KL).
-  const lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, (s) => s.weight > 0);
+  const trains = (s: RlSequence) => s.weight > 0;
+  const remotes = elsewhere?.referenceRemotes ?? [];
+  let lp: number[][];
+  if (remotes.length === 0) {
+    lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, trains);
+  } else {
+    const idx = seqs.map((_, i) => i).filter((i) => trains(seqs[i]));
+    const parts = shareByLength(idx.map((i) => seqs[i].tokens.length), remotes.length + 1).map((p) => p.map((k) => idx[k]));
+    await (elsewhere as ReferenceShare).syncReference(ref);
+    const away = Promise.all(remotes.map((remote, k) => (parts[k + 1].length === 0 ? [] : remote(parts[k + 1].map((i) => seqs[i]), c.temperature, maxTokens))));
+    away.catch(() => {}); // awaited below; must not go unhandled while this thread computes
+    const local = await actionLogprobs(ref, config, parts[0].map((i) => seqs[i]), c.temperature, maxTokens);
+    lp = seqs.map((s) => s.actions.map(() => 0));
+    parts[0].forEach((i, k) => (lp[i] = local[k]));
+    (await away).forEach((r, k) => {
+      const part = parts[k + 1];
+      if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length)) throw new Error('reference log-probs from a gradient worker: not one row per sequence and position');
+      part.forEach((i, j) => (lp[i] = r[j]));
+    });
+  }
   return seqs.map((s, i) => ({ ...s, refLogprobs: lp[i] }));
+}
+
+/** Action log-probs of some sequences under the reference, computed elsewhere (`actionLogprobs` there). */
+export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens: number) => Promise<number[][]>;
+
+/** Where the reference pass can be shared (gradient workers): they get `ref` first, then their part. */
+export interface ReferenceShare {
+  syncReference(ref: GPTParams): Promise<void>;
+  referenceRemotes: readonly RemoteLogprobs[];
+}
+
+/**
+ * Indices 0…n−1 of items of the given lengths in `parts` shares of about equal total length:
+ * longest first onto the lightest share (ties by index); each share in increasing index order.
+ */
+export function shareByLength(lengths: readonly number[], parts: number): number[][] {
+  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`shareByLength: parts must be a positive integer (got ${parts})`);
+  const shares: number[][] = Array.from({ length: parts }, () => []);
+  const load = new Array<number>(parts).fill(0);
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[b] - lengths[a] || a - b);
+  for (const i of order) {
+    const k = load.indexOf(Math.min(...load));
+    shares[k].push(i);
+    load[k] += lengths[i];
+  }
+  return shares.map((sh) => sh.sort((a, b) => a - b));
 }
 
 /**
@@ -278,6 +330,20 @@ export interface PolicyGradResult {
   meanRatio: number;
   trainedTokens: number;
 }
+
+/**
+ * Splits one update's sequences (with their aggregation weights) into `parts` shares of about
+ * equal token count, for data-parallel gradients: each share packs on its own and, since the
+ * weights were set over the whole update, the shares' losses and gradients add up to the
+ * update's. Shares as `shareByLength`; sequences that train nothing go nowhere.
+ */
+export function shareSequences(seqs: readonly RlSequence[], weights: readonly number[][], parts: number): { seqs: RlSequence[]; weights: number[][] }[] {
+  const idx = seqs.map((_, i) => i).filter((i) => weights[i].some((w) => w > 0));
+  return shareByLength(idx.map((i) => seqs[i].tokens.length), parts).map((p) => ({ seqs: p.map((k) => seqs[idx[k]]), weights: p.map((k) => weights[idx[k]]) }));
+}
+
+/** The policy-loss gradients of some packed batches computed elsewhere (a gradient worker), summed. */
+export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums }>;
 
 /** Summed gradients of the policy loss over the micro-batches of one update. */
 export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {

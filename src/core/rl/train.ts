@@ -18,7 +18,6 @@
  * step); only how many rounds run depends on the policy.
  */
 import { drawProblem } from '../eval/splits';
-import type * as tf from '@tensorflow/tfjs';
 import type { Policy } from '../policy';
 import type { Violation } from '../protocol/violations';
 import type { GPTParams } from '../model/params';
@@ -31,7 +30,9 @@ import type { EpisodeTrace } from '../rollout/trace';
 import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
+import * as tf from '@tensorflow/tfjs';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, shareSequences, tokenMeans, withReferenceLogprobs } from './grpo';
+import { addInto } from './grads';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -157,6 +158,19 @@ export interface TrainerDeps<O> {
   decoder?: ContextDecoder;
   /** Hears how far the step is: episodes finished of those sampled so far, then updates applied of those planned. */
   onProgress?: (p: StepProgress) => void;
+  /**
+   * Data-parallel gradients (gradient workers): each update's sequences are shared between
+   * this thread and the remotes, after `sync` has brought the workers onto the weights the
+   * update starts from. Absent or no remotes: every gradient is computed here.
+   */
+  gradients?: GradientShare;
+}
+
+/** Gradient workers as the trainer sees them (runtime/gradPool.ts); they take shares of the reference pass too. */
+export interface GradientShare extends ReferenceShare {
+  /** Brings every worker onto `params` as they are now (called before each update that shares). */
+  sync(params: GPTParams): Promise<void>;
+  remotes: readonly RemotePolicyGradients[];
 }
 
 /** Where a step is (TrainerDeps.onProgress). With dynamic sampling the rollout total grows by round. */
@@ -288,6 +302,43 @@ interface UpdateStats {
 }
 
 /**
+ * The summed policy gradients of one update's sequences: here, or shared with the gradient
+ * workers (`deps.gradients`), whose results are added in. Null when nothing trains.
+ */
+async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: readonly RlSequence[]): Promise<{ grads: Map<string, tf.Tensor>; loss: number; sums: TokenSums } | null> {
+  const { policy } = deps;
+  const weights = aggregationWeights(seqs, cfg.loss.aggregation);
+  const remotes = deps.gradients?.remotes ?? [];
+  if (remotes.length === 0) {
+    const batches = packRl(seqs, weights, cfg.microTokens);
+    return batches.length === 0 ? null : policyGradients(policy.params, policy.config, batches, cfg.loss);
+  }
+  const shares = shareSequences(seqs, weights, remotes.length + 1).map((s) => packRl(s.seqs, s.weights, cfg.microTokens));
+  if (shares.every((b) => b.length === 0)) return null;
+  await (deps.gradients as GradientShare).sync(policy.params);
+  const away = Promise.all(remotes.map((remote, i) => (shares[i + 1].length === 0 ? null : remote(shares[i + 1], cfg.loss))));
+  away.catch(() => {}); // awaited below; a failure here must not go unhandled while this thread computes
+  const local = await policyGradients(policy.params, policy.config, shares[0], cfg.loss);
+  let { loss, sums } = local;
+  try {
+    for (const r of await away) {
+      if (r === null) continue;
+      loss += r.loss;
+      sums = addSums(sums, r.sums);
+      for (const [name, data] of r.grads) {
+        const v = policy.params.get(name);
+        if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
+        addInto(local.grads, name, tf.tensor(data, v.shape));
+      }
+    }
+  } catch (e) {
+    local.grads.forEach((g) => g.dispose());
+    throw e;
+  }
+  return { grads: local.grads, loss, sums };
+}
+
+/**
  * The PPO updates of one rollout batch (`groups[k]`: the sequences of prompt k): for each
  * epoch, the prompts shuffled into mini-batches of `miniBatch`, one optimizer update each.
  * A mini-batch's prompts keep their rollout order, so a single mini-batch of the whole batch
@@ -295,7 +346,7 @@ interface UpdateStats {
  */
 async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, groups: readonly RlSequence[][]): Promise<UpdateStats> {
   const { policy } = deps;
-  const withRef = await withReferenceLogprobs(deps.reference, policy.config, groups.flat(), cfg.loss, cfg.microTokens);
+  const withRef = await withReferenceLogprobs(deps.reference, policy.config, groups.flat(), cfg.loss, cfg.microTokens, deps.gradients);
   let at = 0;
   const seqsOf = groups.map((g) => withRef.slice(at, (at += g.length)));
   const size = Math.min(cfg.miniBatch ?? groups.length, groups.length);
@@ -313,12 +364,11 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
     for (let first = 0; first < order.length; first += size) {
       const members = order.slice(first, first + size).sort((a, b) => a - b);
       const seqs = members.flatMap((k) => seqsOf[k]);
-      const batches = packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens);
-      if (batches.length === 0) {
+      const r = await updateGradients(deps, cfg, seqs);
+      if (r === null) {
         deps.onProgress?.({ phase: 'update', done: ++tried, total: planned });
         continue; // nothing trained in these groups (all skipped or gated)
       }
-      const r = await policyGradients(policy.params, policy.config, batches, cfg.loss);
       sums = addSums(sums, r.sums);
       lossSum += r.loss;
       losses++;

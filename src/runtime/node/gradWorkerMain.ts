@@ -1,8 +1,8 @@
-/** Entry of a data-parallel SFT gradient worker thread (see ../gradWorker.ts). */
+/** Entry of a gradient worker thread in Node (see ../gradWorker.ts). */
 import { parentPort } from 'node:worker_threads';
 import { serveGradWorker } from '../gradWorker';
 import { selectNodeBackend } from './nodeBackend';
 import { nodeEndpoint } from './nodeEndpoint';
 
 if (!parentPort) throw new Error('gradWorkerMain must run in a worker thread');
-serveGradWorker(nodeEndpoint(parentPort), selectNodeBackend);
+serveGradWorker(nodeEndpoint(parentPort), (pref) => selectNodeBackend(pref));

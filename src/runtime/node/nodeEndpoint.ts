@@ -13,9 +13,15 @@ export function nodeEndpoint(port: MessagePort | Worker): Endpoint {
   };
 }
 
-export function nodeWorkerHandle(worker: Worker): WorkerHandle {
+/** A worker thread's handle; `thread` is the Worker itself (a test ends it as a crash would). */
+export interface NodeWorkerHandle extends WorkerHandle {
+  thread: Worker;
+}
+
+export function nodeWorkerHandle(worker: Worker): NodeWorkerHandle {
   let exited = false;
   return {
+    thread: worker,
     endpoint: nodeEndpoint(worker),
     onExit(listener) {
       const onError = (e: Error) => listener(`worker error: ${e.message}`);

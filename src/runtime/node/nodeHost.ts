@@ -1,14 +1,16 @@
-/** The engine's host in Node: rollout workers are worker threads; files come from disk or HTTP. */
+/** The engine's host in Node: rollout and gradient workers are worker threads; files come from disk or HTTP. */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { httpFetchFile } from '../checkpointFiles';
 import type { EngineHost } from '../engineHost';
 import { selectNodeBackend } from './nodeBackend';
+import { GRAD_WORKER_ENTRY } from './gradWorkers';
 import { ROLLOUT_WORKER_ENTRY } from './pool';
 import { startNodeWorker } from './startWorker';
 
 export const nodeHost: EngineHost = {
   startRolloutWorker: (index) => startNodeWorker(ROLLOUT_WORKER_ENTRY, `rollout-${index}`),
+  startGradWorker: (index) => startNodeWorker(GRAD_WORKER_ENTRY, `grad-${index}`),
   selectBackend: (pref) => selectNodeBackend(pref),
   async fetchFile(url) {
     if (/^https?:/.test(url)) return httpFetchFile(url);

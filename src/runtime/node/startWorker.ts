@@ -9,10 +9,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { WorkerHandle } from '../endpoint';
-import { nodeWorkerHandle } from './nodeEndpoint';
+import { type NodeWorkerHandle, nodeWorkerHandle } from './nodeEndpoint';
 
-export function startNodeWorker(entry: URL, name: string): WorkerHandle {
+export function startNodeWorker(entry: URL, name: string): NodeWorkerHandle {
   if (!entry.pathname.endsWith('.ts')) return nodeWorkerHandle(new Worker(entry, { name }));
   const tsxApi = tsxRegisterUrl();
   const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`;

@@ -1,0 +1,171 @@
+/**
+ * The gradient workers of a trainer (data parallel, one optimizer): starts them, brings them
+ * onto the trainer's weights before each update that shares its gradient, hands out their
+ * remotes for SFT and for GRPO, and replaces a worker that died. Size 0 is a pool that computes
+ * nothing elsewhere (every remote list is empty).
+ */
+import type { ModelConfig } from '../core/model/config';
+import { type GPTParams, paramsToArrays } from '../core/model/params';
+import type { RemoteLogprobs, RemotePolicyGradients } from '../core/rl/grpo';
+import type { RemoteGradients } from '../core/rl/sft';
+import type { GradientShare } from '../core/rl/train';
+import type { WorkerHandle } from './endpoint';
+import type { GradReplies, GradRequest } from './gradWorker';
+import type { BackendReport } from './protocol';
+import { RpcClient } from './rpc';
+import type { PoolOptions } from './rolloutPool';
+import { canShareMemory, packWeights, payloadForReceiver, unpackWeights } from './weights';
+
+type Client = RpcClient<GradRequest, GradReplies, never>;
+
+interface Member {
+  handle: WorkerHandle;
+  client: Client;
+  backend: BackendReport | null;
+  dead: string | null;
+}
+
+export class GradPool {
+  private readonly members: Member[] = [];
+  /** Version of the weights last sent; every live worker holds it once `sync` has resolved. */
+  private version = 0;
+  /** The reference the workers hold (by identity), and its tag. */
+  private reference: { params: GPTParams; id: number } | null = null;
+  private nextReference = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly spawn: (index: number) => WorkerHandle,
+    private readonly opts: PoolOptions,
+  ) {}
+
+  /** Starts `size` workers (0 to 64) and selects their backends, in parallel. */
+  static async start(spawn: (index: number) => WorkerHandle, size: number, opts: PoolOptions): Promise<GradPool> {
+    if (!Number.isInteger(size) || size < 0 || size > 64) throw new Error(`gradient workers: the count must be an integer in [0, 64] (got ${size})`);
+    const pool = new GradPool(spawn, opts);
+    try {
+      await Promise.all(Array.from({ length: size }, (_, i) => pool.startMember(i)));
+    } catch (e) {
+      pool.terminate();
+      throw e;
+    }
+    return pool;
+  }
+
+  get size(): number {
+    return this.members.length;
+  }
+
+  backends(): (BackendReport | null)[] {
+    return this.members.map((m) => m.backend);
+  }
+
+  /** True when every worker is alive. */
+  get healthy(): boolean {
+    return this.members.every((m) => m.dead === null);
+  }
+
+  /** Sends `params` (as they are now) to every worker and waits until all hold them. */
+  async sync(params: GPTParams, model: ModelConfig): Promise<void> {
+    this.checkOpen();
+    if (this.members.length === 0) return;
+    const version = ++this.version;
+    const weights = packWeights(await paramsToArrays(params), canShareMemory());
+    await Promise.all(
+      this.members.map((m) => {
+        const { payload, transfer } = payloadForReceiver(weights);
+        return m.client.request({ kind: 'weights', model, version, weights: payload }, transfer);
+      }),
+    );
+  }
+
+  /** The workers' SFT remotes, on the weights of the last `sync`. */
+  sftRemotes(): RemoteGradients[] {
+    return this.members.map((m) => async (batches, totalWeight) => {
+      if (batches.length === 0) return { grads: new Map(), loss: 0 };
+      const r = await m.client.request({ kind: 'grads', version: this.version, batches, totalWeight });
+      return { loss: r.loss, grads: unpackWeights(r.grads) };
+    });
+  }
+
+  /** The workers' GRPO remotes, on the weights of the last `sync`. */
+  policyRemotes(): RemotePolicyGradients[] {
+    return this.members.map((m) => async (batches, loss) => {
+      const r = await m.client.request({ kind: 'policyGrads', version: this.version, batches, loss });
+      return { loss: r.loss, sums: r.sums, grads: unpackWeights(r.grads) };
+    });
+  }
+
+  /** Sends the frozen KL reference to every worker, unless they hold this very one already. */
+  async syncReference(ref: GPTParams, model: ModelConfig): Promise<void> {
+    this.checkOpen();
+    if (this.members.length === 0 || this.reference?.params === ref) return;
+    const id = ++this.nextReference;
+    this.reference = null;
+    const weights = packWeights(await paramsToArrays(ref), canShareMemory());
+    await Promise.all(
+      this.members.map((m) => {
+        const { payload, transfer } = payloadForReceiver(weights);
+        return m.client.request({ kind: 'reference', model, id, weights: payload }, transfer);
+      }),
+    );
+    this.reference = { params: ref, id };
+  }
+
+  /** The workers' reference passes, on the reference of the last `syncReference`. */
+  referenceRemotes(): RemoteLogprobs[] {
+    return this.members.map((m) => async (seqs, temperature, maxTokens) => {
+      if (this.reference === null) throw new Error('gradient workers: no reference sent');
+      // Only what the pass reads goes over the wire.
+      const slim = seqs.map((s) => ({ tokens: s.tokens, actions: s.actions, oldLogprobs: [], advantage: 0, weight: s.weight }));
+      return (await m.client.request({ kind: 'refLogprobs', id: this.reference.id, seqs: slim, temperature, maxTokens })).logprobs;
+    });
+  }
+
+  /** What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers. */
+  share(model: ModelConfig): GradientShare | undefined {
+    if (this.members.length === 0) return undefined;
+    return { sync: (params) => this.sync(params, model), remotes: this.policyRemotes(), syncReference: (ref) => this.syncReference(ref, model), referenceRemotes: this.referenceRemotes() };
+  }
+
+  /** Replaces dead workers (they get weights at the next `sync`). Returns what was repaired, for the notes. */
+  async repair(): Promise<string[]> {
+    this.checkOpen();
+    const notes: string[] = [];
+    await Promise.all(
+      this.members.map(async (m, i) => {
+        if (m.dead === null) return;
+        notes.push(`gradient worker ${i} restarted (${m.dead})`);
+        m.handle.terminate();
+        await this.startMember(i);
+      }),
+    );
+    return notes;
+  }
+
+  terminate(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const m of this.members) {
+      m.client.fail('pool terminated');
+      m.handle.terminate();
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error('gradient workers: terminated');
+  }
+
+  private async startMember(index: number): Promise<void> {
+    const handle = this.spawn(index);
+    const client: Client = new RpcClient(handle.endpoint, `gradient worker ${index}`);
+    const member: Member = { handle, client, backend: null, dead: null };
+    this.members[index] = member;
+    handle.onExit((reason) => {
+      member.dead = reason;
+      client.fail(reason);
+    });
+    const r = await client.request({ kind: 'init', backend: this.opts.backend, ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }) });
+    member.backend = r.backend;
+  }
+}

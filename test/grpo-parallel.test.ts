@@ -1,0 +1,117 @@
+/** Data-parallel GRPO: updates shared with a gradient worker thread give the update of one thread. */
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { presetConfig } from '../src/core/model/config';
+import { cloneParams, initParams, paramsToArrays } from '../src/core/model/params';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type StepMetrics, grpoStep } from '../src/core/rl/train';
+import { arithmetic } from '../src/core/tasks/arithmetic';
+import { Tokenizer } from '../src/core/tokenizer/tokenizer';
+import { tokenId } from '../src/core/tokenizer/vocab';
+import { initBackend } from '../src/runtime/backend';
+import type { NodeWorkerHandle } from '../src/runtime/node/nodeEndpoint';
+import { GradPool } from '../src/runtime/gradPool';
+import { GRAD_WORKER_ENTRY, startNodeGradPool } from '../src/runtime/node/gradWorkers';
+import { startNodeWorker } from '../src/runtime/node/startWorker';
+
+const tok = Tokenizer.builtin();
+const encode = (t: string) => tok.encode(t);
+const config = presetConfig('tiny');
+
+beforeAll(async () => {
+  await initBackend('wasm');
+});
+
+// A random init scores 0 on the task: reward the digits among the root's own tokens instead.
+const DIGITS = new Set([...'0123456789'].map(tokenId));
+const digits: RewardFn = (trace) => {
+  const root = trace.contexts[0];
+  const n = root.tokens.filter((t, p) => root.writers[p] === 'g' && DIGITS.has(t)).length;
+  return { reward: n, score: n, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 };
+};
+
+// Three prompts, one per mini-batch: up to three updates, each after a weight sync; KL on.
+const cfg: GrpoConfig = {
+  ...GRPO_DEFAULTS,
+  task: 'arithmetic',
+  steps: 1,
+  seed: 5,
+  batch: 3,
+  miniBatch: 1,
+  lr: 3e-3,
+  microTokens: 128,
+  group: 8,
+  rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 12 },
+  advantage: { ...GRPO_DEFAULTS.advantage, gating: false },
+  loss: { ...GRPO_DEFAULTS.loss, beta: 0.01 },
+};
+
+async function oneStep(pool: GradPool | null): Promise<{ metrics: StepMetrics; weights: Map<string, Float32Array> }> {
+  const params = initParams(config, 5);
+  const reference = cloneParams(params, { trainable: false });
+  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+  const gradients = pool?.share(config);
+  const { metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task: arithmetic, encode, rewardFn: digits, ...(gradients ? { gradients } : {}) }, cfg, 0);
+  const weights = await paramsToArrays(params);
+  optimizer.dispose();
+  params.forEach((p) => p.dispose());
+  reference.forEach((p) => p.dispose());
+  return { metrics, weights };
+}
+
+describe('data-parallel GRPO', () => {
+  it('a step shared with a gradient worker gives the losses, diagnostics and weights of one thread', async () => {
+    const single = await oneStep(null);
+    const pool = await startNodeGradPool(1, 'wasm');
+    const before = tf.memory().numTensors;
+    let parallel: Awaited<ReturnType<typeof oneStep>>;
+    try {
+      parallel = await oneStep(pool);
+    } finally {
+      pool.terminate();
+    }
+    expect(tf.memory().numTensors).toBe(before);
+    expect(single.metrics.updates).toBeGreaterThanOrEqual(2); // a group whose rewards are all equal trains nothing
+    expect(parallel.metrics.updates).toBe(single.metrics.updates);
+    expect(single.metrics.trainedTokens).toBeGreaterThan(0);
+    expect(parallel.metrics.trainedTokens).toBe(single.metrics.trainedTokens);
+    expect(parallel.metrics.meanReward).toBe(single.metrics.meanReward);
+    for (const k of ['loss', 'kl', 'approxKl', 'entropy', 'clipFraction', 'gradNorm'] as const) expect(parallel.metrics[k]).toBeCloseTo(single.metrics[k], 5);
+    let maxDiff = 0;
+    let moved = 0;
+    const init = await paramsToArrays(initParams(config, 5));
+    for (const [name, a] of single.weights) {
+      const b = parallel.weights.get(name)!;
+      const w0 = init.get(name)!;
+      for (let i = 0; i < a.length; i++) {
+        maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+        moved = Math.max(moved, Math.abs(a[i] - w0[i]));
+      }
+    }
+    expect(moved).toBeGreaterThan(1e-3); // the updates did move the weights
+    expect(maxDiff).toBeLessThan(1e-4); // Adam turns summation-order noise in tiny gradients into a few % of one lr step
+  });
+
+  it('a dead gradient worker fails the step with its name, and repair brings the step back', async () => {
+    const handles: NodeWorkerHandle[] = [];
+    const pool = await GradPool.start((i) => (handles[i] = startNodeWorker(GRAD_WORKER_ENTRY, `grad-${i}`)), 1, { backend: 'wasm' });
+    const params = initParams(config, 6);
+    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    const deps = { policy: { config, params }, reference: null, optimizer, task: arithmetic, encode, rewardFn: digits, gradients: pool.share(config)! };
+    const noKl = { ...cfg, loss: { ...cfg.loss, beta: 0 } };
+    try {
+      const exited = new Promise<void>((resolve) => handles[0].onExit(() => resolve()));
+      void handles[0].thread.terminate(); // the thread ends under the pool, as a crash would
+      await exited;
+      expect(pool.healthy).toBe(false);
+      await expect(grpoStep(deps, noKl, 0)).rejects.toThrow(/gradient worker 0/);
+      expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted/);
+      expect(pool.healthy).toBe(true);
+      expect((await grpoStep({ ...deps, gradients: pool.share(config)! }, noKl, 0)).metrics.updates).toBeGreaterThan(0);
+    } finally {
+      pool.terminate();
+      optimizer.dispose();
+      params.forEach((p) => p.dispose());
+    }
+  });
+});
