@@ -52,6 +52,8 @@ const config: RunConfig = {
   maxClones: 3,
   evalEvery: 0,
   workers: 1,
+  // One gradient worker on both sides: the CLI's --grad-workers (train) and --workers (sft) share as the page does.
+  gradWorkers: 1,
   backend: 'wasm',
   sftLr: 2e-3,
   sftBatchTokens: 512,
@@ -94,7 +96,7 @@ describe('page engine and CLI', () => {
     for (let i = 0; i < 3; i++) page.push((await client.request({ kind: 'step' })).metrics);
 
     const out = join(dir, 'train');
-    const r = await cli(['train', '--init', init, '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'train'), '--out', out]);
+    const r = await cli(['train', '--init', init, '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'train'), '--grad-workers', '1', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const rows = await readRows(join(out, 'metrics.jsonl'));
     expect(rows).toHaveLength(3);
@@ -109,7 +111,7 @@ describe('page engine and CLI', () => {
     const page = events.flatMap((e) => (e.kind === 'sftMetrics' ? e.rows : []));
 
     const out = join(dir, 'sft');
-    const r = await cli(['sft', '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'sft'), '--out', out]);
+    const r = await cli(['sft', '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'sft'), '--workers', '1', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const rows = await readRows(join(out, 'metrics.jsonl'));
     expect(rows).toHaveLength(3);

@@ -81,3 +81,20 @@ export function padBatch(seqs: readonly TrainSequence[], members: number[]): Pad
   });
   return { inputs, targets, weights, rows, length, members };
 }
+
+/**
+ * Indices 0…n−1 of items of the given lengths in `parts` shares of about equal total length:
+ * longest first onto the lightest share (ties by index); each share in increasing index order.
+ */
+export function shareByLength(lengths: readonly number[], parts: number): number[][] {
+  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`shareByLength: parts must be a positive integer (got ${parts})`);
+  const shares: number[][] = Array.from({ length: parts }, () => []);
+  const load = new Array<number>(parts).fill(0);
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[b] - lengths[a] || a - b);
+  for (const i of order) {
+    const k = load.indexOf(Math.min(...load));
+    shares[k].push(i);
+    load[k] += lengths[i];
+  }
+  return shares.map((sh) => sh.sort((a, b) => a - b));
+}

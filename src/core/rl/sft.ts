@@ -17,7 +17,7 @@ import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
-import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence } from './sequences';
+import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence, shareByLength } from './sequences';
 
 export interface SftConfig {
   task: string;
@@ -154,23 +154,13 @@ export async function sftGradients(
 /** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed. */
 export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number) => Promise<{ grads: Map<string, Float32Array>; loss: number }>;
 
-/** Splits micro-batches into `parts` shares of about equal padded size (deterministic). */
-export function shareBatches(batches: readonly PaddedBatch[], parts: number): PaddedBatch[][] {
-  const shares: PaddedBatch[][] = Array.from({ length: parts }, () => []);
-  const load = new Array<number>(parts).fill(0);
-  const order = batches.map((_, i) => i).sort((a, b) => batches[b].rows * batches[b].length - batches[a].rows * batches[a].length || a - b);
-  for (const i of order) {
-    const k = load.indexOf(Math.min(...load));
-    shares[k].push(batches[i]);
-    load[k] += batches[i].rows * batches[i].length;
-  }
-  return shares;
-}
 
 /**
  * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
- * gradients add up to the token-mean loss of the whole set. With `remotes`, the micro-batches
- * are shared between this thread and the remote workers, and the gradients summed.
+ * gradients add up to the token-mean loss of the whole set. With `remotes`, the sequences are
+ * shared between this thread and the remote workers (about equal tokens each, `shareByLength`),
+ * each share bucketed on its own, and the gradients summed: a step holds only a few
+ * micro-batches, so sharing whole micro-batches would leave one thread with most of the work.
  * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
  */
 /** One logged warm-start step: the row of metrics.jsonl (CLI) and of the page's warm-start curve. */
@@ -207,10 +197,9 @@ export async function sftStep(
   microTokens: number,
   remotes: readonly RemoteGradients[] = [],
 ): Promise<SftStepOutcome> {
-  const batches = bucketByLength(seqs, microTokens);
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
-  const shares = shareBatches(batches, remotes.length + 1);
+  const shares = shareByLength(seqs.map((s) => s.tokens.length), remotes.length + 1).map((part) => bucketByLength(part.map((i) => seqs[i]), microTokens));
   const remoteResults = remotes.map((r, i) => r(shares[i + 1], totalWeight));
   const local = await sftGradients(params, config, shares[0], totalWeight);
   let loss = local.loss;
