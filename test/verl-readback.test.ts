@@ -49,7 +49,7 @@ describe('import-verl', () => {
       expect(b.rounds).toBe(t.rounds);
       expect(b.tokens).toEqual(t.tokens);
       // With the parts logged the trace has the whole breakdown; else the source's reward alone.
-      if (i % 2 === 0) expect([b.reward, b.sourceReward]).toEqual([{ budgetPenalty: 0, ...t.reward }, undefined]); // older traces have no budget part: 0
+      if (i % 2 === 0) expect([b.reward, b.sourceReward]).toEqual([{ budgetPenalty: 0, tokenPenalty: 0, ...t.reward }, undefined]); // older traces have no budget or token part: 0
       else expect([b.reward, b.sourceReward]).toEqual([undefined, { reward: t.reward!.reward, score: t.reward!.score }]);
       expect(b.contexts.map((c) => [c.role, c.round, c.subtask, c.answer, c.generatedTokens, c.budget])).toEqual(t.contexts.map((c) => [c.role, c.round, c.role === 'clone' ? c.subtask : null, c.answer, c.generatedTokens, c.budget]));
       for (const c of b.contexts) expect(c.spans!.map((s) => s.text).join('')).toBe(c.text);

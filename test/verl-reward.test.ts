@@ -63,7 +63,7 @@ function runSettings(dir: string): Settings {
   // Only RewardConfig's fields (older runs also carry a since-removed cloneFormatPenalty).
   const reward: RewardConfig = {
     rootTau: r.rootTau, rootRho: r.rootRho, rootPmax: r.rootPmax, cloneTau: r.cloneTau, cloneRho: r.cloneRho, clonePmax: r.clonePmax,
-    callRate: r.callRate, callFree: r.callFree, budgetRate: r.budgetRate, partialCredit: r.partialCredit,
+    callRate: r.callRate, callFree: r.callFree, budgetRate: r.budgetRate, tokenRate: r.tokenRate, partialCredit: r.partialCredit,
   };
   return { name: dir, reward, advantage: { ...ADVANTAGE_DEFAULTS, ...config.advantage }, cloneMaxTokens: Math.max(...(config.rollout?.budgets ?? BUDGET_BUCKETS)) };
 }
@@ -175,6 +175,7 @@ function traceKinds(source: string, t: EpisodeTrace, s: Settings): string[] {
   if (breakdown.clonePenalty > 0) k.push('clone penalty');
   if (breakdown.callPenalty > 0) k.push('call penalty');
   if (breakdown.budgetPenalty > 0) k.push('budget penalty');
+  if ((breakdown.tokenPenalty ?? 0) > 0) k.push('token penalty');
   if (t.contexts.some((c) => c.role === 'clone' && c.answer !== null && c.generatedTokens === c.budget)) k.push('clone answered on its last budget token');
   return k;
 }
@@ -185,7 +186,7 @@ const GENERATED_SETTINGS: Settings[] = [
   { name: 'defaults', reward: REWARD_DEFAULTS, advantage: ADVANTAGE_DEFAULTS, cloneMaxTokens: 128 },
   {
     name: 'protocol gate, budget cost, no partial credit',
-    reward: { ...REWARD_DEFAULTS, rootTau: 40, rootRho: 30, cloneTau: 8, cloneRho: 16, callRate: 0.15, callFree: 0, budgetRate: 0.004, partialCredit: false },
+    reward: { ...REWARD_DEFAULTS, rootTau: 40, rootRho: 30, cloneTau: 8, cloneRho: 16, callRate: 0.15, callFree: 0, budgetRate: 0.004, tokenRate: 0.003, partialCredit: false },
     advantage: { ...ADVANTAGE_DEFAULTS, gateMode: 'protocol' },
     cloneMaxTokens: 16,
   },
@@ -272,7 +273,7 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
       const { breakdown, clones } = c.expected;
       const parts: [string, number][] = [
         ['reward', breakdown.reward], ['score', breakdown.reward], ['answer_score', breakdown.score], ['root_penalty', breakdown.rootPenalty],
-        ['clone_penalty', breakdown.clonePenalty], ['call_penalty', breakdown.callPenalty], ['budget_penalty', breakdown.budgetPenalty],
+        ['clone_penalty', breakdown.clonePenalty], ['call_penalty', breakdown.callPenalty], ['budget_penalty', breakdown.budgetPenalty], ['token_penalty', breakdown.tokenPenalty ?? 0],
       ];
       if (c.fn === 'clone_accuracy_reward') {
         const pyClones = py.clone_rewards as Record<string, number>;

@@ -62,6 +62,7 @@ export interface RunConfig {
   clonePmax: number;
   callRate: number;
   budgetRate: number;
+  tokenRate: number;
   // rollout (and the teacher's demonstrations)
   budgets: number[];
   maxClones: number;
@@ -200,6 +201,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'clonePmax', type: 'number', min: 0, max: 1, label: 'Clone penalty Pmax', help: 'largest clone length penalty', target: 'reward', surfaces: GRPO, default: 0.2 },
   { key: 'callRate', type: 'number', min: 0, max: 1, label: 'Spawn-call penalty', help: 'penalty per spawn call beyond the free ones', target: 'reward', surfaces: GRPO, default: 0.1 },
   { key: 'budgetRate', type: 'number', min: 0, max: 0.1, label: 'Budget cost', help: 'reward cost per reserved clone-budget token the clone did not use (0 = off)', target: 'reward', surfaces: GRPO, default: 0 },
+  { key: 'tokenRate', type: 'number', min: 0, max: 0.1, label: 'Token cost', help: 'reward cost per generated token, root and clones (0 = off): a monolithic chain that fits then beats a longer delegation of the same problem', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },

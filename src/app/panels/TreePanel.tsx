@@ -34,7 +34,7 @@ function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
     <div className="small" data-testid="tree-summary">
       {label} · policy v{trace.policyVersion} · <span className="mono">{trace.prompt}</span> = <span className="mono">{trace.truth}</span> · answer{' '}
       <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total, {trace.tokens.criticalPath} critical path
-      {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}`}
+      {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}${r.tokenPenalty ? ` − tokens ${r.tokenPenalty.toFixed(3)}` : ''}`}
       {!r && trace.sourceReward && ` · reward ${trace.sourceReward.reward.toFixed(3)}${trace.sourceReward.score !== null ? ` (score ${trace.sourceReward.score.toFixed(3)})` : ''}, as the source trainer gave it`}
     </div>
   );

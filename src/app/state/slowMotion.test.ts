@@ -43,9 +43,9 @@ function anatomy(): StepAnatomy {
 
 describe('slow-motion view', () => {
   it('lists the reward terms so that they add up to R', () => {
-    const b = { reward: 0.8, score: 1, rootPenalty: 0.1, clonePenalty: 0.05, callPenalty: 0.02, budgetPenalty: 0.03 };
+    const b = { reward: 0.77, score: 1, rootPenalty: 0.1, clonePenalty: 0.05, callPenalty: 0.02, budgetPenalty: 0.03, tokenPenalty: 0.03 };
     const terms = rewardTerms(b);
-    expect(terms.map((t) => t.label)).toEqual(['score', 'root length', 'clone length', 'calls', 'unused budget']);
+    expect(terms.map((t) => t.label)).toEqual(['score', 'root length', 'clone length', 'calls', 'unused budget', 'tokens']);
     expect(terms.reduce((s, t) => s + t.value, 0)).toBeCloseTo(b.reward, 12);
   });
 

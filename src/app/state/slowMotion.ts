@@ -20,6 +20,7 @@ export function rewardTerms(b: RewardBreakdown): { label: string; value: number 
     { label: 'clone length', value: -b.clonePenalty },
     { label: 'calls', value: -b.callPenalty },
     { label: 'unused budget', value: -b.budgetPenalty },
+    { label: 'tokens', value: -(b.tokenPenalty ?? 0) },
   ];
 }
 

@@ -24,7 +24,7 @@ export const CONFIG_BEGIN = '# --- CONFIG (written by export-verl) ---';
 export const CONFIG_END = '# --- end CONFIG ---';
 
 /** The RewardConfig fields, in the order the block lists them. */
-const REWARD_FIELDS = ['rootTau', 'rootRho', 'rootPmax', 'cloneTau', 'cloneRho', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'partialCredit'] as const;
+const REWARD_FIELDS = ['rootTau', 'rootRho', 'rootPmax', 'cloneTau', 'cloneRho', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'tokenRate', 'partialCredit'] as const;
 
 /** selfcest_reward.py with `cfg` in its CONFIG block. */
 export function rewardPythonSource(cfg: VerlRewardConfig): string {

@@ -6,6 +6,7 @@ The same reward as the playground's trainer (src/core/rl/reward.ts, episodeRewar
           - max over rounds P(longest clone of the round; cloneTau, cloneRho, clonePmax)
           - max(0, callRate * calls - callFree)
           - budgetRate * sum over clones max(0, budget - generated)
+          - tokenRate * (generated tokens, root and every clone)
 
 with P(n; tau, rho, pmax) = 0 for n <= tau, else pmax * (1 - exp(-(n - tau) / rho)), and
 s = 1 for an exact answer, else (with partialCredit) 0.2 / log2(2 + |A - B| / sqrt(2 + max(|A|, |B|))).
@@ -42,6 +43,7 @@ CONFIG = {
     "callRate": 0.1,
     "callFree": 0.2,
     "budgetRate": 0,
+    "tokenRate": 0,
     "partialCredit": True,
     "gating": True,
     "gateMode": "reference",
@@ -199,7 +201,7 @@ def partial_credit(a: float, b: float) -> float:
 
 
 def episode_reward(correct: bool, value: float | None, truth_value: float | None, root_tokens: int,
-                   longest_clone_per_round: list[int], calls: int, unused_budget: int) -> dict[str, float]:
+                   longest_clone_per_round: list[int], calls: int, unused_budget: int, total_tokens: int) -> dict[str, float]:
     c = CONFIG
     score = 0.0
     if correct:
@@ -212,13 +214,15 @@ def episode_reward(correct: bool, value: float | None, truth_value: float | None
     clone_penalty = _js_max([0.0] + [length_penalty(n, c["cloneTau"], c["cloneRho"], c["clonePmax"]) for n in longest_clone_per_round])
     call_penalty = _js_max([0.0, c["callRate"] * calls - c["callFree"]])
     budget_penalty = c["budgetRate"] * unused_budget
+    token_penalty = c["tokenRate"] * total_tokens
     return {
-        "reward": score - root_penalty - clone_penalty - call_penalty - budget_penalty,
+        "reward": score - root_penalty - clone_penalty - call_penalty - budget_penalty - token_penalty,
         "answer_score": score,
         "root_penalty": root_penalty,
         "clone_penalty": clone_penalty,
         "call_penalty": call_penalty,
         "budget_penalty": budget_penalty,
+        "token_penalty": token_penalty,
     }
 
 
@@ -276,6 +280,7 @@ def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollo
     longest: dict[Any, int] = {}
     clones = []
     unused = 0
+    clone_tokens = 0
     for i, clone in enumerate(clone_rollouts or []):
         extra = getattr(clone, "extra_fields", None) or {}
         request_id = extra.get("request_id")
@@ -290,11 +295,12 @@ def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollo
             budget = CONFIG["cloneMaxTokens"]
         longest[round_key] = max(longest.get(round_key, 0), generated)
         unused += max(0, budget - generated)
+        clone_tokens += generated
         answered = extra.get("answer") is not None or has_answer(texts.get(request_id))
         clones.append((request_id, _is_gated(answered, generated, budget, extra.get("violation"))))
 
     calls = root_text.count(TOOL_CALL) if root_text is not None else len(longest)
-    parts = episode_reward(correct, value, truth_value, root_tokens, list(longest.values()), calls, unused)
+    parts = episode_reward(correct, value, truth_value, root_tokens, list(longest.values()), calls, unused, root_tokens + clone_tokens)
     R = parts["reward"]
     clone_rewards: dict[Any, float] = {}
     for request_id, gated in clones:
@@ -327,7 +333,8 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     given = (extra_info or {}).get("response_tokens")
     text = solution_str or ""
     root_tokens = int(given) if given is not None else playground_token_count(text) if is_playground_text(text) else None
-    parts = episode_reward(correct, value, truth_value, 0 if root_tokens is None else root_tokens, [], 0, 0)
+    known = 0 if root_tokens is None else root_tokens
+    parts = episode_reward(correct, value, truth_value, known, [], 0, 0, known)
     return {
         **parts,
         "score": parts["reward"],

@@ -5,7 +5,7 @@ import { meanReward } from './evaluate';
 
 const problem = (truth: string): Problem => ({ task: 'arithmetic', id: truth, prompt: '1+1', truth, meta: {} });
 /** Only what the reward reads. */
-const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) => ({ answer, correct, rounds, tokens: { root, longestClonePerRound: clones }, contexts: [] });
+const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) => ({ answer, correct, rounds, tokens: { root, longestClonePerRound: clones, total: root + clones.reduce((a, b) => a + b, 0) }, contexts: [] });
 
 describe('meanReward on held-out episodes', () => {
   it('is the mean of the SELFCEST rewards, checked by hand', () => {

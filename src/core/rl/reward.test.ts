@@ -41,13 +41,23 @@ describe('reward', () => {
 
   it('counts the reserved clone budget the clones did not use', () => {
     expect(unusedBudget([root, clone(32, 10), clone(16, 16), clone(64, 70)])).toBe(22);
-    const trace = { correct: true, rounds: 1, tokens: { root: 40, longestClonePerRound: [16] }, contexts: [root, clone(32, 10), clone(16, 16)] };
+    const trace = { correct: true, rounds: 1, tokens: { root: 40, longestClonePerRound: [16], total: 66 }, contexts: [root, clone(32, 10), clone(16, 16)] };
     const free = episodeReward(trace, { value: 5, truthValue: 5 }, REWARD_DEFAULTS);
-    expect(free).toEqual({ reward: 1, score: 1, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 });
+    expect(free).toEqual({ reward: 1, score: 1, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0, tokenPenalty: 0 });
     // 1 − 0.01·(32 − 10): a budget of 32 for a 10-token answer wastes 22 reserved tokens.
     const priced = episodeReward(trace, { value: 5, truthValue: 5 }, { ...REWARD_DEFAULTS, budgetRate: 0.01 });
     expect(priced.budgetPenalty).toBeCloseTo(0.22, 12);
     expect(priced.reward).toBeCloseTo(0.78, 12);
+  });
+
+  it('charges every generated token, root and clones, at the token rate', () => {
+    // 40 root + 10 + 16 clone tokens = 66; 1 − 0.002·66 = 0.868, and the other terms unchanged.
+    const trace = { correct: true, rounds: 1, tokens: { root: 40, longestClonePerRound: [16], total: 66 }, contexts: [root, clone(32, 10), clone(16, 16)] };
+    const r = episodeReward(trace, { value: 5, truthValue: 5 }, { ...REWARD_DEFAULTS, tokenRate: 0.002 });
+    expect(r.tokenPenalty).toBeCloseTo(0.132, 12);
+    expect(r.reward).toBeCloseTo(0.868, 12);
+    expect(r.rootPenalty + r.clonePenalty + r.callPenalty + r.budgetPenalty).toBe(0);
+    expect(() => validateRewardConfig({ tokenRate: -1 })).toThrow(/tokenRate must be a finite number ≥ 0 \(got -1\)/);
   });
 
   it('an episode combines score, root, critical-path clone and call penalties', () => {

@@ -3,6 +3,7 @@
  *
  *   R = s − P(root generated; τr, ρr, Pr) − max over rounds P(longest clone of the round; τc, ρc, Pc)
  *         − max(0, callRate·#spawn calls − callFree) − budgetRate·Σ_clones max(0, budget − generated)
+ *         − tokenRate·(tokens generated, root and every clone)
  *
  * with P(n; τ, ρ, Pmax) = 0 for n ≤ τ, else Pmax·(1 − exp(−(n − τ)/ρ)), and s = 1 for an
  * exact answer, else the partial credit 0.2 / log2(2 + |A − B| / sqrt(2 + max(|A|, |B|))).
@@ -18,6 +19,12 @@
  * clone runs over it); with a rate > 0 a budget too large wastes, so the root's choice of
  * budget matters in both directions. The sum, not the critical path: a reservation holds
  * context (memory) whether or not it is on the longest path.
+ *
+ * Token cost (default rate 0, also our own): every generated token, root and clones, costs the
+ * same. The length penalties are free up to their τ and price only the root and the critical
+ * path, so they cannot tell a 13-token monolithic chain from a 45-token delegation of the same
+ * short problem; a per-token cost can, and lets a root learn that delegation pays only where a
+ * monolithic chain does not fit.
  */
 import type { ContextTrace, EpisodeTrace, TokenCounts } from '../rollout/trace';
 
@@ -33,6 +40,8 @@ export interface RewardConfig {
   callFree: number;
   /** Cost per reserved clone-budget token the clone did not generate. */
   budgetRate: number;
+  /** Cost per generated token (root and clones). */
+  tokenRate: number;
   /** Partial numeric credit for wrong answers. */
   partialCredit: boolean;
 }
@@ -52,6 +61,7 @@ export const REWARD_DEFAULTS: RewardConfig = {
   callRate: 0.1,
   callFree: 0.2,
   budgetRate: 0,
+  tokenRate: 0,
   partialCredit: true,
 };
 
@@ -62,7 +72,7 @@ export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConf
       throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);
     }
   };
-  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'budgetRate'] as const) nonNeg(f);
+  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'tokenRate'] as const) nonNeg(f);
   for (const f of ['rootRho', 'cloneRho'] as const) {
     if (!(c[f] > 0 && Number.isFinite(c[f]))) throw new Error(`reward: ${f} must be a finite number > 0 (got ${c[f]})`);
   }
@@ -86,7 +96,7 @@ export function unusedBudget(contexts: readonly Pick<ContextTrace, 'role' | 'bud
 
 /** What the reward reads of an episode. */
 export type RewardedEpisode = Pick<EpisodeTrace, 'correct' | 'rounds'> & {
-  tokens: Pick<TokenCounts, 'root' | 'longestClonePerRound'>;
+  tokens: Pick<TokenCounts, 'root' | 'longestClonePerRound' | 'total'>;
   contexts: readonly Pick<ContextTrace, 'role' | 'budget' | 'generatedTokens'>[];
 };
 
@@ -98,6 +108,8 @@ export interface RewardBreakdown {
   callPenalty: number;
   /** budgetRate · unused reserved clone budget. */
   budgetPenalty: number;
+  /** tokenRate · generated tokens; absent in traces written before the token cost existed (read as 0). */
+  tokenPenalty?: number;
 }
 
 /**
@@ -119,5 +131,6 @@ export function episodeReward(
   const clonePenalty = Math.max(0, ...trace.tokens.longestClonePerRound.map((n) => lengthPenalty(n, c.cloneTau, c.cloneRho, c.clonePmax)));
   const callPenalty = Math.max(0, c.callRate * trace.rounds - c.callFree);
   const budgetPenalty = c.budgetRate * unusedBudget(trace.contexts);
-  return { reward: score - rootPenalty - clonePenalty - callPenalty - budgetPenalty, score, rootPenalty, clonePenalty, callPenalty, budgetPenalty };
+  const tokenPenalty = c.tokenRate * trace.tokens.total;
+  return { reward: score - rootPenalty - clonePenalty - callPenalty - budgetPenalty - tokenPenalty, score, rootPenalty, clonePenalty, callPenalty, budgetPenalty, tokenPenalty };
 }

@@ -57,6 +57,8 @@ interface VerlRecord {
 
 /** selfcest_reward.py's names of the reward's parts → the trace's. */
 const PARTS = { answer_score: 'score', root_penalty: 'rootPenalty', clone_penalty: 'clonePenalty', call_penalty: 'callPenalty', budget_penalty: 'budgetPenalty' } as const;
+/** A part that files written before it existed do not log (read as absent, not as an error). */
+const OPTIONAL_PARTS = { token_penalty: 'tokenPenalty' } as const;
 
 function partsOf(r: Record<string, unknown>, reward: number | null): RewardBreakdown | null {
   const extra = r.reward_extra_info !== null && typeof r.reward_extra_info === 'object' ? (r.reward_extra_info as Record<string, unknown>) : {};
@@ -64,6 +66,7 @@ function partsOf(r: Record<string, unknown>, reward: number | null): RewardBreak
   if (reward === null || !Object.keys(PARTS).every((k) => Number.isFinite(value(k)))) return null;
   const out: Record<string, number> = { reward };
   for (const [from, to] of Object.entries(PARTS)) out[to] = value(from) as number;
+  for (const [from, to] of Object.entries(OPTIONAL_PARTS)) if (Number.isFinite(value(from))) out[to] = value(from) as number;
   return out as unknown as RewardBreakdown;
 }
 
