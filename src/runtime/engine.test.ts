@@ -345,7 +345,7 @@ describe('engine', () => {
     expect(ofKind('backend').at(-1)?.report.backend).toBe('wasm');
   });
 
-  it('a gradient worker that dies mid-update is restarted and its step redone; a new count restarts the gradient workers', async () => {
+  it('a gradient worker that dies mid-update: the step completes without it, the worker is restarted; a new count restarts the gradient workers', async () => {
     events = [];
     const before = (await client.request({ kind: 'pause' })).policyVersion;
     crashOnGrads = true;
@@ -354,7 +354,7 @@ describe('engine', () => {
     expect(Number.isFinite(sft.loss)).toBe(true);
     expect((await client.request({ kind: 'pause' })).policyVersion).toBe(before + 1);
     expect(crashOnGrads).toBe(false);
-    expect(ofKind('log').some((e) => /^step redone after: gradient worker 0/.test(e.message))).toBe(true);
+    expect(ofKind('log').filter((e) => /^step redone/.test(e.message))).toEqual([]); // its share was computed in the trainer
     expect(ofKind('backend').at(-1)?.report.notes.some((n) => /gradient worker 0 restarted/.test(n))).toBe(true);
     await client.request({ kind: 'setConfig', config: { ...config, workers: 1, gradWorkers: 0 } });
     expect(ofKind('backend').at(-1)).toMatchObject({ workers: 1, gradWorkers: 0 });

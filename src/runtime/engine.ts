@@ -145,7 +145,12 @@ export class Engine {
         const old = this.config;
         this.config = config;
         if (old.backend !== config.backend || old.workers !== config.workers || old.gradWorkers !== config.gradWorkers) {
-          await training.restartBackend(config);
+          try {
+            await training.restartBackend(config);
+          } catch (e) {
+            this.config = old; // the same request again restarts again
+            throw e;
+          }
           this.emit(training.backendEvent());
         }
         // The model follows the preset: a changed preset, or a model of another known preset

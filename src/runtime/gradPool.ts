@@ -22,7 +22,12 @@ interface Member {
   handle: WorkerHandle;
   client: Client;
   backend: BackendReport | null;
+  /** Why the worker is out of service (null: alive). */
   dead: string | null;
+  /** The weights version it holds (0: none yet). */
+  version: number;
+  /** The reference it holds, by tag (null: none). */
+  reference: number | null;
 }
 
 export class GradPool {
@@ -65,61 +70,85 @@ export class GradPool {
     return this.members.every((m) => m.dead === null);
   }
 
-  /** Sends `params` (as they are now) to every worker and waits until all hold them. */
+  /** Sends `params` (as they are now) to every live worker and waits until they hold them. */
   async sync(params: GPTParams, model: ModelConfig): Promise<void> {
     this.checkOpen();
     if (this.members.length === 0) return;
     const version = ++this.version;
     const weights = packWeights(await paramsToArrays(params), canShareMemory());
     await Promise.all(
-      this.members.map((m) => {
+      this.members.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        return m.client.request({ kind: 'weights', model, version, weights: payload }, transfer);
+        if ((await this.ask(m, { kind: 'weights', model, version, weights: payload }, transfer)) !== null) m.version = version;
       }),
     );
   }
 
-  /** The workers' SFT remotes, on the weights of the last `sync`. */
+  /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute the share here). */
   sftRemotes(): RemoteGradients[] {
     return this.members.map((m) => async (batches, totalWeight) => {
       if (batches.length === 0) return { grads: new Map(), loss: 0 };
-      const r = await m.client.request({ kind: 'grads', version: this.version, batches, totalWeight });
-      return { loss: r.loss, grads: unpackWeights(r.grads) };
+      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight }) : null;
+      return r === null ? null : { loss: r.loss, grads: unpackWeights(r.grads) };
     });
   }
 
-  /** The workers' GRPO remotes, on the weights of the last `sync`. */
+  /** The workers' GRPO remotes, on the weights of the last `sync` (null: the worker is gone). */
   policyRemotes(): RemotePolicyGradients[] {
     return this.members.map((m) => async (batches, loss) => {
-      const r = await m.client.request({ kind: 'policyGrads', version: this.version, batches, loss });
-      return { loss: r.loss, sums: r.sums, grads: unpackWeights(r.grads) };
+      const r = m.version === this.version ? await this.ask(m, { kind: 'policyGrads', version: this.version, batches, loss }) : null;
+      return r === null ? null : { loss: r.loss, sums: r.sums, grads: unpackWeights(r.grads) };
     });
   }
 
-  /** Sends the frozen KL reference to every worker, unless they hold this very one already. */
+  /** Sends the frozen KL reference to every live worker that does not hold this very one (by identity). */
   async syncReference(ref: GPTParams, model: ModelConfig): Promise<void> {
     this.checkOpen();
-    if (this.members.length === 0 || this.reference?.params === ref) return;
-    const id = ++this.nextReference;
-    this.reference = null;
+    if (this.members.length === 0) return;
+    if (this.reference?.params !== ref) this.reference = { params: ref, id: ++this.nextReference };
+    const { id } = this.reference;
+    const behind = this.members.filter((m) => m.dead === null && m.reference !== id);
+    if (behind.length === 0) return;
     const weights = packWeights(await paramsToArrays(ref), canShareMemory());
     await Promise.all(
-      this.members.map((m) => {
+      behind.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        return m.client.request({ kind: 'reference', model, id, weights: payload }, transfer);
+        if ((await this.ask(m, { kind: 'reference', model, id, weights: payload }, transfer)) !== null) m.reference = id;
       }),
     );
-    this.reference = { params: ref, id };
   }
 
-  /** The workers' reference passes, on the reference of the last `syncReference`. */
+  /** The workers' reference passes, on the reference of the last `syncReference` (null: the worker is gone). */
   referenceRemotes(): RemoteLogprobs[] {
     return this.members.map((m) => async (seqs, temperature, maxTokens) => {
-      if (this.reference === null) throw new Error('gradient workers: no reference sent');
+      const id = this.reference?.id;
+      if (id === undefined || m.reference !== id) return null;
       // Only what the pass reads goes over the wire.
       const slim = seqs.map((s) => ({ tokens: s.tokens, actions: s.actions, oldLogprobs: [], advantage: 0, weight: s.weight }));
-      return (await m.client.request({ kind: 'refLogprobs', id: this.reference.id, seqs: slim, temperature, maxTokens })).logprobs;
+      const r = await this.ask(m, { kind: 'refLogprobs', id, seqs: slim, temperature, maxTokens });
+      return r === null ? null : r.logprobs;
     });
+  }
+
+  /**
+   * One request to a worker. A worker that fails it (its thread ended, its device was lost, it
+   * refused) is put down and reported dead: the caller does that share itself, so an update in
+   * flight completes with the same result, and `repair` restarts the worker before the next
+   * step. Null then; a dead worker is not asked at all. The pool's own termination still throws.
+   */
+  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[]): Promise<GradReplies[K] | null> {
+    if (m.dead !== null) return null;
+    try {
+      return await m.client.request(req, transfer);
+    } catch (e) {
+      this.checkOpen();
+      if (m.dead === null) {
+        m.dead = (e as Error).message;
+        m.handle.terminate();
+        m.client.fail(m.dead);
+      }
+      return null;
+    }
   }
 
   /** What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers. */
@@ -159,13 +188,18 @@ export class GradPool {
   private async startMember(index: number): Promise<void> {
     const handle = this.spawn(index);
     const client: Client = new RpcClient(handle.endpoint, `gradient worker ${index}`);
-    const member: Member = { handle, client, backend: null, dead: null };
+    const member: Member = { handle, client, backend: null, dead: null, version: 0, reference: null };
     this.members[index] = member;
     handle.onExit((reason) => {
       member.dead = reason;
       client.fail(reason);
     });
-    const r = await client.request({ kind: 'init', backend: this.opts.backend, ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }) });
-    member.backend = r.backend;
+    try {
+      const r = await client.request({ kind: 'init', backend: this.opts.backend, ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }) });
+      member.backend = r.backend;
+    } catch (e) {
+      member.dead ??= (e as Error).message; // a restart that failed is tried again at the next repair
+      throw e;
+    }
   }
 }

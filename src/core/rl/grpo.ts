@@ -175,17 +175,20 @@ export async function withReferenceLogprobs(
     const local = await actionLogprobs(ref, config, parts[0].map((i) => seqs[i]), c.temperature, maxTokens);
     lp = seqs.map((s) => s.actions.map(() => 0));
     parts[0].forEach((i, k) => (lp[i] = local[k]));
-    (await away).forEach((r, k) => {
+    const results = await away;
+    for (let k = 0; k < results.length; k++) {
       const part = parts[k + 1];
+      // A worker that is gone: its part here.
+      const r = results[k] ?? (await actionLogprobs(ref, config, part.map((i) => seqs[i]), c.temperature, maxTokens));
       if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length)) throw new Error('reference log-probs from a gradient worker: not one row per sequence and position');
       part.forEach((i, j) => (lp[i] = r[j]));
-    });
+    }
   }
   return seqs.map((s, i) => ({ ...s, refLogprobs: lp[i] }));
 }
 
-/** Action log-probs of some sequences under the reference, computed elsewhere (`actionLogprobs` there). */
-export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens: number) => Promise<number[][]>;
+/** Action log-probs of some sequences under the reference, computed elsewhere (`actionLogprobs` there); null: do them here. */
+export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens: number) => Promise<number[][] | null>;
 
 /** Where the reference pass can be shared (gradient workers): they get `ref` first, then their part. */
 export interface ReferenceShare {
@@ -326,8 +329,11 @@ export function shareSequences(seqs: readonly RlSequence[], weights: readonly nu
   return shareByLength(idx.map((i) => seqs[i].tokens.length), parts).map((p) => ({ seqs: p.map((k) => seqs[idx[k]]), weights: p.map((k) => weights[idx[k]]) }));
 }
 
-/** The policy-loss gradients of some packed batches computed elsewhere (a gradient worker), summed. */
-export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums }>;
+/**
+ * The policy-loss gradients of some packed batches computed elsewhere (a gradient worker),
+ * summed; null when that worker is gone, and the caller computes the share itself.
+ */
+export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums } | null>;
 
 /** Summed gradients of the policy loss over the micro-batches of one update. */
 export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {

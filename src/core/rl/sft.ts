@@ -151,8 +151,8 @@ export async function sftGradients(
   return { grads: sums, loss };
 }
 
-/** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed. */
-export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number) => Promise<{ grads: Map<string, Float32Array>; loss: number }>;
+/** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed; null: the worker is gone, do them here. */
+export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number) => Promise<{ grads: Map<string, Float32Array>; loss: number } | null>;
 
 
 /**
@@ -200,12 +200,27 @@ export async function sftStep(
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
   const shares = shareByLength(seqs.map((s) => s.tokens.length), remotes.length + 1).map((part) => bucketByLength(part.map((i) => seqs[i]), microTokens));
-  const remoteResults = remotes.map((r, i) => r(shares[i + 1], totalWeight));
+  const away = Promise.all(remotes.map((r, i) => r(shares[i + 1], totalWeight)));
+  away.catch(() => {}); // awaited below; must not go unhandled while this thread computes
   const local = await sftGradients(params, config, shares[0], totalWeight);
   let loss = local.loss;
-  for (const r of await Promise.all(remoteResults)) {
-    loss += r.loss;
-    for (const [name, data] of r.grads) addInto(local.grads, name, tf.tensor(data, params.get(name)!.shape));
+  try {
+    const results = await away;
+    for (let k = 0; k < results.length; k++) {
+      const r = results[k];
+      if (r === null) {
+        // The worker is gone: its share here, so the step is the same.
+        const here = await sftGradients(params, config, shares[k + 1], totalWeight);
+        loss += here.loss;
+        for (const [name, g] of here.grads) addInto(local.grads, name, g);
+        continue;
+      }
+      loss += r.loss;
+      for (const [name, data] of r.grads) addInto(local.grads, name, tf.tensor(data, params.get(name)!.shape));
+    }
+  } catch (e) {
+    local.grads.forEach((t) => t.dispose());
+    throw e;
   }
   const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
   local.grads.forEach((t) => t.dispose());

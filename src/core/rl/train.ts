@@ -321,8 +321,18 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
   const local = await policyGradients(policy.params, policy.config, shares[0], cfg.loss);
   let { loss, sums } = local;
   try {
-    for (const r of await away) {
-      if (r === null) continue;
+    const results = await away;
+    for (let k = 0; k < results.length; k++) {
+      const r = results[k];
+      if (r === null) {
+        if (shares[k + 1].length === 0) continue;
+        // The worker is gone (runtime/gradPool.ts): its share here, so the update is the same.
+        const here = await policyGradients(policy.params, policy.config, shares[k + 1], cfg.loss);
+        loss += here.loss;
+        sums = addSums(sums, here.sums);
+        for (const [name, g] of here.grads) addInto(local.grads, name, g);
+        continue;
+      }
       loss += r.loss;
       sums = addSums(sums, r.sums);
       for (const [name, data] of r.grads) {
