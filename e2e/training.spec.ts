@@ -16,9 +16,12 @@ test('two GRPO steps run in the workers and every curve gains points', async ({ 
   // The curves are drawn from the metrics whatever the backend; a GRPO step on WebGPU is checked against wasm in gradnorm.spec.ts and trained with live evaluations below (this took 2.2 min on software WebGPU).
   test.skip(backend !== 'wasm', 'the curves do not depend on the backend');
   test.setTimeout(300_000);
-  await openApp(TINY_RUN);
+  await openApp(`${TINY_RUN}&gradWorkers=1`);
   await waitForModel();
   await expect(page.getByTestId('model-preset')).toContainText('tiny');
+  // The updates are shared with a gradient worker (a nested module worker, as the rollout workers).
+  await expect(page.getByTestId('workers')).toHaveText('1 rollout · 1 gradient worker');
+  expect(page.workers().some((w) => w.url().includes('grad.worker'))).toBe(true);
   for (const id of ['reward', 'accuracy', 'tokens', 'clones', 'violations', 'gate', 'kl']) {
     expect(await chartPoints(page, id)).toBe(0);
   }

@@ -92,6 +92,7 @@ export const SHIPPED_CHECKPOINTS = {
   warmstart: { preset: 'small', label: 'warm start, expert teacher (delegates well already)' },
   'warmstart-naive': { preset: 'small', label: 'warm start, naive teacher (protocol without strategy)' },
   'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic' },
+  'selfcest-arith-tokens': { preset: 'small', label: 'GRPO on arithmetic, then a token cost: delegates only the long problems' },
   'warmstart-mix': { preset: 'small', label: 'two-task warm start (arithmetic and multihop)' },
   'selfcest-mix': { preset: 'small', label: 'GRPO on multihop from the two-task warm start (both tasks)' },
   'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
