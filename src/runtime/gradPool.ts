@@ -12,7 +12,8 @@ import type { GradientShare } from '../core/rl/train';
 import type { WorkerHandle } from './endpoint';
 import type { GradReplies, GradRequest } from './gradWorker';
 import type { BackendReport } from './protocol';
-import { RpcClient } from './rpc';
+import { endWorkers, openWorker, startWorkers } from './poolMember';
+import type { RpcClient } from './rpc';
 import type { PoolOptions } from './rolloutPool';
 import { canShareMemory, packWeights, payloadForReceiver, unpackWeights } from './weights';
 
@@ -48,12 +49,7 @@ export class GradPool {
   static async start(spawn: (index: number) => WorkerHandle, size: number, opts: PoolOptions): Promise<GradPool> {
     if (!Number.isInteger(size) || size < 0 || size > 64) throw new Error(`gradient workers: the count must be an integer in [0, 64] (got ${size})`);
     const pool = new GradPool(spawn, opts);
-    try {
-      await Promise.all(Array.from({ length: size }, (_, i) => pool.startMember(i)));
-    } catch (e) {
-      pool.terminate();
-      throw e;
-    }
+    await startWorkers(size, (i) => pool.startMember(i), () => pool.terminate());
     return pool;
   }
 
@@ -175,10 +171,7 @@ export class GradPool {
   terminate(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const m of this.members) {
-      m.client.fail('pool terminated');
-      m.handle.terminate();
-    }
+    endWorkers(this.members);
   }
 
   private checkOpen(): void {
@@ -186,8 +179,7 @@ export class GradPool {
   }
 
   private async startMember(index: number): Promise<void> {
-    const handle = this.spawn(index);
-    const client: Client = new RpcClient(handle.endpoint, `gradient worker ${index}`);
+    const { handle, client } = openWorker<GradRequest, GradReplies, never>(this.spawn, index, `gradient worker ${index}`);
     const member: Member = { handle, client, backend: null, dead: null, version: 0, reference: null };
     this.members[index] = member;
     handle.onExit((reason) => {

@@ -6,7 +6,8 @@ import type { ModelConfig } from '../core/model/config';
 import type { WorkerHandle } from './endpoint';
 import type { BackendReport } from './protocol';
 import type { RolloutEvent, RolloutReplies, RolloutRequest } from './rolloutProtocol';
-import { RpcClient } from './rpc';
+import { endWorkers, openWorker, startWorkers } from './poolMember';
+import type { RpcClient } from './rpc';
 import type { BackendPreference } from './selectBackend';
 import { type WeightPayload, payloadForReceiver } from './weights';
 
@@ -48,12 +49,7 @@ export class RolloutPool {
   static async start(spawn: (index: number) => WorkerHandle, size: number, opts: PoolOptions): Promise<RolloutPool> {
     if (!Number.isInteger(size) || size < 1 || size > 64) throw new Error(`pool: size must be an integer in [1, 64] (got ${size})`);
     const pool = new RolloutPool(spawn, opts);
-    try {
-      await Promise.all(Array.from({ length: size }, (_, i) => pool.startMember(i)));
-    } catch (e) {
-      pool.terminate();
-      throw e;
-    }
+    await startWorkers(size, (i) => pool.startMember(i), () => pool.terminate());
     return pool;
   }
 
@@ -136,10 +132,7 @@ export class RolloutPool {
   terminate(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const m of this.members) {
-      m.client.fail('pool terminated');
-      m.handle.terminate();
-    }
+    endWorkers(this.members);
   }
 
   private checkOpen(): void {
@@ -147,8 +140,7 @@ export class RolloutPool {
   }
 
   private async startMember(index: number): Promise<void> {
-    const handle = this.spawn(index);
-    const client: Client = new RpcClient(handle.endpoint, `rollout worker ${index}`);
+    const { handle, client } = openWorker<RolloutRequest, RolloutReplies, RolloutEvent>(this.spawn, index, `rollout worker ${index}`);
     const member: Member = { handle, client, backend: null, version: -1, dead: null };
     this.members[index] = member;
     handle.onExit((reason) => {
