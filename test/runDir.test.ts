@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCheckpointDir } from '../src/cli/checkpointDir';
-import { RunDir, type RunState, allSkippedError, checkResumeConfig } from '../src/cli/runDir';
+import { GRPO_IMPLIED, RunDir, type RunState, allSkippedError, checkResumeConfig } from '../src/cli/runDir';
 import { freshPolicy } from '../src/cli/setup';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import type { Policy } from '../src/core/policy';
@@ -142,6 +142,12 @@ describe('run directory', () => {
     // Arithmetic runs gain nothing.
     expect(() => checkResumeConfig({ task: 'arithmetic', taskOptions: { maxValue: 99 } }, { task: 'arithmetic', taskOptions: { maxValue: 99 } }, [])).not.toThrow();
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
+    // A GRPO run from before the token cost had none: it resumes without one, and refuses one.
+    const beforeCost = { lr: 1, reward: { rootTau: 64, partialCredit: true } };
+    // The new field sits before partialCredit in today's config: the order of keys does not matter.
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 0 }, [], GRPO_IMPLIED)).not.toThrow();
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 0 }, [], GRPO_IMPLIED)).toThrow(/reward was \{"rootTau":64,"partialCredit":true,"tokenRate":0\} in the saved run/);
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 250 }, [], GRPO_IMPLIED)).toThrow(/tokenRateAfter was 0 in the saved run, now 250/);
     // A field that older runs recorded and that never had an effect does not block a resume.
     expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();
   });

@@ -424,6 +424,9 @@ function withoutRetired(config: Record<string, unknown>): Record<string, unknown
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** JSON with object keys in sorted order: a field added to a config (or implied for an old one) compares wherever it sits. */
+const canonical = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+
 /** `saved` with every key it lacks (at any depth) taken from `implied`. */
 function withImplied(saved: Record<string, unknown>, implied: Record<string, unknown>): Record<string, unknown> {
   const out = { ...saved };
@@ -447,9 +450,7 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
   const s = withImplied(withImplied(withoutRetired(saved), implied), impliedTaskOptions(saved));
   for (const key of new Set([...Object.keys(s), ...Object.keys(current)])) {
     if (ignore.includes(key)) continue;
-    const a = JSON.stringify(s[key]);
-    const b = JSON.stringify(current[key]);
-    if (a !== b) throw new Error(`cannot resume: ${key} was ${a} in the saved run, now ${b} (use a new --out)`);
+    if (canonical(s[key]) !== canonical(current[key])) throw new Error(`cannot resume: ${key} was ${JSON.stringify(s[key])} in the saved run, now ${JSON.stringify(current[key])} (use a new --out)`);
   }
 }
 
@@ -464,6 +465,9 @@ function impliedTaskOptions(saved: Record<string, unknown>): Record<string, unkn
   if (!names.includes('multihop')) return {};
   return { taskOptions: names.length === 1 ? MULTIHOP_BEFORE_NOTATION : { multihop: MULTIHOP_BEFORE_NOTATION } };
 }
+
+/** What a GRPO run saved before the token cost and its schedule had: neither (a rate of 0, from the first step). */
+export const GRPO_IMPLIED = { reward: { tokenRate: 0 }, tokenRateAfter: 0 } as const;
 
 /** A session whose every step was skipped as non-finite did nothing: its error, or null. */
 export function allSkippedError(applied: number, skipped: number): string | null {

@@ -63,6 +63,8 @@ export interface RunConfig {
   callRate: number;
   budgetRate: number;
   tokenRate: number;
+  /** Steps without the token cost before it starts (0: from the first step). */
+  tokenRateAfter: number;
   // rollout (and the teacher's demonstrations)
   budgets: number[];
   maxClones: number;
@@ -203,6 +205,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'callRate', type: 'number', min: 0, max: 1, label: 'Spawn-call penalty', help: 'penalty per spawn call beyond the free ones', target: 'reward', surfaces: GRPO, default: 0.1 },
   { key: 'budgetRate', type: 'number', min: 0, max: 0.1, label: 'Budget cost', help: 'reward cost per reserved clone-budget token the clone did not use (0 = off)', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'tokenRate', type: 'number', min: 0, max: 0.1, label: 'Token cost', help: 'reward cost per generated token, root and clones (0 = off): a monolithic chain that fits then beats a longer delegation of the same problem', target: 'reward', surfaces: GRPO, default: 0 },
+  { key: 'tokenRateAfter', type: 'number', min: 0, max: 10_000_000, int: true, label: 'Token cost after (steps)', help: 'steps trained without the token cost before it starts (0 = from the first step): the policy first learns to solve, then to be brief', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
@@ -267,13 +270,13 @@ export const RUN_RECIPES: readonly { name: string; label: string; fields: Partia
     name: 'recipe',
     label: 'project recipe (the defaults)',
     fields: Object.fromEntries(
-      (['group', 'batch', 'miniBatch', 'lr', 'beta', 'clip', 'dualClip', 'gating', 'gateMode', 'gatedKl', 'credit', 'std', 'dynamicSampling'] as const).map((k) => [k, PAGE_DEFAULTS[k]]),
+      (['group', 'batch', 'miniBatch', 'lr', 'beta', 'clip', 'dualClip', 'gating', 'gateMode', 'gatedKl', 'credit', 'std', 'dynamicSampling', 'tokenRate', 'tokenRateAfter'] as const).map((k) => [k, PAGE_DEFAULTS[k]]),
     ) as Partial<RunConfig>,
   },
   {
     name: 'reference',
-    label: 'paper reference (G 4, 32 prompts in mini-batches of 8, clip 0.1; lr kept)',
-    fields: { group: 4, batch: 32, miniBatch: 8, clip: 0.1, dualClip: 3, beta: 5e-4, gating: true, gateMode: 'reference', gatedKl: true, credit: 'ratio', std: true, dynamicSampling: false },
+    label: 'paper reference (G 4, 32 prompts in mini-batches of 8, clip 0.1, no token cost; lr kept)',
+    fields: { group: 4, batch: 32, miniBatch: 8, clip: 0.1, dualClip: 3, beta: 5e-4, gating: true, gateMode: 'reference', gatedKl: true, credit: 'ratio', std: true, dynamicSampling: false, tokenRate: 0 },
   },
   { name: 'no-gating', label: 'gating ablation arm (gating off)', fields: { gating: false } },
   { name: 'dr-grpo', label: 'Dr. GRPO (advantages without std normalisation)', fields: { std: false } },

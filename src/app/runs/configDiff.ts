@@ -55,6 +55,7 @@ export function comparableConfig(run: KeptRun): FlatConfig | null {
   // A run from before the token cost recorded none: it had none (0), as every run since records.
   const reward = rest.reward;
   if (reward !== null && typeof reward === 'object' && !('tokenRate' in reward)) rest.reward = { ...reward, tokenRate: 0 };
+  if (!('tokenRateAfter' in rest)) rest.tokenRateAfter = 0;
   const out: FlatConfig = { start: typeof init === 'string' ? startName(init) : undefined, ...flattenConfig(rest) };
   if (out.start === undefined) delete out.start;
   // The CLI's evaluation flags live on its command line, not in the trainer config; defaults as `train` has them.

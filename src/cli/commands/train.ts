@@ -1,11 +1,11 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { GRPO_IMPLIED, RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
-import { grpoStep } from '../../core/rl/train';
+import { grpoStep, rewardAt } from '../../core/rl/train';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
@@ -46,7 +46,7 @@ export const train = defineRunCommand(
     const optimizer = () => new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
     let opt: AdamW;
     if (saved) {
-      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens']);
+      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], GRPO_IMPLIED);
       policy = saved.policy;
       opt = optimizer();
       runDir.restoreOptimizer(opt);
@@ -93,7 +93,7 @@ export const train = defineRunCommand(
           const evalCfg = rolloutConfigOf(rc, { greedy: true, ...cfg.taskRollout?.[task.name] });
           const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, evalCfg, 1, encode, 64, step);
           const s = summarize(evalTraces);
-          const reading = { accuracy: s.accuracy, tokens: s.meanTokens, reward: meanReward(task, problems, evalTraces, cfg.reward) };
+          const reading = { accuracy: s.accuracy, tokens: s.meanTokens, reward: meanReward(task, problems, evalTraces, rewardAt(cfg, step - 1)) };
           readings.push(reading);
           if (mix.length > 1) Object.assign(row, { [`evalAccuracy_${task.name}`]: reading.accuracy, [`evalTokens_${task.name}`]: reading.tokens, [`evalReward_${task.name}`]: reading.reward });
         }

@@ -14,7 +14,7 @@ import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep } from './train';
+import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep, rewardAt } from './train';
 import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
@@ -108,6 +108,26 @@ describe('GRPO training', () => {
     expect(metrics.meanReward).toBeCloseTo(episodes.reduce((a, e) => a + e.reward.reward, 0) / 4, 12);
     expect(metrics.step).toBe(1);
     expect(Object.keys(metrics.violations)).toContain('clone_over_budget');
+    optimizer.dispose();
+    params.forEach((p) => p.dispose());
+  });
+
+  it('scores the first tokenRateAfter steps without the token cost, every later step with it', async () => {
+    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic', steps: 3, seed: 3, group: 2, batch: 1, reward: { ...GRPO_DEFAULTS.reward, tokenRate: 0.01 }, tokenRateAfter: 2, rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 } };
+    expect([0, 1, 2, 3].map((s) => rewardAt(cfg, s).tokenRate)).toEqual([0, 0, 0.01, 0.01]);
+    // Everything else of the reward is the run's, and no schedule is the rate from the first step.
+    expect({ ...rewardAt(cfg, 0), tokenRate: 0.01 }).toEqual(cfg.reward);
+    expect(rewardAt({ ...cfg, tokenRateAfter: 0 }, 0)).toBe(cfg.reward);
+    const params = initParams(config, 2);
+    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    for (const step of [1, 2]) {
+      const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode }, cfg, step);
+      for (const e of episodes) {
+        expect(e.reward).toEqual(episodeReward(e.trace, e.verdict, rewardAt(cfg, step)));
+        // By hand: the cost is rate × every generated token, root and clones.
+        expect(e.reward.tokenPenalty).toBeCloseTo(step < 2 ? 0 : 0.01 * e.trace.tokens.total, 12);
+      }
+    }
     optimizer.dispose();
     params.forEach((p) => p.dispose());
   });

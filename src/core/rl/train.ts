@@ -71,6 +71,8 @@ export interface GrpoConfig {
   loss: PolicyLossConfig;
   advantage: AdvantageConfig;
   reward: RewardConfig;
+  /** Steps trained without the reward's token cost before it starts (a two-stage run: first learn to solve, then to be brief); 0: from the first step. */
+  tokenRateAfter: number;
   rollout: RolloutConfig;
 }
 
@@ -88,8 +90,14 @@ export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
   loss: POLICY_LOSS_DEFAULTS,
   advantage: ADVANTAGE_DEFAULTS,
   reward: REWARD_DEFAULTS,
+  tokenRateAfter: 0,
   rollout: { ...validateRolloutConfig({}), temperature: 1 },
 };
+
+/** The reward a step (0-based) trains under: the token cost is off for the first `tokenRateAfter` steps. */
+export function rewardAt(cfg: Pick<GrpoConfig, 'reward' | 'tokenRateAfter'>, step: number): RewardConfig {
+  return step < (cfg.tokenRateAfter ?? 0) && cfg.reward.tokenRate !== 0 ? { ...cfg.reward, tokenRate: 0 } : cfg.reward;
+}
 
 /** Scores an episode; the default is the SELFCEST reward. Swappable for toy objectives. */
 export type RewardFn = (trace: EpisodeTrace, verdict: Verdict) => RewardBreakdown;
@@ -227,7 +235,8 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
   const { policy, encode } = deps;
   const ds = cfg.dynamicSampling;
   const mix = mixOf(deps, cfg);
-  const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, cfg.reward));
+  const reward = rewardAt(cfg, step);
+  const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, reward));
   const roundPrompts = (missing: number) => (ds ? Math.ceil(ds.factor * missing) : missing);
   // Room for a round's contexts up front (the cache grows past it when clones need more); 4096 is the decoder's largest start.
   const local = deps.decoder === undefined ? new PolicyDecoder(policy, Math.min(4096, roundPrompts(cfg.batch) * cfg.group * 2)) : null;

@@ -182,7 +182,10 @@ ${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the
   tokens are not the playground's characters. \`compute_score\` needs \`extra_info["response_tokens"]\` for
   a real model's length; without it a response in other than the playground's vocabulary gets no
   root length penalty.
-- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
+${cfg.tokenRateAfter > 0 && cfg.reward.tokenRate > 0 ? `- **Token cost schedule.** This run trains its first ${cfg.tokenRateAfter} steps without the token cost, then with
+  ${cfg.reward.tokenRate} per generated token. verl's reward has no step, so \`selfcest_reward.py\` carries the later rate; for the
+  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.
+` : ''}- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
   reward reads a clone's \`budget\` from its extra fields when the spawn tool records one, else
   ${e.cloneLength}; the gate (${gate}) and the budget cost use it.
 - **Answers.** Here an answer is an \`<ans>\` block; there it is the rest of the line after the last
