@@ -27,6 +27,7 @@ import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { encodeCheckpoint } from '../core/io';
 import { decodeOptimizerFile, encodeOptimizerFile } from '../core/io/optimizerFile';
+import { isRecord, withImplied } from '../core/io/savedConfig';
 import { type Policy, policyToCheckpoint } from '../core/policy';
 import type { AdamW } from '../core/rl/optim';
 import { taskPartsOf } from '../core/runConfig';
@@ -422,20 +423,8 @@ function withoutRetired(config: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** JSON with object keys in sorted order: a field added to a config (or implied for an old one) compares wherever it sits. */
 const canonical = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
-
-/** `saved` with every key it lacks (at any depth) taken from `implied`. */
-function withImplied(saved: Record<string, unknown>, implied: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...saved };
-  for (const [k, v] of Object.entries(implied)) {
-    if (!(k in out)) out[k] = v;
-    else if (isRecord(out[k]) && isRecord(v)) out[k] = withImplied(out[k] as Record<string, unknown>, v);
-  }
-  return out;
-}
 
 /**
  * Refuse to resume with a different configuration (the step count may grow). A key that a
@@ -465,9 +454,6 @@ function impliedTaskOptions(saved: Record<string, unknown>): Record<string, unkn
   if (!names.includes('multihop')) return {};
   return { taskOptions: names.length === 1 ? MULTIHOP_BEFORE_NOTATION : { multihop: MULTIHOP_BEFORE_NOTATION } };
 }
-
-/** What a GRPO run saved before the token cost and its schedule had: neither (a rate of 0, from the first step). */
-export const GRPO_IMPLIED = { reward: { tokenRate: 0 }, tokenRateAfter: 0 } as const;
 
 /** A session whose every step was skipped as non-finite did nothing: its error, or null. */
 export function allSkippedError(applied: number, skipped: number): string | null {

@@ -5,6 +5,7 @@
  * `advantage.gating` or `loss.beta`, so a page run and a CLI run with the same recipe agree
  * field by field. Pure.
  */
+import { GRPO_IMPLIED, withImplied } from '../../core/io/savedConfig';
 import { grpoConfigOf } from '../../core/runConfigTargets';
 import type { KeptRun } from './keptRun';
 import { flagValue } from './cliRun';
@@ -51,11 +52,9 @@ export function comparableConfig(run: KeptRun): FlatConfig | null {
     return { start: startName(load?.kind === 'load' ? load.source : o.model.source), ...flattenConfig(trainer), 'eval.every': o.config.evalEvery, 'eval.n': o.config.evalN };
   }
   if (o.config === null) return null;
-  const { steps: _steps, init, ...rest } = o.config;
-  // A run from before the token cost recorded none: it had none (0), as every run since records.
-  const reward = rest.reward;
-  if (reward !== null && typeof reward === 'object' && !('tokenRate' in reward)) rest.reward = { ...reward, tokenRate: 0 };
-  if (!('tokenRateAfter' in rest)) rest.tokenRateAfter = 0;
+  const { steps: _steps, init, ...saved } = o.config;
+  // A GRPO run from before the token cost and its schedule recorded neither: it had neither, as the resume check reads it.
+  const rest = isPlainObject(saved.reward) ? withImplied(saved, GRPO_IMPLIED) : saved;
   const out: FlatConfig = { start: typeof init === 'string' ? startName(init) : undefined, ...flattenConfig(rest) };
   if (out.start === undefined) delete out.start;
   // The CLI's evaluation flags live on its command line, not in the trainer config; defaults as `train` has them.

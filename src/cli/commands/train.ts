@@ -1,9 +1,10 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { GRPO_IMPLIED, RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
+import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
 import { grpoStep, rewardAt } from '../../core/rl/train';
 import { scoredTrace } from '../../core/rollout/trace';

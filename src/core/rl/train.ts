@@ -96,7 +96,7 @@ export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
 
 /** The reward a step (0-based) trains under: the token cost is off for the first `tokenRateAfter` steps. */
 export function rewardAt(cfg: Pick<GrpoConfig, 'reward' | 'tokenRateAfter'>, step: number): RewardConfig {
-  return step < (cfg.tokenRateAfter ?? 0) && cfg.reward.tokenRate !== 0 ? { ...cfg.reward, tokenRate: 0 } : cfg.reward;
+  return step < cfg.tokenRateAfter ? { ...cfg.reward, tokenRate: 0 } : cfg.reward;
 }
 
 /** Scores an episode; the default is the SELFCEST reward. Swappable for toy objectives. */
