@@ -1,7 +1,9 @@
 /**
  * One run configuration, two front ends: the page's engine (through its message protocol, with
  * real rollout worker threads) and the CLI (real processes), given the same config and seed,
- * write the same metrics rows for three GRPO steps and three warm-start steps.
+ * write the same metrics rows for three GRPO steps and three warm-start steps. The GRPO steps
+ * switch the token cost on before the third and restart Adam there; both sides do, and a CLI
+ * run resumed from its save at the switch restarts it too.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -10,6 +12,7 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS, type RunConfig, configToHash, runConfigFlags } from '../src/core/runConfig';
+import { OPTIMIZER_FILES, decodeOptimizerFile } from '../src/core/io/optimizerFile';
 import { EngineClient } from '../src/runtime/engineClient';
 import { nodeEndpoint } from '../src/runtime/node/nodeEndpoint';
 import { nodeHost } from '../src/runtime/node/nodeHost';
@@ -48,6 +51,9 @@ const config: RunConfig = {
   callRate: 0.05,
   gateMode: 'protocol',
   budgetRate: 0.002,
+  tokenRate: 0.002,
+  tokenRateAfter: 2,
+  restartOptimizer: true,
   budgets: [16, 32, 64],
   maxClones: 3,
   evalEvery: 0,
@@ -102,7 +108,26 @@ describe('page engine and CLI', () => {
     expect(rows).toHaveLength(3);
     expect(untimed(page)).toEqual(untimed(rows));
     expect(untimed(page).some((m) => (m.kl as number) > 0 && (m.gradNorm as number) > 0)).toBe(true); // the policy moved
-  }, 300_000);
+
+    // Adam restarted before the third step: its step count is that step's updates, on both sides.
+    const updates = rows.map((m) => (m as { updates: number }).updates);
+    expect(updates[0] + updates[1]).toBeGreaterThan(0);
+    const exported = await client.request({ kind: 'exportWeights', optimizer: true });
+    const pageOpt = decodeOptimizerFile(new Uint8Array(exported.files[OPTIMIZER_FILES.grpo]), OPTIMIZER_FILES.grpo);
+    const cliOpt = decodeOptimizerFile(new Uint8Array(await readFile(join(out, 'save-000003', 'optimizer.safetensors'))), 'optimizer.safetensors');
+    expect(pageOpt.step).toBe(updates[2]);
+    expect(cliOpt.step).toBe(updates[2]);
+
+    // Stopped at its save at the switch and resumed: the same rows, and Adam restarted there too.
+    const split = join(dir, 'train-split');
+    for (const steps of ['2', '3']) {
+      const s = await cli(['train', '--init', init, '--steps', steps, '--save-every', '2', ...runConfigFlags(config, 'train'), '--grad-workers', '1', '--out', split]);
+      expect(s.code, s.stderr).toBe(0);
+    }
+    expect(untimed(await readRows(join(split, 'metrics.jsonl')))).toEqual(untimed(rows));
+    const splitOpt = decodeOptimizerFile(new Uint8Array(await readFile(join(split, 'save-000003', 'optimizer.safetensors'))), 'optimizer.safetensors');
+    expect(splitOpt.step).toBe(updates[2]);
+  }, 400_000);
 
   it('take the same three warm-start steps', async () => {
     await client.request({ kind: 'init', config });

@@ -143,12 +143,13 @@ describe('run directory', () => {
     // Arithmetic runs gain nothing.
     expect(() => checkResumeConfig({ task: 'arithmetic', taskOptions: { maxValue: 99 } }, { task: 'arithmetic', taskOptions: { maxValue: 99 } }, [])).not.toThrow();
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
-    // A GRPO run from before the token cost had none: it resumes without one, and refuses one.
+    // A GRPO run from before the token cost had none: it resumes without one, and refuses one; one from before the restart of Adam had a single optimizer.
     const beforeCost = { lr: 1, reward: { rootTau: 64, partialCredit: true } };
     // The new field sits before partialCredit in today's config: the order of keys does not matter.
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 0 }, [], GRPO_IMPLIED)).not.toThrow();
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 0 }, [], GRPO_IMPLIED)).toThrow(/reward was \{"rootTau":64,"partialCredit":true,"tokenRate":0\} in the saved run/);
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 250 }, [], GRPO_IMPLIED)).toThrow(/tokenRateAfter was 0 in the saved run, now 250/);
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false }, [], GRPO_IMPLIED)).not.toThrow();
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false }, [], GRPO_IMPLIED)).toThrow(/reward was \{"rootTau":64,"partialCredit":true,"tokenRate":0\} in the saved run/);
+    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: false }, [], GRPO_IMPLIED)).toThrow(/tokenRateAfter was 0 in the saved run, now 250/);
+    expect(() => checkResumeConfig({ ...beforeCost, reward: { ...beforeCost.reward, tokenRate: 0.003 }, tokenRateAfter: 250 }, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: true }, [], GRPO_IMPLIED)).toThrow(/restartOptimizer was false in the saved run, now true/);
     // A field that older runs recorded and that never had an effect does not block a resume.
     expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();
   });

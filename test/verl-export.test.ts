@@ -33,7 +33,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 describe('export-verl', () => {
   it('writes the dataset, the reward, the config and a README from the run config', async () => {
     const out = join(dir, 'mh');
-    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":4,"filler":24}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--token-rate', '0.002', '--token-rate-after', '40', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
+    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":4,"filler":24}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--token-rate', '0.002', '--token-rate-after', '40', '--restart-optimizer', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);
@@ -68,6 +68,8 @@ describe('export-verl', () => {
     expect(reward).toContain('"tokenRate": 0.002');
     expect(readme).toMatch(/first 40 steps without the token cost, then with\s+0\.002/);
     expect(readme).toContain('`--token-rate 0`');
+    // The restart of Adam at the switch: the second stage is a new verl run, not a resume.
+    expect(readme).toMatch(/restarts Adam at the switch \(`--restart-optimizer`\): start the second stage as a new verl run/);
   });
 
   it.skipIf(!python)('the exported reward scores a test row under python3: its truth after "Answer:" gets score 1', async () => {

@@ -164,6 +164,9 @@ describe('the configs built from it', () => {
     // The builder checks too (a config that did not come through validation).
     expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 16 \(got 5\)/);
     expect(fieldsOf('page').map((f) => f.key)).toEqual(expect.arrayContaining(['miniBatch', 'dualClip', 'dynamicSampling', 'oversample', 'sampleRounds']));
+    // The restart of Adam needs a switch step to restart at.
+    expect(() => validateRunConfig({ restartOptimizer: true }, 'train', { restartOptimizer: '--restart-optimizer', tokenRateAfter: '--token-rate-after' })).toThrow(/^--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)$/);
+    expect(grpoConfigOf(validateRunConfig({ restartOptimizer: true, tokenRate: 0.003, tokenRateAfter: 250 }, 'page'), 5)).toMatchObject({ restartOptimizer: true, tokenRateAfter: 250, reward: { tokenRate: 0.003 } });
   });
 
   it('map each flag onto its target', () => {

@@ -65,6 +65,8 @@ export interface RunConfig {
   tokenRate: number;
   /** Steps without the token cost before it starts (0: from the first step). */
   tokenRateAfter: number;
+  /** At the step the token cost starts, Adam's moments and step count restart from zero. */
+  restartOptimizer: boolean;
   // rollout (and the teacher's demonstrations)
   budgets: number[];
   maxClones: number;
@@ -206,6 +208,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'budgetRate', type: 'number', min: 0, max: 0.1, label: 'Budget cost', help: 'reward cost per reserved clone-budget token the clone did not use (0 = off)', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'tokenRate', type: 'number', min: 0, max: 0.1, label: 'Token cost', help: 'reward cost per generated token, root and clones (0 = off): a monolithic chain that fits then beats a longer delegation of the same problem', target: 'reward', surfaces: GRPO, default: 0 },
   { key: 'tokenRateAfter', type: 'number', min: 0, max: 10_000_000, int: true, label: 'Token cost after (steps)', help: 'steps trained without the token cost before it starts (0 = from the first step): the policy first learns to solve, then to be brief', target: 'reward', surfaces: GRPO, default: 0 },
+  { key: 'restartOptimizer', type: 'bool', label: 'Restart Adam when the cost starts', help: 'at the step the token cost starts (--token-rate-after), Adam\'s moments restart from zero, as in a second run started from the first one\'s weights', target: 'grpo', surfaces: GRPO, default: false },
   { key: 'budgets', type: 'budgets', label: 'Budget buckets', help: `clone budget buckets a spawn may ask for (subset of ${BUDGET_BUCKETS.join(',')}); the teacher demonstrates only these`, target: 'rollout', surfaces: ALL, default: [...BUDGET_BUCKETS] },
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
@@ -270,7 +273,7 @@ export const RUN_RECIPES: readonly { name: string; label: string; fields: Partia
     name: 'recipe',
     label: 'project recipe (the defaults)',
     fields: Object.fromEntries(
-      (['group', 'batch', 'miniBatch', 'lr', 'beta', 'clip', 'dualClip', 'gating', 'gateMode', 'gatedKl', 'credit', 'std', 'dynamicSampling', 'tokenRate', 'tokenRateAfter'] as const).map((k) => [k, PAGE_DEFAULTS[k]]),
+      (['group', 'batch', 'miniBatch', 'lr', 'beta', 'clip', 'dualClip', 'gating', 'gateMode', 'gatedKl', 'credit', 'std', 'dynamicSampling', 'tokenRate', 'tokenRateAfter', 'restartOptimizer'] as const).map((k) => [k, PAGE_DEFAULTS[k]]),
     ) as Partial<RunConfig>,
   },
   {
@@ -468,13 +471,16 @@ export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface,
 
 /**
  * Rules between fields (each field already in its range): the mini-batch splits the batch,
- * the page runs one task, and (in the page) each task accepts its options. Each error
+ * the optimizer restart has a switch step to restart at, the page runs one task, and (in the page) each task accepts its options. Each error
  * names the field to reset.
  */
 export function crossFieldErrors(c: RunConfig, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): { key: RunConfigKey; message: string }[] {
   const out: { key: RunConfigKey; message: string }[] = [];
   const mb = surface === 'sft' ? null : miniBatchError(c, names);
   if (mb) out.push({ key: 'miniBatch', message: mb });
+  if (surface !== 'sft' && c.restartOptimizer && c.tokenRateAfter === 0) {
+    out.push({ key: 'restartOptimizer', message: `${names.restartOptimizer ?? 'restartOptimizer'} restarts Adam at the step the token cost starts, so it needs ${names.tokenRateAfter ?? 'tokenRateAfter'} > 0 (got 0)` });
+  }
   const mixRefused = surface === 'page' && c.task.includes(',');
   if (mixRefused) out.push({ key: 'task', message: `${names.task ?? 'task'}: the page runs one task (got the mix ${JSON.stringify(c.task)})` });
   // The options are the task's to check (known fields, ranges), once the task itself is good. The

@@ -87,6 +87,7 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     advantage: { ...ADVANTAGE_DEFAULTS, gating: c.gating, gateMode: c.gateMode, gatedKl: c.gatedKl, gateRoots: c.gateRoots, credit: c.credit, stdNormalize: c.std },
     reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootPmax: c.rootPmax, cloneTau: c.cloneTau, clonePmax: c.clonePmax, callRate: c.callRate, budgetRate: c.budgetRate, tokenRate: c.tokenRate },
     tokenRateAfter: c.tokenRateAfter,
+    restartOptimizer: c.restartOptimizer,
     rollout: rolloutConfigOf(c),
   };
 }

@@ -83,7 +83,6 @@ export class GradPool {
   /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute the share here). */
   sftRemotes(): RemoteGradients[] {
     return this.members.map((m) => async (batches, totalWeight) => {
-      if (batches.length === 0) return { grads: new Map(), loss: 0 };
       const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight }) : null;
       return r === null ? null : { loss: r.loss, grads: unpackWeights(r.grads) };
     });

@@ -94,6 +94,12 @@ export class TrainerModel {
     return this.grpoOpt;
   }
 
+  /** Drops the GRPO optimizer's moments and step: the next `grpoOptimizer` starts from zero (GrpoConfig.restartOptimizer). */
+  restartGrpoOptimizer(): void {
+    this.grpoOpt?.dispose();
+    this.grpoOpt = null;
+  }
+
   /** The SFT optimizer with these settings (see grpoOptimizer). */
   sftOptimizer(lr: number, weightDecay: number, gradClip: number): AdamW {
     this.sftOpt = withSettings(this.sftOpt, this.policy.params, { lr, weightDecay, gradClip });

@@ -15,7 +15,7 @@ import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/fro
 import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
 import { type StepAnatomy, stepAnatomy } from '../core/rl/anatomy';
-import { type ScoredEpisode, type StepMetrics, type StepProgress, grpoStep } from '../core/rl/train';
+import { type ScoredEpisode, type StepMetrics, type StepProgress, grpoStep, restartsOptimizerAt } from '../core/rl/train';
 import { getTask, withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from '../core/runConfigTargets';
@@ -154,6 +154,8 @@ export class Training {
   async grpoStep(encode: Encode, onProgress?: (p: StepProgress) => void): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
     const cfg = grpoConfigOf(this.config, OPEN_ENDED_STEPS);
     const task = getTask(this.config.task);
+    // Once, before any attempt: a retried step keeps the restarted optimizer.
+    if (restartsOptimizerAt(cfg, this.model.grpoSteps)) this.model.restartGrpoOptimizer();
     for (let attempt = 1; ; attempt++) {
       const model = this.model;
       try {

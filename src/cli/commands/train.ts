@@ -6,7 +6,7 @@ import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
-import { grpoStep, rewardAt } from '../../core/rl/train';
+import { grpoStep, restartsOptimizerAt, rewardAt } from '../../core/rl/train';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
@@ -76,6 +76,11 @@ export const train = defineRunCommand(
     const sessionStart = Date.now();
     while (step < cfg.steps) {
       const decoder = rollouts?.decoder;
+      if (restartsOptimizerAt(cfg, step)) {
+        opt.dispose();
+        opt = optimizer();
+        console.log(`step ${step}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);
+      }
       const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) }, cfg, step);
       step++;
       await rollouts?.sync(step);

@@ -16,5 +16,5 @@ export function withImplied(saved: Record<string, unknown>, implied: Record<stri
   return out;
 }
 
-/** What a GRPO run saved before the token cost and its schedule had: neither (a rate of 0, from the first step). */
-export const GRPO_IMPLIED = { reward: { tokenRate: 0 }, tokenRateAfter: 0 } as const;
+/** What a GRPO run saved before the token cost, its schedule and the restart at the switch had: none (a rate of 0, from the first step, one optimizer). */
+export const GRPO_IMPLIED = { reward: { tokenRate: 0 }, tokenRateAfter: 0, restartOptimizer: false } as const;

@@ -29,6 +29,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { accumulateGrads } from './grads';
 import { shareByLength } from './sequences';
+import { computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -170,19 +171,19 @@ export async function withReferenceLogprobs(
     const idx = seqs.map((_, i) => i).filter((i) => trains(seqs[i]));
     const parts = shareByLength(idx.map((i) => seqs[i].tokens.length), remotes.length + 1).map((p) => p.map((k) => idx[k]));
     await (elsewhere as ReferenceShare).syncReference(ref);
-    const away = Promise.all(remotes.map((remote, k) => (parts[k + 1].length === 0 ? [] : remote(parts[k + 1].map((i) => seqs[i]), c.temperature, maxTokens))));
-    away.catch(() => {}); // awaited below; must not go unhandled while this thread computes
-    const local = await actionLogprobs(ref, config, parts[0].map((i) => seqs[i]), c.temperature, maxTokens);
-    lp = seqs.map((s) => s.actions.map(() => 0));
-    parts[0].forEach((i, k) => (lp[i] = local[k]));
-    const results = await away;
-    for (let k = 0; k < results.length; k++) {
-      const part = parts[k + 1];
-      // A worker that is gone: its part here.
-      const r = results[k] ?? (await actionLogprobs(ref, config, part.map((i) => seqs[i]), c.temperature, maxTokens));
+    // Each share's rows with its sequence indices, placed once every share is in.
+    const checked = (part: number[]) => (r: number[][]) => {
       if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length)) throw new Error('reference log-probs from a gradient worker: not one row per sequence and position');
-      part.forEach((i, j) => (lp[i] = r[j]));
-    }
+      return { part, rows: r };
+    };
+    const here = async (part: number[]) => [checked(part)(await actionLogprobs(ref, config, part.map((i) => seqs[i]), c.temperature, maxTokens))];
+    const done = await computeShares(parts, remotes.map((remote) => (part: number[]) => remote(part.map((i) => seqs[i]), c.temperature, maxTokens)), {
+      isEmpty: (part) => part.length === 0,
+      here,
+      add: (acc, k, r) => acc.push(...('here' in r ? r.here : [checked(parts[k])(r.away)])),
+    });
+    lp = seqs.map((s) => s.actions.map(() => 0));
+    for (const { part, rows } of done) part.forEach((i, j) => (lp[i] = rows[j]));
   }
   return seqs.map((s, i) => ({ ...s, refLogprobs: lp[i] }));
 }

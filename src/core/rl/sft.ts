@@ -17,6 +17,7 @@ import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
+import { addRemoteGrads, computeShares } from './shares';
 import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence, shareByLength } from './sequences';
 
 export interface SftConfig {
@@ -200,28 +201,21 @@ export async function sftStep(
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
   const shares = shareByLength(seqs.map((s) => s.tokens.length), remotes.length + 1).map((part) => bucketByLength(part.map((i) => seqs[i]), microTokens));
-  const away = Promise.all(remotes.map((r, i) => r(shares[i + 1], totalWeight)));
-  away.catch(() => {}); // awaited below; must not go unhandled while this thread computes
-  const local = await sftGradients(params, config, shares[0], totalWeight);
-  let loss = local.loss;
-  try {
-    const results = await away;
-    for (let k = 0; k < results.length; k++) {
-      const r = results[k];
-      if (r === null) {
-        // The worker is gone: its share here, so the step is the same.
-        const here = await sftGradients(params, config, shares[k + 1], totalWeight);
-        loss += here.loss;
-        for (const [name, g] of here.grads) addInto(local.grads, name, g);
-        continue;
+  const local = await computeShares(shares, remotes.map((remote) => (share: PaddedBatch[]) => remote(share, totalWeight)), {
+    isEmpty: (share) => share.length === 0,
+    here: (share) => sftGradients(params, config, share, totalWeight),
+    add: (acc, _k, r) => {
+      if ('here' in r) {
+        acc.loss += r.here.loss;
+        for (const [name, g] of r.here.grads) addInto(acc.grads, name, g);
+      } else {
+        acc.loss += r.away.loss;
+        addRemoteGrads(acc.grads, r.away.grads, params);
       }
-      loss += r.loss;
-      for (const [name, data] of r.grads) addInto(local.grads, name, tf.tensor(data, params.get(name)!.shape));
-    }
-  } catch (e) {
-    local.grads.forEach((t) => t.dispose());
-    throw e;
-  }
+    },
+    release: (acc) => acc.grads.forEach((t) => t.dispose()),
+  });
+  const { loss } = local;
   const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
   local.grads.forEach((t) => t.dispose());
   const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);

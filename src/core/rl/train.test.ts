@@ -14,7 +14,7 @@ import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep, rewardAt } from './train';
+import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep, restartsOptimizerAt, rewardAt } from './train';
 import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
@@ -118,6 +118,10 @@ describe('GRPO training', () => {
     // Everything else of the reward is the run's, and no schedule is the rate from the first step.
     expect({ ...rewardAt(cfg, 0), tokenRate: 0.01 }).toEqual(cfg.reward);
     expect(rewardAt({ ...cfg, tokenRateAfter: 0 }, 0)).toBe(cfg.reward);
+    // Adam restarts only when asked, once, before the first step under the cost (0-based step 2).
+    expect([0, 1, 2, 3].map((s) => restartsOptimizerAt({ ...cfg, restartOptimizer: true }, s))).toEqual([false, false, true, false]);
+    expect([0, 1, 2, 3].some((s) => restartsOptimizerAt(cfg, s))).toBe(false);
+    expect(restartsOptimizerAt({ ...cfg, restartOptimizer: true, tokenRateAfter: 0 }, 0)).toBe(false);
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     for (const step of [1, 2]) {

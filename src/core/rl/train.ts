@@ -31,8 +31,9 @@ import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, shareSequences, tokenMeans, withReferenceLogprobs } from './grpo';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type PackedBatch, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, shareSequences, tokenMeans, withReferenceLogprobs } from './grpo';
 import { addInto } from './grads';
+import { addRemoteGrads, computeShares } from './shares';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -73,6 +74,8 @@ export interface GrpoConfig {
   reward: RewardConfig;
   /** Steps trained without the reward's token cost before it starts (a two-stage run: first learn to solve, then to be brief); 0: from the first step. */
   tokenRateAfter: number;
+  /** The optimizer restarts (moments and step from zero) at step `tokenRateAfter`; needs `tokenRateAfter` > 0. */
+  restartOptimizer: boolean;
   rollout: RolloutConfig;
 }
 
@@ -91,12 +94,23 @@ export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
   advantage: ADVANTAGE_DEFAULTS,
   reward: REWARD_DEFAULTS,
   tokenRateAfter: 0,
+  restartOptimizer: false,
   rollout: { ...validateRolloutConfig({}), temperature: 1 },
 };
 
 /** The reward a step (0-based) trains under: the token cost is off for the first `tokenRateAfter` steps. */
 export function rewardAt(cfg: Pick<GrpoConfig, 'reward' | 'tokenRateAfter'>, step: number): RewardConfig {
   return step < cfg.tokenRateAfter ? { ...cfg.reward, tokenRate: 0 } : cfg.reward;
+}
+
+/**
+ * Whether the optimizer restarts before step `step` (0-based): the first step under the token
+ * cost, when `restartOptimizer` asks for it. A run resumed from a save at that step restarts it
+ * there too (that save holds the moments of before the switch); one resumed later has the
+ * restarted moments in its save.
+ */
+export function restartsOptimizerAt(cfg: Pick<GrpoConfig, 'tokenRateAfter' | 'restartOptimizer'>, step: number): boolean {
+  return cfg.restartOptimizer && cfg.tokenRateAfter > 0 && step === cfg.tokenRateAfter;
 }
 
 /** Scores an episode; the default is the SELFCEST reward. Swappable for toy objectives. */
@@ -325,36 +339,21 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
   const shares = shareSequences(seqs, weights, remotes.length + 1).map((s) => packRl(s.seqs, s.weights, cfg.microTokens));
   if (shares.every((b) => b.length === 0)) return null;
   await (deps.gradients as GradientShare).sync(policy.params);
-  const away = Promise.all(remotes.map((remote, i) => (shares[i + 1].length === 0 ? null : remote(shares[i + 1], cfg.loss))));
-  away.catch(() => {}); // awaited below; a failure here must not go unhandled while this thread computes
-  const local = await policyGradients(policy.params, policy.config, shares[0], cfg.loss);
-  let { loss, sums } = local;
-  try {
-    const results = await away;
-    for (let k = 0; k < results.length; k++) {
-      const r = results[k];
-      if (r === null) {
-        if (shares[k + 1].length === 0) continue;
-        // The worker is gone (runtime/gradPool.ts): its share here, so the update is the same.
-        const here = await policyGradients(policy.params, policy.config, shares[k + 1], cfg.loss);
-        loss += here.loss;
-        sums = addSums(sums, here.sums);
-        for (const [name, g] of here.grads) addInto(local.grads, name, g);
-        continue;
-      }
-      loss += r.loss;
-      sums = addSums(sums, r.sums);
-      for (const [name, data] of r.grads) {
-        const v = policy.params.get(name);
-        if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
-        addInto(local.grads, name, tf.tensor(data, v.shape));
-      }
-    }
-  } catch (e) {
-    local.grads.forEach((g) => g.dispose());
-    throw e;
-  }
-  return { grads: local.grads, loss, sums };
+  return computeShares(shares, remotes.map((remote) => (share: PackedBatch[]) => remote(share, cfg.loss)), {
+    isEmpty: (share) => share.length === 0,
+    here: async (share) => {
+      const { grads, loss, sums } = await policyGradients(policy.params, policy.config, share, cfg.loss);
+      return { grads, loss, sums };
+    },
+    add: (acc, _k, r) => {
+      const part = 'here' in r ? r.here : r.away;
+      acc.loss += part.loss;
+      acc.sums = addSums(acc.sums, part.sums);
+      if ('here' in r) for (const [name, g] of r.here.grads) addInto(acc.grads, name, g);
+      else addRemoteGrads(acc.grads, r.away.grads, policy.params);
+    },
+    release: (acc) => acc.grads.forEach((g) => g.dispose()),
+  });
 }
 
 /**

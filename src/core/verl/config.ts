@@ -184,7 +184,9 @@ ${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the
   root length penalty.
 ${cfg.tokenRateAfter > 0 && cfg.reward.tokenRate > 0 ? `- **Token cost schedule.** This run trains its first ${cfg.tokenRateAfter} steps without the token cost, then with
   ${cfg.reward.tokenRate} per generated token. verl's reward has no step, so \`selfcest_reward.py\` carries the later rate; for the
-  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.
+  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.${cfg.restartOptimizer ? `
+  The run restarts Adam at the switch (\`--restart-optimizer\`): start the second stage as a new verl run from the
+  first one's weights, not as a resume of it.` : ''}
 ` : ''}- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
   reward reads a clone's \`budget\` from its extra fields when the spawn tool records one, else
   ${e.cloneLength}; the gate (${gate}) and the budget cost use it.

@@ -1,0 +1,59 @@
+/**
+ * Work shared with remote workers (the gradient workers of runtime/gradPool.ts): the SFT step,
+ * the policy gradients of a GRPO update and the reference pass of its KL term all split their
+ * sequences into shares, compute share 0 on this thread and send share k to remote k − 1.
+ * `computeShares` is that pattern once. Pure (no workers here: a remote is a function).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { addInto } from './grads';
+
+/** A remote's answer for one share; null: its worker is gone, so the share is computed here. */
+export type Remote<S, A> = (share: S) => Promise<A | null>;
+
+export interface ShareWork<S, R, A> {
+  /** A share with nothing to compute: neither sent nor computed (share 0 is computed whatever it holds). */
+  isEmpty(share: S): boolean;
+  /** Computes a share on this thread. */
+  here(share: S): Promise<R>;
+  /** Folds share k's result (computed here, or a remote's answer) into `acc`, share 0's result; it owns what it is given. */
+  add(acc: R, k: number, result: { here: R } | { away: A }): void;
+  /** Frees `acc` when a later share fails. */
+  release?(acc: R): void;
+}
+
+const SKIPPED = Symbol('skipped');
+
+/**
+ * Share 0 here, share k (k ≥ 1) on `remotes[k − 1]`: every remote with a non-empty share starts
+ * first, then this thread computes share 0, then each remote's answer is folded in, in share
+ * order. A remote that answers null has its share computed here instead, so the result is what a
+ * single thread would get. A remote that fails fails the whole: `acc` is released and the error
+ * goes on (the remotes' own failures surface after share 0 is done, never unhandled).
+ */
+export async function computeShares<S, R, A>(shares: readonly S[], remotes: readonly Remote<S, A>[], work: ShareWork<S, R, A>): Promise<R> {
+  if (shares.length !== remotes.length + 1) throw new Error(`computeShares: ${shares.length} shares for ${remotes.length} remotes and this thread`);
+  const away = Promise.all(remotes.map((remote, i) => (work.isEmpty(shares[i + 1]) ? SKIPPED : remote(shares[i + 1]))));
+  away.catch(() => {}); // awaited below; a failure must not go unhandled while this thread computes
+  const acc = await work.here(shares[0]);
+  try {
+    const answers = await away;
+    for (let i = 0; i < answers.length; i++) {
+      const a = answers[i];
+      if (a === SKIPPED) continue;
+      work.add(acc, i + 1, a === null ? { here: await work.here(shares[i + 1]) } : { away: a });
+    }
+  } catch (e) {
+    work.release?.(acc);
+    throw e;
+  }
+  return acc;
+}
+
+/** Adds a remote's gradients (flat arrays by parameter name) into `sums`, shaped as the parameters. */
+export function addRemoteGrads(sums: Map<string, tf.Tensor>, grads: ReadonlyMap<string, Float32Array>, params: ReadonlyMap<string, tf.Variable>): void {
+  for (const [name, data] of grads) {
+    const v = params.get(name);
+    if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
+    addInto(sums, name, tf.tensor(data, v.shape));
+  }
+}
