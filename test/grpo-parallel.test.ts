@@ -1,4 +1,4 @@
-/** Data-parallel GRPO: updates shared with a gradient worker thread give the update of one thread. */
+/** Data-parallel GRPO: updates shared with a gradient worker thread give the update of one thread, also when the worker dies or hangs. */
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
@@ -9,6 +9,7 @@ import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { tokenId } from '../src/core/tokenizer/vocab';
 import { initBackend } from '../src/runtime/backend';
+import type { Endpoint, WorkerHandle } from '../src/runtime/endpoint';
 import type { NodeWorkerHandle } from '../src/runtime/node/nodeEndpoint';
 import { GradPool } from '../src/runtime/gradPool';
 import { GRAD_WORKER_ENTRY, startNodeGradPool } from '../src/runtime/node/gradWorkers';
@@ -114,6 +115,51 @@ describe('data-parallel GRPO', () => {
       expect(pool.healthy).toBe(true);
       const again = await oneStep(pool);
       expect(again.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
+    } finally {
+      pool.terminate();
+    }
+  });
+
+  it('a gradient worker that hangs: the trainer gives up on it in time, computes its share, and repair restarts it', async () => {
+    const single = await oneStep(null);
+    // A real worker thread whose answers to its gradient requests are lost on the way back, as
+    // when its readback never completes; everything else it answers (start, weights) arrives.
+    const lost = new Set<number>(); // ids of the first thread's requests (each client numbers its own)
+    const handles: NodeWorkerHandle[] = [];
+    let spawned = 0;
+    const spawn = (i: number): WorkerHandle => {
+      const first = spawned++ === 0; // the thread repair starts answers everything
+      const h = (handles[i] = startNodeWorker(GRAD_WORKER_ENTRY, `grad-${i}`));
+      const endpoint: Endpoint = {
+        postMessage: (m, transfer) => {
+          const req = m as { type?: string; id?: number; request?: { kind?: string } };
+          if (first && req.request?.kind === 'policyGrads') lost.add(req.id as number);
+          h.endpoint.postMessage(m, transfer);
+        },
+        onMessage: (listener) => h.endpoint.onMessage((d) => !(first && lost.has((d as { id?: number }).id ?? -1)) && listener(d)),
+      };
+      return { endpoint, onExit: (l) => h.onExit(l), terminate: () => h.terminate() };
+    };
+    const pool = await GradPool.start(spawn, 1, { backend: 'wasm', patience: (ms) => 3000 + 2 * ms });
+    try {
+      // The thread's own exit (the pool's terminate is deliberate, so the handle reports no crash).
+      const exited = new Promise<void>((resolve) => handles[0].thread.once('exit', () => resolve()));
+      const alone = await oneStep(pool);
+      expect(lost.size).toBe(1); // one request went unanswered; the worker was asked nothing more
+      await exited; // its thread was ended
+      expect(pool.healthy).toBe(false);
+      expect(alone.metrics.updates).toBe(single.metrics.updates);
+      expect(alone.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
+      let maxDiff = 0;
+      for (const [name, a] of single.weights) {
+        const b = alone.weights.get(name)!;
+        for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+      }
+      expect(maxDiff).toBeLessThan(1e-4);
+      expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted \(no answer within [\d.]+ s of this thread's share \(policyGrads\)\)/);
+      const again = await oneStep(pool); // the new thread answers
+      expect(again.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
+      expect(pool.healthy).toBe(true);
     } finally {
       pool.terminate();
     }

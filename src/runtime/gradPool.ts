@@ -8,6 +8,7 @@ import type { ModelConfig } from '../core/model/config';
 import { type GPTParams, paramsToArrays } from '../core/model/params';
 import type { RemoteLogprobs, RemotePolicyGradients } from '../core/rl/grpo';
 import type { RemoteGradients } from '../core/rl/sft';
+import { DEFAULT_PATIENCE, type Patience } from '../core/rl/shares';
 import type { GradientShare } from '../core/rl/train';
 import type { WorkerHandle } from './endpoint';
 import type { GradReplies, GradRequest } from './gradWorker';
@@ -18,6 +19,19 @@ import type { PoolOptions } from './rolloutPool';
 import { canShareMemory, packWeights, payloadForReceiver, unpackWeights } from './weights';
 
 type Client = RpcClient<GradRequest, GradReplies, never>;
+
+export interface GradPoolOptions extends PoolOptions {
+  /** How long the workers get once the trainer's own share is done (core/rl/shares.ts; default DEFAULT_PATIENCE). */
+  patience?: Patience;
+}
+
+/** Takes a worker out of service (once): its thread ends, its requests in flight fail with `reason`. */
+function putDown(m: Member, reason: string): void {
+  if (m.dead !== null) return;
+  m.dead = reason;
+  m.handle.terminate();
+  m.client.fail(reason);
+}
 
 interface Member {
   handle: WorkerHandle;
@@ -42,11 +56,16 @@ export class GradPool {
 
   private constructor(
     private readonly spawn: (index: number) => WorkerHandle,
-    private readonly opts: PoolOptions,
+    private readonly opts: GradPoolOptions,
   ) {}
 
+  /** How long a share may take once the trainer's is done (GradPoolOptions.patience; undefined: the default). */
+  get patience(): Patience | undefined {
+    return this.opts.patience;
+  }
+
   /** Starts `size` workers (0 to 64) and selects their backends, in parallel. */
-  static async start(spawn: (index: number) => WorkerHandle, size: number, opts: PoolOptions): Promise<GradPool> {
+  static async start(spawn: (index: number) => WorkerHandle, size: number, opts: GradPoolOptions): Promise<GradPool> {
     if (!Number.isInteger(size) || size < 0 || size > 64) throw new Error(`gradient workers: the count must be an integer in [0, 64] (got ${size})`);
     const pool = new GradPool(spawn, opts);
     await startWorkers(size, (i) => pool.startMember(i), () => pool.terminate());
@@ -75,23 +94,23 @@ export class GradPool {
     await Promise.all(
       this.members.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        if ((await this.ask(m, { kind: 'weights', model, version, weights: payload }, transfer)) !== null) m.version = version;
+        if ((await this.ask(m, { kind: 'weights', model, version, weights: payload }, transfer, this.syncDeadline())) !== null) m.version = version;
       }),
     );
   }
 
   /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute the share here). */
   sftRemotes(): RemoteGradients[] {
-    return this.members.map((m) => async (batches, totalWeight) => {
-      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight }) : null;
+    return this.members.map((m) => async (batches, totalWeight, signal) => {
+      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight }, undefined, signal) : null;
       return r === null ? null : { loss: r.loss, grads: unpackWeights(r.grads) };
     });
   }
 
   /** The workers' GRPO remotes, on the weights of the last `sync` (null: the worker is gone). */
   policyRemotes(): RemotePolicyGradients[] {
-    return this.members.map((m) => async (batches, loss) => {
-      const r = m.version === this.version ? await this.ask(m, { kind: 'policyGrads', version: this.version, batches, loss }) : null;
+    return this.members.map((m) => async (batches, loss, signal) => {
+      const r = m.version === this.version ? await this.ask(m, { kind: 'policyGrads', version: this.version, batches, loss }, undefined, signal) : null;
       return r === null ? null : { loss: r.loss, sums: r.sums, grads: unpackWeights(r.grads) };
     });
   }
@@ -108,48 +127,49 @@ export class GradPool {
     await Promise.all(
       behind.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        if ((await this.ask(m, { kind: 'reference', model, id, weights: payload }, transfer)) !== null) m.reference = id;
+        if ((await this.ask(m, { kind: 'reference', model, id, weights: payload }, transfer, this.syncDeadline())) !== null) m.reference = id;
       }),
     );
   }
 
   /** The workers' reference passes, on the reference of the last `syncReference` (null: the worker is gone). */
   referenceRemotes(): RemoteLogprobs[] {
-    return this.members.map((m) => async (seqs, temperature, maxTokens) => {
+    return this.members.map((m) => async (seqs, temperature, maxTokens, signal) => {
       const id = this.reference?.id;
       if (id === undefined || m.reference !== id) return null;
       // Only what the pass reads goes over the wire.
       const slim = seqs.map((s) => ({ tokens: s.tokens, actions: s.actions, oldLogprobs: [], advantage: 0, weight: s.weight }));
-      const r = await this.ask(m, { kind: 'refLogprobs', id, seqs: slim, temperature, maxTokens });
+      const r = await this.ask(m, { kind: 'refLogprobs', id, seqs: slim, temperature, maxTokens }, undefined, signal);
       return r === null ? null : r.logprobs;
     });
   }
 
   /**
    * One request to a worker. A worker that fails it (its thread ended, its device was lost, it
-   * refused) is put down and reported dead: the caller does that share itself, so an update in
-   * flight completes with the same result, and `repair` restarts the worker before the next
-   * step. Null then; a dead worker is not asked at all. The pool's own termination still throws.
+   * refused) or that the caller gives up on (`signal`: no answer in time, core/rl/shares.ts) is
+   * put down and reported dead: the caller does that share itself, so an update in flight
+   * completes with the same result, and `repair` restarts the worker before the next step. Null
+   * then; a dead worker is not asked at all. The pool's own termination still throws.
    */
-  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[]): Promise<GradReplies[K] | null> {
+  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[], signal?: AbortSignal): Promise<GradReplies[K] | null> {
     if (m.dead !== null) return null;
+    const giveUp = () => putDown(m, `${(signal?.reason as Error | undefined)?.message ?? 'given up'} (${req.kind})`);
+    signal?.addEventListener('abort', giveUp, { once: true });
     try {
       return await m.client.request(req, transfer);
     } catch (e) {
       this.checkOpen();
-      if (m.dead === null) {
-        m.dead = (e as Error).message;
-        m.handle.terminate();
-        m.client.fail(m.dead);
-      }
+      putDown(m, (e as Error).message);
       return null;
+    } finally {
+      signal?.removeEventListener('abort', giveUp);
     }
   }
 
   /** What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers. */
   share(model: ModelConfig): GradientShare | undefined {
     if (this.members.length === 0) return undefined;
-    return { sync: (params) => this.sync(params, model), remotes: this.policyRemotes(), syncReference: (ref) => this.syncReference(ref, model), referenceRemotes: this.referenceRemotes() };
+    return { sync: (params) => this.sync(params, model), remotes: this.policyRemotes(), syncReference: (ref) => this.syncReference(ref, model), referenceRemotes: this.referenceRemotes(), ...(this.opts.patience ? { patience: this.opts.patience } : {}) };
   }
 
   /** Replaces dead workers (they get weights at the next `sync`). Returns what was repaired, for the notes. */
@@ -173,6 +193,16 @@ export class GradPool {
     endWorkers(this.members);
   }
 
+  /** A weight transfer has no share of the trainer's to compare with: it gets the patience of a share done at once. */
+  private syncDeadline(): AbortSignal {
+    const ms = (this.opts.patience ?? DEFAULT_PATIENCE)(0);
+    const c = new AbortController();
+    const timer = setTimeout(() => c.abort(new Error(`no answer within ${(ms / 1000).toFixed(1)} s`)), ms);
+    // The timer must not hold a Node process open after the transfer is done.
+    (timer as { unref?: () => void }).unref?.();
+    return c.signal;
+  }
+
   private checkOpen(): void {
     if (this.closed) throw new Error('gradient workers: terminated');
   }
@@ -182,7 +212,7 @@ export class GradPool {
     const member: Member = { handle, client, backend: null, dead: null, version: 0, reference: null };
     this.members[index] = member;
     handle.onExit((reason) => {
-      member.dead = reason;
+      member.dead ??= reason; // a worker put down keeps the reason it was put down for
       client.fail(reason);
     });
     try {

@@ -198,7 +198,7 @@ export class Training {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         if (!this.grads.healthy) this.addNotes(await this.grads.repair());
         if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, model.config));
-        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes()));
+        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes(), this.grads.patience));
         model.sftSteps++;
         if (r.applied) model.version++;
         loss = r.loss;

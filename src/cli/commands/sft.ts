@@ -74,7 +74,7 @@ export const sft = defineRunCommand(
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
       const seqs = sftMixSequences(mix, cfg, step, encode, policy.config.nPositions);
       if (grad) await grad.sync(policy.params, policy.config);
-      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? []);
+      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience);
       step++;
       elapsed += (Date.now() - t0) / 1000;
       tokensSeen += r.tokens;

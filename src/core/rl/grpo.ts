@@ -29,7 +29,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { accumulateGrads } from './grads';
 import { shareByLength } from './sequences';
-import { computeShares } from './shares';
+import { type Patience, computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -177,11 +177,11 @@ export async function withReferenceLogprobs(
       return { part, rows: r };
     };
     const here = async (part: number[]) => [checked(part)(await actionLogprobs(ref, config, part.map((i) => seqs[i]), c.temperature, maxTokens))];
-    const done = await computeShares(parts, remotes.map((remote) => (part: number[]) => remote(part.map((i) => seqs[i]), c.temperature, maxTokens)), {
+    const done = await computeShares(parts, remotes.map((remote) => (part: number[], signal: AbortSignal) => remote(part.map((i) => seqs[i]), c.temperature, maxTokens, signal)), {
       isEmpty: (part) => part.length === 0,
       here,
       add: (acc, k, r) => acc.push(...('here' in r ? r.here : [checked(parts[k])(r.away)])),
-    });
+    }, elsewhere?.patience);
     lp = seqs.map((s) => s.actions.map(() => 0));
     for (const { part, rows } of done) part.forEach((i, j) => (lp[i] = rows[j]));
   }
@@ -189,12 +189,14 @@ export async function withReferenceLogprobs(
 }
 
 /** Action log-probs of some sequences under the reference, computed elsewhere (`actionLogprobs` there); null: do them here. */
-export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens: number) => Promise<number[][] | null>;
+export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens: number, signal?: AbortSignal) => Promise<number[][] | null>;
 
 /** Where the reference pass can be shared (gradient workers): they get `ref` first, then their part. */
 export interface ReferenceShare {
   syncReference(ref: GPTParams): Promise<void>;
   referenceRemotes: readonly RemoteLogprobs[];
+  /** How long the remotes get once this thread's share is done (default: shares.ts DEFAULT_PATIENCE). */
+  patience?: Patience;
 }
 
 /**
@@ -334,7 +336,7 @@ export function shareSequences(seqs: readonly RlSequence[], weights: readonly nu
  * The policy-loss gradients of some packed batches computed elsewhere (a gradient worker),
  * summed; null when that worker is gone, and the caller computes the share itself.
  */
-export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums } | null>;
+export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig, signal?: AbortSignal) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums } | null>;
 
 /** Summed gradients of the policy loss over the micro-batches of one update. */
 export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {

@@ -17,7 +17,7 @@ import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
-import { addRemoteGrads, computeShares } from './shares';
+import { type Patience, addRemoteGrads, computeShares } from './shares';
 import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence, shareByLength } from './sequences';
 
 export interface SftConfig {
@@ -153,7 +153,7 @@ export async function sftGradients(
 }
 
 /** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed; null: the worker is gone, do them here. */
-export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number) => Promise<{ grads: Map<string, Float32Array>; loss: number } | null>;
+export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number, signal?: AbortSignal) => Promise<{ grads: Map<string, Float32Array>; loss: number } | null>;
 
 
 /**
@@ -197,11 +197,12 @@ export async function sftStep(
   lr: number,
   microTokens: number,
   remotes: readonly RemoteGradients[] = [],
+  patience?: Patience,
 ): Promise<SftStepOutcome> {
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
   const shares = shareByLength(seqs.map((s) => s.tokens.length), remotes.length + 1).map((part) => bucketByLength(part.map((i) => seqs[i]), microTokens));
-  const local = await computeShares(shares, remotes.map((remote) => (share: PaddedBatch[]) => remote(share, totalWeight)), {
+  const local = await computeShares(shares, remotes.map((remote) => (share: PaddedBatch[], signal: AbortSignal) => remote(share, totalWeight, signal)), {
     isEmpty: (share) => share.length === 0,
     here: (share) => sftGradients(params, config, share, totalWeight),
     add: (acc, _k, r) => {
@@ -214,7 +215,7 @@ export async function sftStep(
       }
     },
     release: (acc) => acc.grads.forEach((t) => t.dispose()),
-  });
+  }, patience);
   const { loss } = local;
   const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
   local.grads.forEach((t) => t.dispose());

@@ -47,6 +47,27 @@ describe('computeShares', () => {
     expect(acc).toEqual(['sum 1 here', 'released']);
   });
 
+  it('gives up on a remote that does not answer in time: its signal aborts and its share is computed here', async () => {
+    const log: string[] = [];
+    let signal: AbortSignal | null = null;
+    const hangs: Remote<number[], string> = (_s, sig) => {
+      signal = sig;
+      return new Promise(() => {});
+    };
+    let asked: number | null = null;
+    const t0 = Date.now();
+    const acc = await computeShares([[1], [2, 3], [4]], [hangs, remote(log, 'sum')], work(log), (localMs) => {
+      asked = localMs;
+      return 50;
+    });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(45);
+    expect(asked).toBeGreaterThanOrEqual(0);
+    expect(signal!.aborted).toBe(true);
+    expect((signal!.reason as Error).message).toBe("no answer within 0.1 s of this thread's share");
+    // The remote that answered is still read after the one given up on.
+    expect(acc).toEqual(['sum 1 here', '1: sum 5 here', '2: sum 4 away']);
+  });
+
   it('refuses shares that do not match the remotes', async () => {
     await expect(computeShares([[1]], [remote([], 'sum')], work([]))).rejects.toThrow('computeShares: 1 shares for 1 remotes and this thread');
   });

@@ -339,7 +339,7 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
   const shares = shareSequences(seqs, weights, remotes.length + 1).map((s) => packRl(s.seqs, s.weights, cfg.microTokens));
   if (shares.every((b) => b.length === 0)) return null;
   await (deps.gradients as GradientShare).sync(policy.params);
-  return computeShares(shares, remotes.map((remote) => (share: PackedBatch[]) => remote(share, cfg.loss)), {
+  return computeShares(shares, remotes.map((remote) => (share: PackedBatch[], signal: AbortSignal) => remote(share, cfg.loss, signal)), {
     isEmpty: (share) => share.length === 0,
     here: async (share) => {
       const { grads, loss, sums } = await policyGradients(policy.params, policy.config, share, cfg.loss);
@@ -353,7 +353,7 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
       else addRemoteGrads(acc.grads, r.away.grads, policy.params);
     },
     release: (acc) => acc.grads.forEach((g) => g.dispose()),
-  });
+  }, deps.gradients?.patience);
 }
 
 /**
