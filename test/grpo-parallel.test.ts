@@ -60,6 +60,18 @@ async function oneStep(pool: GradPool | null): Promise<{ metrics: StepMetrics; w
   return { metrics, weights };
 }
 
+/** A step that fell back to this thread is the single-thread step: updates, loss and weights. */
+function expectSameStep(got: Awaited<ReturnType<typeof oneStep>>, single: Awaited<ReturnType<typeof oneStep>>): void {
+  expect(got.metrics.updates).toBe(single.metrics.updates);
+  expect(got.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
+  let maxDiff = 0;
+  for (const [name, a] of single.weights) {
+    const b = got.weights.get(name)!;
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+  }
+  expect(maxDiff).toBeLessThan(1e-4);
+}
+
 describe('data-parallel GRPO', () => {
   it('a step shared with a gradient worker gives the losses, diagnostics and weights of one thread', async () => {
     const single = await oneStep(null);
@@ -103,14 +115,7 @@ describe('data-parallel GRPO', () => {
       await exited;
       expect(pool.healthy).toBe(false);
       const alone = await oneStep(pool);
-      expect(alone.metrics.updates).toBe(single.metrics.updates);
-      expect(alone.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
-      let maxDiff = 0;
-      for (const [name, a] of single.weights) {
-        const b = alone.weights.get(name)!;
-        for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
-      }
-      expect(maxDiff).toBeLessThan(1e-4);
+      expectSameStep(alone, single);
       expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted \(worker exited with code 1\)/);
       expect(pool.healthy).toBe(true);
       const again = await oneStep(pool);
@@ -148,14 +153,7 @@ describe('data-parallel GRPO', () => {
       expect(lost.size).toBe(1); // one request went unanswered; the worker was asked nothing more
       await exited; // its thread was ended
       expect(pool.healthy).toBe(false);
-      expect(alone.metrics.updates).toBe(single.metrics.updates);
-      expect(alone.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
-      let maxDiff = 0;
-      for (const [name, a] of single.weights) {
-        const b = alone.weights.get(name)!;
-        for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
-      }
-      expect(maxDiff).toBeLessThan(1e-4);
+      expectSameStep(alone, single);
       expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted \(no answer within [\d.]+ s of this thread's share \(policyGrads\)\)/);
       const again = await oneStep(pool); // the new thread answers
       expect(again.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
