@@ -94,7 +94,7 @@ export class GradPool {
     await Promise.all(
       this.members.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        if ((await this.ask(m, { kind: 'weights', model, version, weights: payload }, transfer, this.syncDeadline())) !== null) m.version = version;
+        if ((await this.ask(m, { kind: 'weights', model, version, weights: payload }, transfer, this.syncLimitMs())) !== null) m.version = version;
       }),
     );
   }
@@ -127,7 +127,7 @@ export class GradPool {
     await Promise.all(
       behind.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
-        if ((await this.ask(m, { kind: 'reference', model, id, weights: payload }, transfer, this.syncDeadline())) !== null) m.reference = id;
+        if ((await this.ask(m, { kind: 'reference', model, id, weights: payload }, transfer, this.syncLimitMs())) !== null) m.reference = id;
       }),
     );
   }
@@ -146,14 +146,18 @@ export class GradPool {
 
   /**
    * One request to a worker. A worker that fails it (its thread ended, its device was lost, it
-   * refused) or that the caller gives up on (`signal`: no answer in time, core/rl/shares.ts) is
+   * refused) or that is given up on (`giveUpOn`: the caller's signal, core/rl/shares.ts, or a time limit in ms) is
    * put down and reported dead: the caller does that share itself, so an update in flight
    * completes with the same result, and `repair` restarts the worker before the next step. Null
    * then; a dead worker is not asked at all. The pool's own termination still throws.
    */
-  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[], signal?: AbortSignal): Promise<GradReplies[K] | null> {
+  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[], giveUpOn?: AbortSignal | number): Promise<GradReplies[K] | null> {
     if (m.dead !== null) return null;
-    const giveUp = () => putDown(m, `${(signal?.reason as Error | undefined)?.message ?? 'given up'} (${req.kind})`);
+    // Given up on: the caller's signal (core/rl/shares.ts), or no answer within a time limit (ms).
+    const signal = typeof giveUpOn === 'number' ? undefined : giveUpOn;
+    const why = () => (typeof giveUpOn === 'number' ? `no answer within ${(giveUpOn / 1000).toFixed(1)} s` : ((signal?.reason as Error | undefined)?.message ?? 'given up'));
+    const giveUp = () => putDown(m, `${why()} (${req.kind})`);
+    const timer = typeof giveUpOn === 'number' ? setTimeout(giveUp, giveUpOn) : undefined;
     signal?.addEventListener('abort', giveUp, { once: true });
     try {
       return await m.client.request(req, transfer);
@@ -162,6 +166,7 @@ export class GradPool {
       putDown(m, (e as Error).message);
       return null;
     } finally {
+      clearTimeout(timer);
       signal?.removeEventListener('abort', giveUp);
     }
   }
@@ -193,14 +198,9 @@ export class GradPool {
     endWorkers(this.members);
   }
 
-  /** A weight transfer has no share of the trainer's to compare with: it gets the patience of a share done at once. */
-  private syncDeadline(): AbortSignal {
-    const ms = (this.opts.patience ?? DEFAULT_PATIENCE)(0);
-    const c = new AbortController();
-    const timer = setTimeout(() => c.abort(new Error(`no answer within ${(ms / 1000).toFixed(1)} s`)), ms);
-    // The timer must not hold a Node process open after the transfer is done.
-    (timer as { unref?: () => void }).unref?.();
-    return c.signal;
+  /** A weight transfer has no share of the trainer's to compare with: it gets the patience of a share done at once (ms). */
+  private syncLimitMs(): number {
+    return (this.opts.patience ?? DEFAULT_PATIENCE)(0);
   }
 
   private checkOpen(): void {

@@ -7,7 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
-import { accumulateGrads, addAll, addInto } from './grads';
+import { accumulateGrads, addAll } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -17,7 +17,7 @@ import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
-import { type Patience, addRemoteGrads, computeShares } from './shares';
+import { type Patience, addShareGrads, computeShares } from './shares';
 import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence, shareByLength } from './sequences';
 
 export interface SftConfig {
@@ -206,13 +206,8 @@ export async function sftStep(
     isEmpty: (share) => share.length === 0,
     here: (share) => sftGradients(params, config, share, totalWeight),
     add: (acc, _k, r) => {
-      if ('here' in r) {
-        acc.loss += r.here.loss;
-        for (const [name, g] of r.here.grads) addInto(acc.grads, name, g);
-      } else {
-        acc.loss += r.away.loss;
-        addRemoteGrads(acc.grads, r.away.grads, params);
-      }
+      acc.loss += 'here' in r ? r.here.loss : r.away.loss;
+      addShareGrads(acc.grads, r, params);
     },
     release: (acc) => acc.grads.forEach((t) => t.dispose()),
   }, patience);

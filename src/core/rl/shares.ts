@@ -68,9 +68,20 @@ export async function computeShares<S, R, A>(shares: readonly S[], remotes: read
   return acc;
 }
 
-/** Adds a remote's gradients (flat arrays by parameter name) into `sums`, shaped as the parameters. */
-export function addRemoteGrads(sums: Map<string, tf.Tensor>, grads: ReadonlyMap<string, Float32Array>, params: ReadonlyMap<string, tf.Variable>): void {
-  for (const [name, data] of grads) {
+/**
+ * Adds one share's gradients into `sums` (share 0's): tensors computed here (taken over), or a
+ * remote's flat arrays by parameter name, shaped as the parameters.
+ */
+export function addShareGrads(
+  sums: Map<string, tf.Tensor>,
+  result: { here: { grads: Map<string, tf.Tensor> } } | { away: { grads: ReadonlyMap<string, Float32Array> } },
+  params: ReadonlyMap<string, tf.Variable>,
+): void {
+  if ('here' in result) {
+    for (const [name, g] of result.here.grads) addInto(sums, name, g);
+    return;
+  }
+  for (const [name, data] of result.away.grads) {
     const v = params.get(name);
     if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
     addInto(sums, name, tf.tensor(data, v.shape));

@@ -32,8 +32,7 @@ import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
 import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type PackedBatch, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, shareSequences, tokenMeans, withReferenceLogprobs } from './grpo';
-import { addInto } from './grads';
-import { addRemoteGrads, computeShares } from './shares';
+import { addShareGrads, computeShares } from './shares';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -349,8 +348,7 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
       const part = 'here' in r ? r.here : r.away;
       acc.loss += part.loss;
       acc.sums = addSums(acc.sums, part.sums);
-      if ('here' in r) for (const [name, g] of r.here.grads) addInto(acc.grads, name, g);
-      else addRemoteGrads(acc.grads, r.away.grads, policy.params);
+      addShareGrads(acc.grads, r, policy.params);
     },
     release: (acc) => acc.grads.forEach((g) => g.dispose()),
   }, deps.gradients?.patience);
