@@ -6,7 +6,9 @@
  *   (b) no cache: one context, the full forward over the whole prefix for every new token.
  *
  * Prints tokens/s of both (best of two alternating rounds) and `ratio: a/b`. `--profile` adds
- * the kernel time of one decode step per op type. `--against DIR` names a second checkout (an
+ * the kernel time of one decode step per op type. On wasm it also compares, alternating, one
+ * kernel a layer against the layer composed of tfjs ops, and (composed) the project's matMul
+ * kernel against tfjs's and the in-place cache write against the scatter. `--against DIR` names a second checkout (an
  * earlier commit in a git worktree, its node_modules linked): its own `bench decode` runs in a
  * child process, alternating with (a) here, three rounds, and the median ratio is printed.
  */
@@ -15,6 +17,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseFlags } from '../src/cli/args';
 import { inPlaceCacheWriteAvailable, setInPlaceCacheWrite } from '../src/core/model/cacheWrite';
+import { fusedDecodeLayerAvailable, setFusedDecodeLayer } from '../src/core/model/decodeLayer';
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../src/core/rng';
 import { PRESETS } from '../src/core/model/config';
@@ -134,15 +137,28 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
   console.log(`uncached single: ${uncachedRate.toFixed(1)} tokens/s (${uncachedSeconds.toFixed(2)} s)`);
   console.log(`ratio: ${(cachedRate / uncachedRate).toFixed(1)}`);
 
-  if (fastBatchMatMulActive()) {
-    // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph).
-    const { on, off } = await alternating(setFastBatchMatMul, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
-    console.log(`project's matMul kernel: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's own kernels for the same graph: ${(off / on).toFixed(2)}×`);
+  const fusedLayer = fusedDecodeLayerAvailable();
+  if (fusedLayer) {
+    // The same cached decode with each layer composed of tfjs ops (~60 kernel calls a layer).
+    const { on, off } = await alternating(setFusedDecodeLayer, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+    console.log(`one kernel a decode layer: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with the layer composed of tfjs ops: ${(off / on).toFixed(2)}×`);
   }
-  if (inPlaceCacheWriteAvailable()) {
-    // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per write).
-    const { on, off } = await alternating(setInPlaceCacheWrite, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
-    console.log(`in-place cache writes: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`);
+  // The two comparisons below are of the composed layer (the fused one runs neither tfjs's
+  // matMul kernels nor the scatter), so it is off while they run.
+  setFusedDecodeLayer(false);
+  try {
+    if (fastBatchMatMulActive()) {
+      // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph).
+      const { on, off } = await alternating(setFastBatchMatMul, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+      console.log(`project's matMul kernel (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's own kernels for the same graph: ${(off / on).toFixed(2)}×`);
+    }
+    if (inPlaceCacheWriteAvailable()) {
+      // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per write).
+      const { on, off } = await alternating(setInPlaceCacheWrite, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
+      console.log(`in-place cache writes (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`);
+    }
+  } finally {
+    setFusedDecodeLayer(fusedLayer);
   }
 
   if (f.profile) await profileStep(params, new Rng(3));

@@ -10,6 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { registerAdamWKernels } from './kernels/adamw';
 import { registerCacheWriteKernels } from './kernels/cacheWrite';
 import { installFastBatchMatMul } from './wasmKernels/batchMatMul';
+import { installDecodeKernels } from './wasmKernels/decodeLayer';
 
 export const BACKENDS = ['wasm', 'cpu', 'webgpu'] as const;
 export type BackendName = (typeof BACKENDS)[number];
@@ -51,6 +52,7 @@ export async function initBackend(name: BackendName, opts: InitBackendOptions = 
   if (!ok) throw new Error(`backend ${name} could not be initialised on this platform`);
   await tf.ready();
   // Batched and transposed matMuls on wasm go to the project's SIMD kernel (wasmKernels/).
-  if (name === 'wasm') installFastBatchMatMul();
+  // A cached decode layer as one kernel call on wasm (wasmKernels/decodeLayer.ts).
+  if (name === 'wasm' && installFastBatchMatMul()) installDecodeKernels();
   return tf.getBackend();
 }

@@ -21,6 +21,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, paramSpecs, validateModelConfig } from './config';
+import { decodeLayer, fusedDecodeLayerAvailable, fusedRowNormAvailable, rowNorm } from './decodeLayer';
 import { MASKED, geluNew } from './gpt';
 import type { GPTParams } from './params';
 import { cacheWrite, inPlaceCacheWriteAvailable } from './cacheWrite';
@@ -441,7 +442,15 @@ export class BatchedDecoder {
       let x: tf.Tensor2D = tf.matMul(tf.tensor2d(twoHot, [nTok, embedRows]), w.embed);
       // Each layer in its own scope: a prefill's scores and probabilities ([rows·H, tq, W]) are
       // freed before the next layer's are made, so the pass's peak is one layer's, not all of them.
+      // One kernel a layer where the backend has it (wasm): every cache row steps one token.
+      const fused = tq === 1 && select === null && slotsT !== null && fusedDecodeLayerAvailable();
       w.layers.forEach((lw, l) => (x = tf.tidy(() => {
+        if (fused) {
+          const [out, keys, values] = decodeLayer(x, lw, this.keys[l], this.valuesT[l], maskT, slotsT, eps);
+          newKeys.push(tf.keep(keys));
+          newValues.push(tf.keep(values));
+          return out;
+        }
         const a = normalize(x, eps);
         const q = dense(a, lw.wq, lw.bq);
         const k = dense(a, lw.wk, lw.bk);
@@ -501,6 +510,7 @@ function selectRows(select: tf.Tensor2D, t: tf.Tensor4D): tf.Tensor4D {
 
 /** LayerNorm without its affine part (that is folded into the next projection). */
 function normalize(x: tf.Tensor2D, eps: number): tf.Tensor2D {
+  if (fusedRowNormAvailable()) return rowNorm(x, eps);
   const centred = tf.sub(x, tf.mean(x, -1, true));
   return tf.mul(centred, tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), eps)));
 }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CACHE_WRITE_KERNEL, cacheWrite, inPlaceCacheWriteAvailable, setInPlaceCacheWrite } from '../../core/model/cacheWrite';
+import { setFusedDecodeLayer } from '../../core/model/decodeLayer';
 import { BatchedDecoder } from '../../core/model/decode';
 import { disposeParams, initParams } from '../../core/model/params';
 import { PRESETS } from '../../core/model/config';
@@ -73,11 +74,17 @@ describe.each(['cpu', 'wasm'] as const)('in-place cache write on %s', (backend) 
       dec.dispose();
       return out;
     };
-    const inPlace = await run();
-    setInPlaceCacheWrite(false);
-    const scatter = await run();
-    setInPlaceCacheWrite(true);
-    expect(inPlace).toEqual(scatter);
+    // The composed layers in both (the fused decode layer writes in place with no scatter to compare).
+    const fused = setFusedDecodeLayer(false);
+    try {
+      const inPlace = await run();
+      setInPlaceCacheWrite(false);
+      const scatter = await run();
+      expect(inPlace).toEqual(scatter);
+    } finally {
+      setInPlaceCacheWrite(true);
+      setFusedDecodeLayer(fused);
+    }
     disposeParams(params);
   });
 });

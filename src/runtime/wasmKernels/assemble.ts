@@ -15,6 +15,7 @@ export interface KernelSource {
 
 export const KERNELS: KernelSource[] = [
   { wat: 'src/runtime/wasmKernels/batchMatMul.wat', out: 'src/runtime/wasmKernels/batchMatMulBinary.ts', name: 'BATCH_MATMUL_WASM' },
+  { wat: 'src/runtime/wasmKernels/decodeOps.wat', out: 'src/runtime/wasmKernels/decodeOpsBinary.ts', name: 'DECODE_OPS_WASM' },
 ];
 
 /** The binary of a .wat text (SIMD enabled); errors name the file and line. */

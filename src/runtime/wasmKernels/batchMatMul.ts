@@ -11,30 +11,19 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { BATCH_MATMUL_WASM } from './batchMatMulBinary';
+import { type WasmBackend, kernelInstances, offsetOf } from './instances';
 
 type KernelFunc = tf.KernelConfig['kernelFunc'];
 
-interface TensorData {
-  memoryOffset: number;
-}
-
-/** The parts of tfjs-backend-wasm's BackendWasm this kernel uses. */
-interface WasmBackend {
-  dataIdMap: { get(dataId: object): TensorData | undefined };
-  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
-  disposeData(dataId: object): boolean;
-  wasm: { asm?: { memory?: WebAssembly.Memory }; _malloc(bytes: number): number; _free(ptr: number): void };
-}
-
-interface Bmm {
+export interface Bmm {
   bmm(a: number, b: number, c: number, batch: number, m: number, k: number, n: number, strideA: number, strideB: number, transA: number, transB: number, scratchA: number, scratchB: number, bias: number): void;
 }
 
-/** The kernel module compiled once; one instance per wasm backend, over that backend's memory. */
-let compiled: WebAssembly.Module | null | undefined;
-const instances = new WeakMap<object, Bmm>();
+/** The kernel over a backend's memory (one instance per wasm backend). */
+export const matMulKernelFor = kernelInstances<Bmm>(BATCH_MATMUL_WASM);
+const instanceFor = matMulKernelFor;
 /** The backend the last install saw, and whether tfjs's kernels are re-registered (once, globally). */
-let current: object | undefined;
+let current: WasmBackend | undefined;
 let registered = false;
 let enabled = true;
 let calls = 0;
@@ -46,7 +35,7 @@ export function fastBatchMatMulCalls(): number {
 
 /** Whether the project's kernel now serves the matMuls on the active wasm backend. */
 export function fastBatchMatMulActive(): boolean {
-  return enabled && registered && current !== undefined && instances.has(current) && tf.getBackend() === 'wasm' && tf.backend() === current;
+  return enabled && registered && current !== undefined && instanceFor(current) !== undefined && tf.getBackend() === 'wasm' && (tf.backend() as unknown) === current;
 }
 
 /**
@@ -57,42 +46,6 @@ export function setFastBatchMatMul(on: boolean): boolean {
   const was = enabled;
   enabled = on;
   return was;
-}
-
-function memoryOf(backend: WasmBackend): WebAssembly.Memory | undefined {
-  const mem = backend.wasm.asm?.memory;
-  return mem instanceof WebAssembly.Memory ? mem : undefined;
-}
-
-/** The module, or null where the platform cannot validate it (no WebAssembly SIMD). */
-function kernelModule(): WebAssembly.Module | null {
-  if (compiled === undefined) {
-    const bytes = Uint8Array.from(atob(BATCH_MATMUL_WASM), (ch) => ch.charCodeAt(0));
-    try {
-      compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
-    } catch {
-      compiled = null; // a compile refused here: tfjs's kernels stay in charge
-    }
-  }
-  return compiled;
-}
-
-/** The kernel over this backend's memory, made on first use: a re-created wasm backend (after
- * tf.removeBackend) has a new memory and gets its own instance. */
-function instanceFor(backend: WasmBackend): Bmm | undefined {
-  const known = instances.get(backend);
-  if (known !== undefined) return known;
-  const memory = memoryOf(backend);
-  const mod = kernelModule();
-  if (memory === undefined || mod === null) return undefined;
-  let made: Bmm;
-  try {
-    made = new WebAssembly.Instance(mod, { env: { memory } }).exports as unknown as Bmm;
-  } catch {
-    return undefined; // e.g. a memory the module cannot import: tfjs's kernels stay in charge
-  }
-  instances.set(backend, made);
-  return made;
 }
 
 /**
@@ -166,11 +119,7 @@ function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, trans
   else if (batchA === 1 && outerA.length <= outerB.length) outer = outerB;
   else return undefined;
   const out = backend.makeOutput([...outer, m, n], 'float32');
-  const at = (t: tf.TensorInfo) => {
-    const d = backend.dataIdMap.get(t.dataId);
-    if (d === undefined) throw new Error('BatchMatMul (wasm): an input tensor has no data on the wasm backend');
-    return d.memoryOffset;
-  };
+  const at = (t: tf.TensorInfo) => offsetOf(backend, t, 'BatchMatMul');
   const scratchA = transposeA ? backend.wasm._malloc(m * k * 4) : 0;
   // A transposed B under more than 4 rows is copied untransposed first (the kernel's rule).
   const scratchB = transposeB && m > 4 ? backend.wasm._malloc(k * n * 4) : 0;
