@@ -8,6 +8,7 @@
 import { UsageError } from '../src/cli/args';
 import { BACKEND_FLAG, setupBackend } from '../src/cli/setup';
 import type { BackendName } from '../src/runtime/backend';
+import { runCoresBench } from './cores';
 import { runDecodeBench } from './decode';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
@@ -17,6 +18,7 @@ import { runSftBench } from './sft';
 
 /** Benchmarks in this process, on the `--backend`; `own`: one that sets its own (the page's). */
 const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise<void>) | { own: (args: string[]) => Promise<void> }> = {
+  cores: { own: runCoresBench },
   decode: runDecodeBench,
   page: { own: runPageBench },
   pool: runPoolBench,

@@ -115,6 +115,11 @@ export const MASKED = -1e9;
 const causalMasks = new Map<string, tf.Tensor2D>();
 const MAX_CACHED_MASKS = 16;
 
+/** How many causal masks are cached (tensors that outlive a step, for leak checks). */
+export function cachedCausalMasks(): number {
+  return causalMasks.size;
+}
+
 /** Additive causal mask [T, T] (0 where key ≤ query, MASKED after), created once per length. */
 export function causalMask(t: number): tf.Tensor2D {
   const key = `${tf.getBackend()}:${t}`;

@@ -28,7 +28,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { accumulateGrads } from './grads';
-import { shareByLength } from './sequences';
+import { lengthGroups, shareGroups } from './sequences';
 import { type Patience, computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
@@ -99,52 +99,54 @@ export function aggregationWeights(seqs: readonly RlSequence[], aggregation: Pol
   );
 }
 
-/** Pack sequences into length-sorted padded micro-batches of at most `maxTokens` cells. */
-export function packRl(seqs: readonly RlSequence[], weights: readonly number[][], maxTokens: number): PackedBatch[] {
-  const order = seqs
-    .map((_, i) => i)
-    .filter((i) => weights[i].some((w) => w > 0))
-    .sort((a, b) => seqs[a].tokens.length - seqs[b].tokens.length);
-  const out: PackedBatch[] = [];
-  let group: number[] = [];
-  const flush = () => {
-    if (group.length === 0) return;
-    const length = Math.max(...group.map((i) => seqs[i].tokens.length - 1));
-    const rows = group.length;
-    const withRef = group.every((i) => seqs[i].refLogprobs !== undefined);
-    const b: PackedBatch = {
-      rows,
-      length,
-      inputs: new Int32Array(rows * length),
-      targets: new Int32Array(rows * length),
-      weights: new Float32Array(rows * length),
-      advantages: new Float32Array(rows * length),
-      oldLogprobs: new Float32Array(rows * length),
-      refLogprobs: withRef ? new Float32Array(rows * length) : null,
-      members: group,
-    };
-    group.forEach((m, r) => {
-      const s = seqs[m];
-      for (let t = 0; t + 1 < s.tokens.length; t++) {
-        const k = r * length + t;
-        b.inputs[k] = s.tokens[t];
-        b.targets[k] = s.tokens[t + 1];
-        b.weights[k] = weights[m][t];
-        b.advantages[k] = s.advantage;
-        b.oldLogprobs[k] = s.oldLogprobs[t];
-        if (b.refLogprobs) b.refLogprobs[k] = (s.refLogprobs as number[])[t];
-      }
-    });
-    out.push(b);
-    group = [];
+/** Cells a sequence needs in a micro-batch: 0 (left out) when none of its positions trains. */
+function rlCells(seqs: readonly RlSequence[], weights: readonly number[][]): number[] {
+  return seqs.map((s, i) => (weights[i].some((w) => w > 0) ? s.tokens.length - 1 : 0));
+}
+
+/** One padded micro-batch of the given sequences (in the order given). */
+function packGroup(seqs: readonly RlSequence[], weights: readonly number[][], group: number[]): PackedBatch {
+  const length = Math.max(...group.map((i) => seqs[i].tokens.length - 1));
+  const rows = group.length;
+  const withRef = group.every((i) => seqs[i].refLogprobs !== undefined);
+  const b: PackedBatch = {
+    rows,
+    length,
+    inputs: new Int32Array(rows * length),
+    targets: new Int32Array(rows * length),
+    weights: new Float32Array(rows * length),
+    advantages: new Float32Array(rows * length),
+    oldLogprobs: new Float32Array(rows * length),
+    refLogprobs: withRef ? new Float32Array(rows * length) : null,
+    members: group,
   };
-  for (const i of order) {
-    const len = seqs[i].tokens.length - 1;
-    if (group.length > 0 && (group.length + 1) * len > maxTokens) flush();
-    group.push(i);
-  }
-  flush();
-  return out;
+  group.forEach((m, r) => {
+    const s = seqs[m];
+    for (let t = 0; t + 1 < s.tokens.length; t++) {
+      const k = r * length + t;
+      b.inputs[k] = s.tokens[t];
+      b.targets[k] = s.tokens[t + 1];
+      b.weights[k] = weights[m][t];
+      b.advantages[k] = s.advantage;
+      b.oldLogprobs[k] = s.oldLogprobs[t];
+      if (b.refLogprobs) b.refLogprobs[k] = (s.refLogprobs as number[])[t];
+    }
+  });
+  return b;
+}
+
+/** The sequences that train, in padded micro-batches of at most `maxTokens` cells cut by length (`lengthGroups`). */
+export function packRl(seqs: readonly RlSequence[], weights: readonly number[][], maxTokens: number): PackedBatch[] {
+  return lengthGroups(rlCells(seqs, weights), maxTokens).map((g) => packGroup(seqs, weights, g));
+}
+
+/**
+ * The same micro-batches spread over `parts` shares of about equal padded cells
+ * (`shareGroups`), for data-parallel gradients: since the weights were set over the whole
+ * update, the shares' losses and gradients add up to the update's.
+ */
+export function packRlShares(seqs: readonly RlSequence[], weights: readonly number[][], parts: number, maxTokens: number): PackedBatch[][] {
+  return shareGroups(rlCells(seqs, weights), parts, maxTokens).map((groups) => groups.map((g) => packGroup(seqs, weights, g)));
 }
 
 /**
@@ -168,8 +170,7 @@ export async function withReferenceLogprobs(
   if (remotes.length === 0) {
     lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, trains);
   } else {
-    const idx = seqs.map((_, i) => i).filter((i) => trains(seqs[i]));
-    const parts = shareByLength(idx.map((i) => seqs[i].tokens.length), remotes.length + 1).map((p) => p.map((k) => idx[k]));
+    const parts = shareGroups(seqs.map((q) => (trains(q) ? q.tokens.length - 1 : 0)), remotes.length + 1, maxTokens).map((groups) => groups.flat().sort((a, b) => a - b));
     await (elsewhere as ReferenceShare).syncReference(ref);
     // Each share's rows with its sequence indices, placed once every share is in.
     const checked = (part: number[]) => (r: number[][]) => {
@@ -319,17 +320,6 @@ export interface PolicyGradResult {
   entropy: number;
   meanRatio: number;
   trainedTokens: number;
-}
-
-/**
- * Splits one update's sequences (with their aggregation weights) into `parts` shares of about
- * equal token count, for data-parallel gradients: each share packs on its own and, since the
- * weights were set over the whole update, the shares' losses and gradients add up to the
- * update's. Shares as `shareByLength`; sequences that train nothing go nowhere.
- */
-export function shareSequences(seqs: readonly RlSequence[], weights: readonly number[][], parts: number): { seqs: RlSequence[]; weights: number[][] }[] {
-  const idx = seqs.map((_, i) => i).filter((i) => weights[i].some((w) => w > 0));
-  return shareByLength(idx.map((i) => seqs[i].tokens.length), parts).map((p) => ({ seqs: p.map((k) => seqs[idx[k]]), weights: p.map((k) => weights[idx[k]]) }));
 }
 
 /**

@@ -3,6 +3,7 @@
  * actions. Prompts and runtime-injected clone answers get weight 0 — the model did not
  * choose them, so they must not be learned as its behaviour.
  */
+import * as tf from '@tensorflow/tfjs';
 import type { ContextTrace } from '../rollout/trace';
 import type { DemoContext } from '../tasks/types';
 
@@ -44,25 +45,84 @@ export interface PaddedBatch {
 }
 
 /**
- * Group sequences of similar length into batches of at most `maxTokens` padded tokens
- * (rows × longest), so short clone contexts are not padded to the longest root.
+ * Fixed cost of one micro-batch in padded cells (a row's token position), by backend: on cpu
+ * and wasm its per-call work (the gradient tensors, the tape, the calls themselves) measured at
+ * about 5–8 ms for `small` against about 0.2 ms a cell (docs/BENCHMARKS.md, "Micro-batches cut
+ * by length"); on WebGPU a micro-batch is a few hundred dispatches while cells are nearly free,
+ * so there few, larger groups win.
  */
-export function bucketByLength(seqs: readonly TrainSequence[], maxTokens: number, maxRows = 512): PaddedBatch[] {
-  const order = seqs.map((_, i) => i).sort((a, b) => seqs[a].tokens.length - seqs[b].tokens.length);
-  const batches: PaddedBatch[] = [];
-  let group: number[] = [];
-  const flush = () => {
-    if (group.length > 0) batches.push(padBatch(seqs, group));
-    group = [];
-  };
-  for (const i of order) {
-    const len = seqs[i].tokens.length - 1;
-    if (len < 1) continue;
-    if (group.length > 0 && ((group.length + 1) * len > maxTokens || group.length >= maxRows)) flush();
-    group.push(i);
+export const GROUP_OVERHEAD_CELLS = { cpu: 32, wasm: 32, webgpu: 1024 } as const;
+
+/** The overhead for the active backend (that of cpu for any other). */
+export function groupOverheadCells(): number {
+  const name = tf.getBackend();
+  return name === 'webgpu' || name === 'wasm' ? GROUP_OVERHEAD_CELLS[name] : GROUP_OVERHEAD_CELLS.cpu;
+}
+
+/**
+ * Indices of items with the given lengths (cells a row needs; items under 1 are left out)
+ * grouped into micro-batches: in increasing length (ties by index), cut where the padded cells
+ * (rows × the group's longest) plus `overhead` a group are fewest, by dynamic
+ * programming over the sorted order. A group holds at most maxRows items and maxCells cells (an
+ * item longer than maxCells goes alone).
+ */
+export function lengthGroups(lengths: readonly number[], maxCells: number, maxRows = 512, overhead = groupOverheadCells()): number[][] {
+  const order = lengths.map((_, i) => i).filter((i) => lengths[i] >= 1).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const n = order.length;
+  const best = new Array<number>(n + 1).fill(Infinity);
+  const cut = new Array<number>(n + 1).fill(0);
+  best[0] = 0;
+  for (let i = 1; i <= n; i++) {
+    const longest = lengths[order[i - 1]];
+    // Group order[j..i-1]: larger groups first, so that ties keep the fewer calls.
+    for (let j = Math.max(0, i - maxRows); j < i; j++) {
+      const rows = i - j;
+      if (rows > 1 && rows * longest > maxCells) continue;
+      const cost = best[j] + rows * longest + overhead;
+      if (cost < best[i]) {
+        best[i] = cost;
+        cut[i] = j;
+      }
+    }
   }
-  flush();
-  return batches;
+  const groups: number[][] = [];
+  for (let i = n; i > 0; i = cut[i]) groups.push(order.slice(cut[i], i));
+  return groups.reverse();
+}
+
+/** Padded cells of a group. */
+function groupCells(lengths: readonly number[], group: readonly number[], overhead: number): number {
+  return group.length * Math.max(...group.map((i) => lengths[i])) + overhead;
+}
+
+/**
+ * `lengthGroups` spread over `parts` shares (this thread and the gradient workers) of about equal
+ * cost: each group, costliest first, onto the share with the least so far (ties: the lowest).
+ * With more than one share the groups are capped at a third of a share's cells, so that every
+ * share gets several and the loads can even out. Shares may be empty.
+ */
+export function shareGroups(lengths: readonly number[], parts: number, maxCells: number, maxRows = 512): number[][][] {
+  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`shareGroups: parts must be a positive integer (got ${parts})`);
+  if (parts === 1) return [lengthGroups(lengths, maxCells, maxRows)];
+  const total = lengths.reduce((n, l) => n + Math.max(0, l), 0);
+  const cap = Math.min(maxCells, Math.max(1, Math.ceil(total / (3 * parts))));
+  const overhead = groupOverheadCells();
+  const groups = lengthGroups(lengths, cap, maxRows, overhead);
+  const cost = groups.map((g) => groupCells(lengths, g, overhead));
+  const shares: number[][][] = Array.from({ length: parts }, () => []);
+  const load = new Array<number>(parts).fill(0);
+  for (const g of groups.map((_, i) => i).sort((a, b) => cost[b] - cost[a] || a - b)) {
+    const k = load.indexOf(Math.min(...load));
+    shares[k].push(groups[g]);
+    load[k] += cost[g];
+  }
+  // Each share's groups back in length order (the order lengthGroups gave).
+  return shares.map((sh) => sh.sort((a, b) => groups.indexOf(a) - groups.indexOf(b)));
+}
+
+/** Sequences in padded micro-batches of at most `maxTokens` cells, cut by `lengthGroups`. */
+export function bucketByLength(seqs: readonly TrainSequence[], maxTokens: number, maxRows = 512): PaddedBatch[] {
+  return lengthGroups(seqs.map((q) => q.tokens.length - 1), maxTokens, maxRows).map((g) => padBatch(seqs, g));
 }
 
 export function padBatch(seqs: readonly TrainSequence[], members: number[]): PaddedBatch {
@@ -80,21 +140,4 @@ export function padBatch(seqs: readonly TrainSequence[], members: number[]): Pad
     }
   });
   return { inputs, targets, weights, rows, length, members };
-}
-
-/**
- * Indices 0…n−1 of items of the given lengths in `parts` shares of about equal total length:
- * longest first onto the lightest share (ties by index); each share in increasing index order.
- */
-export function shareByLength(lengths: readonly number[], parts: number): number[][] {
-  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`shareByLength: parts must be a positive integer (got ${parts})`);
-  const shares: number[][] = Array.from({ length: parts }, () => []);
-  const load = new Array<number>(parts).fill(0);
-  const order = lengths.map((_, i) => i).sort((a, b) => lengths[b] - lengths[a] || a - b);
-  for (const i of order) {
-    const k = load.indexOf(Math.min(...load));
-    shares[k].push(i);
-    load[k] += lengths[i];
-  }
-  return shares.map((sh) => sh.sort((a, b) => a - b));
 }

@@ -18,7 +18,7 @@ import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
 import { type Patience, addShareGrads, computeShares } from './shares';
-import { type PaddedBatch, type TrainSequence, bucketByLength, demoSequence, shareByLength } from './sequences';
+import { type PaddedBatch, type TrainSequence, demoSequence, padBatch, shareGroups } from './sequences';
 
 export interface SftConfig {
   task: string;
@@ -156,14 +156,6 @@ export async function sftGradients(
 export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number, signal?: AbortSignal) => Promise<{ grads: Map<string, Float32Array>; loss: number } | null>;
 
 
-/**
- * One optimisation step over a set of sequences: bucketed into padded micro-batches whose
- * gradients add up to the token-mean loss of the whole set. With `remotes`, the sequences are
- * shared between this thread and the remote workers (about equal tokens each, `shareByLength`),
- * each share bucketed on its own, and the gradients summed: a step holds only a few
- * micro-batches, so sharing whole micro-batches would leave one thread with most of the work.
- * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
- */
 /** One logged warm-start step: the row of metrics.jsonl (CLI) and of the page's warm-start curve. */
 export interface SftMetricsRow {
   step: number;
@@ -189,6 +181,13 @@ export interface SftStepOutcome {
   tokens: number;
 }
 
+/**
+ * One optimisation step over a set of sequences: cut into padded micro-batches by length
+ * (`lengthGroups`) whose gradients add up to the token-mean loss of the whole set. With
+ * `remotes`, the micro-batches are shared between this thread and the remote workers (about
+ * equal padded cells each, `shareGroups`) and the gradients summed.
+ * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
+ */
 export async function sftStep(
   params: GPTParams,
   config: ModelConfig,
@@ -201,7 +200,7 @@ export async function sftStep(
 ): Promise<SftStepOutcome> {
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
-  const shares = shareByLength(seqs.map((s) => s.tokens.length), remotes.length + 1).map((part) => bucketByLength(part.map((i) => seqs[i]), microTokens));
+  const shares = shareGroups(seqs.map((s) => s.tokens.length - 1), remotes.length + 1, microTokens).map((groups) => groups.map((g) => padBatch(seqs, g)));
   const local = await computeShares(shares, remotes.map((remote) => (share: PaddedBatch[], signal: AbortSignal) => remote(share, totalWeight, signal)), {
     isEmpty: (share) => share.length === 0,
     here: (share) => sftGradients(params, config, share, totalWeight),

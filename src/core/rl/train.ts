@@ -31,7 +31,7 @@ import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type PackedBatch, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, policyGradients, shareSequences, tokenMeans, withReferenceLogprobs } from './grpo';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type PackedBatch, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, packRlShares, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
 import { addShareGrads, computeShares } from './shares';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
@@ -335,7 +335,7 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
     const batches = packRl(seqs, weights, cfg.microTokens);
     return batches.length === 0 ? null : policyGradients(policy.params, policy.config, batches, cfg.loss);
   }
-  const shares = shareSequences(seqs, weights, remotes.length + 1).map((s) => packRl(s.seqs, s.weights, cfg.microTokens));
+  const shares = packRlShares(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (shares.every((b) => b.length === 0)) return null;
   await (deps.gradients as GradientShare).sync(policy.params);
   return computeShares(shares, remotes.map((remote) => (share: PackedBatch[], signal: AbortSignal) => remote(share, cfg.loss, signal)), {
