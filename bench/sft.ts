@@ -2,10 +2,12 @@
  * Training throughput in one thread vs data parallel with gradient worker threads
  * (`npm run bench -- sft [workers]`), `small` preset, two workloads: the warm start's own
  * 4,096-token steps (sequences of mixed lengths) and the profile's uniform step (64 rows × 64
- * tokens). Each is timed one thread then parallel, alternating over rounds after a round that is
- * not counted; the median of the rounds' ratios is printed. The parallel gain needs idle cores.
+ * tokens). Step by step, the same step is taken by a model in this thread alone and then by a
+ * second model whose step is shared with the workers, so that the machine's drift (large on a
+ * shared virtual machine) falls on both alike; printed: the ratio of the summed times and the
+ * median of the steps' ratios. The parallel gain needs idle cores.
  */
-import { presetConfig } from '../src/core/model/config';
+import { type ModelConfig, presetConfig } from '../src/core/model/config';
 import { disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
@@ -19,8 +21,27 @@ import type { GradPool } from '../src/runtime/gradPool';
 import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 import { median, trainingSequences } from './workloads';
 
-const STEPS = 5;
-const ROUNDS = 5;
+const WARMUP = 2;
+const PAIRS = 16;
+
+/** A model and its optimizer that take training steps, in this thread alone or with a pool's workers. */
+function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number) {
+  const params = initParams(config, 0);
+  const opt = new AdamW(params, ADAMW_DEFAULTS);
+  return {
+    /** One step's wall time (ms) and tokens. */
+    async step(seqs: TrainSequence[]): Promise<{ ms: number; tokens: number }> {
+      const t0 = performance.now();
+      if (pool) await pool.sync(params, config);
+      const r = await sftStep(params, config, opt, seqs, 1e-3, microTokens, pool?.sftRemotes() ?? []);
+      return { ms: performance.now() - t0, tokens: r.tokens };
+    },
+    dispose() {
+      opt.dispose();
+      disposeParams(params);
+    },
+  };
+}
 
 export async function runSftBench(args: string[], backend: BackendName): Promise<void> {
   const workers = Number(args[0] ?? 1);
@@ -32,38 +53,33 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
     { name: 'warm-start steps (4,096 tokens, mixed lengths)', step: (s) => sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t)) },
     { name: 'uniform step (64 rows × 64 tokens)', step: (s) => trainingSequences(64, 64, config.vocabSize, new Rng(1000 + s)) },
   ];
-  // The same steps each time (problems by step index), from the same initial weights.
-  const rate = async (step: (s: number) => TrainSequence[], pool: GradPool | null): Promise<number> => {
-    const params = initParams(config, 0);
-    const opt = new AdamW(params, ADAMW_DEFAULTS);
-    let tokens = 0;
-    let t0 = 0;
-    for (let s = 0; s <= STEPS; s++) {
-      if (s === 1) t0 = performance.now(); // step 0 warms up kernels and caches
-      if (pool) await pool.sync(params, config);
-      const r = await sftStep(params, config, opt, step(s), 1e-3, cfg.microTokens, pool?.sftRemotes() ?? []);
-      if (s >= 1) tokens += r.tokens;
-    }
-    const perSec = tokens / ((performance.now() - t0) / 1000);
-    opt.dispose();
-    disposeParams(params);
-    return perSec;
-  };
   const pool = await startNodeGradPool(workers, backend);
   try {
-    console.log(`sft bench: small, ${STEPS} steps a measurement, one thread then with ${workers} gradient worker(s), a round not counted then ${ROUNDS} (${backend})`);
+    console.log(`sft bench: small (${backend}); each workload's steps taken in pairs, the same step in one thread and then with ${workers} gradient worker(s), ${WARMUP} pairs not counted, then ${PAIRS}`);
     for (const w of workloads) {
-      // The worker's kernels, JIT and heap warm up over more than one step.
-      await rate(w.step, null);
-      await rate(w.step, pool);
+      const one = trainer(config, null, cfg.microTokens);
+      const par = trainer(config, pool, cfg.microTokens);
       const ratios: number[] = [];
-      for (let round = 1; round <= ROUNDS; round++) {
-        const single = await rate(w.step, null);
-        const parallel = await rate(w.step, pool);
-        ratios.push(parallel / single);
-        console.log(`${w.name}, round ${round}: one thread ${single.toFixed(0)} tokens/s, with ${workers} gradient worker(s) ${parallel.toFixed(0)} tokens/s: ${(parallel / single).toFixed(2)}×`);
+      let oneMs = 0;
+      let parMs = 0;
+      let tokens = 0;
+      try {
+        for (let s = 0; s < WARMUP + PAIRS; s++) {
+          const seqs = w.step(s);
+          const a = await one.step(seqs);
+          const b = await par.step(seqs);
+          if (s < WARMUP) continue;
+          ratios.push(a.ms / b.ms);
+          oneMs += a.ms;
+          parMs += b.ms;
+          tokens += a.tokens;
+        }
+      } finally {
+        one.dispose();
+        par.dispose();
       }
-      console.log(`${w.name}: median ${median(ratios).toFixed(2)}× (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+      const q = [...ratios].sort((x, y) => x - y);
+      console.log(`${w.name}: one thread ${((tokens / oneMs) * 1000).toFixed(0)} tokens/s, with ${workers} gradient worker(s) ${((tokens / parMs) * 1000).toFixed(0)} tokens/s: ${(oneMs / parMs).toFixed(2)}× in all; a step's ratio: median ${median(ratios).toFixed(2)}×, quartiles ${q[Math.floor(PAIRS / 4)].toFixed(2)}–${q[Math.floor((3 * PAIRS) / 4)].toFixed(2)}×`);
     }
   } finally {
     pool.terminate();
