@@ -61,7 +61,7 @@ describe('run command flags', () => {
       [['--task', 'arithmetic:0,multihop'], /--task: the weight of arithmetic must be a positive number/],
       [['--lr', 'abc'], /--lr must be a number in \[1e-7, 0\.1\] \(got "abc"\)/],
       [['--mini-batch', '3'], /--mini-batch must divide --batch = 16 \(got 3\)/],
-      [['--restart-optimizer'], /--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)/],
+      [['--restart-optimizer', '--token-rate-after', '0'], /--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)/],
       [['--constructor', '5'], /unknown flag --constructor/],
     ];
     for (const [args, message] of cases) {

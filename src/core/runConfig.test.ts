@@ -141,7 +141,10 @@ describe('the configs built from it', () => {
       lr: 2e-5,
       loss: { ...POLICY_LOSS_DEFAULTS, beta: 5e-4, dualClip: 3 },
       advantage: ADVANTAGE_DEFAULTS,
-      reward: REWARD_DEFAULTS,
+      // The token cost 0.003 a generated token from step 250, Adam restarted there (docs/TRAINING.md, session 17).
+      reward: { ...REWARD_DEFAULTS, tokenRate: 0.003 },
+      tokenRateAfter: 250,
+      restartOptimizer: true,
       rollout: { ...ROLLOUT_DEFAULTS, rootMaxTokens: 48, temperature: 1 },
     });
     // Credit and gating as the reference; no budget cost.
@@ -165,7 +168,7 @@ describe('the configs built from it', () => {
     expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 16 \(got 5\)/);
     expect(fieldsOf('page').map((f) => f.key)).toEqual(expect.arrayContaining(['miniBatch', 'dualClip', 'dynamicSampling', 'oversample', 'sampleRounds']));
     // The restart of Adam needs a switch step to restart at.
-    expect(() => validateRunConfig({ restartOptimizer: true }, 'train', { restartOptimizer: '--restart-optimizer', tokenRateAfter: '--token-rate-after' })).toThrow(/^--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)$/);
+    expect(() => validateRunConfig({ restartOptimizer: true, tokenRateAfter: 0 }, 'train', { restartOptimizer: '--restart-optimizer', tokenRateAfter: '--token-rate-after' })).toThrow(/^--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)$/);
     expect(grpoConfigOf(validateRunConfig({ restartOptimizer: true, tokenRate: 0.003, tokenRateAfter: 250 }, 'page'), 5)).toMatchObject({ restartOptimizer: true, tokenRateAfter: 250, reward: { tokenRate: 0.003 } });
   });
 

@@ -122,6 +122,8 @@ describe('GRPO training', () => {
     expect([0, 1, 2, 3].map((s) => restartsOptimizerAt({ ...cfg, restartOptimizer: true }, s))).toEqual([false, false, true, false]);
     expect([0, 1, 2, 3].some((s) => restartsOptimizerAt(cfg, s))).toBe(false);
     expect(restartsOptimizerAt({ ...cfg, restartOptimizer: true, tokenRateAfter: 0 }, 0)).toBe(false);
+    // With no token cost there is no switch, so nothing restarts (the defaults ask for the restart).
+    expect([0, 1, 2, 3].some((s) => restartsOptimizerAt({ ...cfg, restartOptimizer: true, reward: { ...cfg.reward, tokenRate: 0 } }, s))).toBe(false);
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     for (const step of [1, 2]) {

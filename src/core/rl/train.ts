@@ -104,12 +104,12 @@ export function rewardAt(cfg: Pick<GrpoConfig, 'reward' | 'tokenRateAfter'>, ste
 
 /**
  * Whether the optimizer restarts before step `step` (0-based): the first step under the token
- * cost, when `restartOptimizer` asks for it. A run resumed from a save at that step restarts it
+ * cost, when `restartOptimizer` asks for it (never when there is no cost to switch on). A run resumed from a save at that step restarts it
  * there too (that save holds the moments of before the switch); one resumed later has the
  * restarted moments in its save.
  */
-export function restartsOptimizerAt(cfg: Pick<GrpoConfig, 'tokenRateAfter' | 'restartOptimizer'>, step: number): boolean {
-  return cfg.restartOptimizer && cfg.tokenRateAfter > 0 && step === cfg.tokenRateAfter;
+export function restartsOptimizerAt(cfg: Pick<GrpoConfig, 'tokenRateAfter' | 'restartOptimizer' | 'reward'>, step: number): boolean {
+  return cfg.restartOptimizer && cfg.reward.tokenRate > 0 && cfg.tokenRateAfter > 0 && step === cfg.tokenRateAfter;
 }
 
 /** Scores an episode; the default is the SELFCEST reward. Swappable for toy objectives. */
