@@ -47,7 +47,7 @@ export interface PaddedBatch {
 /**
  * Fixed cost of one micro-batch in padded cells (a row's token position), by backend: on cpu
  * and wasm its per-call work (the gradient tensors, the tape, the calls themselves) measured at
- * about 5–8 ms for `small` against about 0.2 ms a cell (docs/BENCHMARKS.md, "Micro-batches cut
+ * about 8 ms for `small` against 0.23–0.29 ms a cell (docs/BENCHMARKS.md, "Micro-batches cut
  * by length"); on WebGPU a micro-batch is a few hundred dispatches while cells are nearly free,
  * so there few, larger groups win.
  */
@@ -90,8 +90,8 @@ export function lengthGroups(lengths: readonly number[], maxCells: number, maxRo
   return groups.reverse();
 }
 
-/** Padded cells of a group. */
-function groupCells(lengths: readonly number[], group: readonly number[], overhead: number): number {
+/** What a group costs in cells: its padded cells plus the fixed cost of a micro-batch. */
+function groupCost(lengths: readonly number[], group: readonly number[], overhead: number): number {
   return group.length * Math.max(...group.map((i) => lengths[i])) + overhead;
 }
 
@@ -108,16 +108,16 @@ export function shareGroups(lengths: readonly number[], parts: number, maxCells:
   const cap = Math.min(maxCells, Math.max(1, Math.ceil(total / (3 * parts))));
   const overhead = groupOverheadCells();
   const groups = lengthGroups(lengths, cap, maxRows, overhead);
-  const cost = groups.map((g) => groupCells(lengths, g, overhead));
-  const shares: number[][][] = Array.from({ length: parts }, () => []);
+  const cost = groups.map((g) => groupCost(lengths, g, overhead));
+  const shares: number[][] = Array.from({ length: parts }, () => []);
   const load = new Array<number>(parts).fill(0);
   for (const g of groups.map((_, i) => i).sort((a, b) => cost[b] - cost[a] || a - b)) {
     const k = load.indexOf(Math.min(...load));
-    shares[k].push(groups[g]);
+    shares[k].push(g);
     load[k] += cost[g];
   }
   // Each share's groups back in length order (the order lengthGroups gave).
-  return shares.map((sh) => sh.sort((a, b) => groups.indexOf(a) - groups.indexOf(b)));
+  return shares.map((sh) => sh.sort((a, b) => a - b).map((g) => groups[g]));
 }
 
 /** Sequences in padded micro-batches of at most `maxTokens` cells, cut by `lengthGroups`. */
