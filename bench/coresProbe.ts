@@ -5,12 +5,21 @@
  *   matmul-train the same kernel at a training step's shape, [2048,128]·[128,512]
  *   stream       a sum over 64 MB of floats (main-memory bandwidth)
  *   scalar       a dependent float loop on registers (one core's scalar pipeline, no memory)
+ *   train-item   the gradients of one training micro-batch of `small` (16 rows × 64 tokens,
+ *                `sftItem`, what a data-parallel step's threads compute), in tokens
  */
 import * as tf from '@tensorflow/tfjs';
 import { parentPort } from 'node:worker_threads';
+import { presetConfig } from '../src/core/model/config';
+import { initParams } from '../src/core/model/params';
+import { Rng } from '../src/core/rng';
+import { releaseGradItem } from '../src/core/rl/grads';
+import { padBatch } from '../src/core/rl/sequences';
+import { sftItem } from '../src/core/rl/sft';
 import { initBackend } from '../src/runtime/backend';
+import { trainingSequences } from './workloads';
 
-type Kind = 'matmul-l2' | 'matmul-train' | 'stream' | 'scalar';
+type Kind = 'matmul-l2' | 'matmul-train' | 'stream' | 'scalar' | 'train-item';
 
 const port = parentPort;
 if (port === null) throw new Error('bench/coresProbe.ts runs as a worker thread');
@@ -59,10 +68,34 @@ function scalarRate(ms: number): number {
   return ops / ((performance.now() - t0) / 1000) / 1e9; // G iterations/s
 }
 
+/** Training micro-batches of `small` a second, as tokens: forward and backward, no optimizer. */
+function trainItemRate(ms: number): number {
+  const config = presetConfig('small');
+  const params = initParams(config, 0);
+  const seqs = trainingSequences(16, 64, config.vocabSize, new Rng(7));
+  const batch = padBatch(seqs, seqs.map((_, i) => i));
+  let tokens = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < ms) {
+    releaseGradItem(sftItem(params, config, batch, 16 * 64));
+    tokens += batch.rows * batch.length;
+  }
+  const s = (performance.now() - t0) / 1000;
+  params.forEach((p) => p.dispose());
+  return tokens / s / 1000; // thousand tokens/s
+}
+
 port.on('message', async (msg: { kind: Kind; ms: number }) => {
   ready ??= initBackend('wasm');
   await ready;
   const { kind, ms } = msg;
-  const rate = kind === 'matmul-l2' ? matmulRate(256, 128, 256, ms) : kind === 'matmul-train' ? matmulRate(2048, 128, 512, ms) : kind === 'stream' ? streamRate(ms) : scalarRate(ms);
+  const rates: Record<Kind, () => number> = {
+    'matmul-l2': () => matmulRate(256, 128, 256, ms),
+    'matmul-train': () => matmulRate(2048, 128, 512, ms),
+    stream: () => streamRate(ms),
+    scalar: () => scalarRate(ms),
+    'train-item': () => trainItemRate(ms),
+  };
+  const rate = rates[kind]();
   port.postMessage({ kind, rate });
 });

@@ -5,14 +5,19 @@
  * tokens). Step by step, the same step is taken by a model in this thread alone and then by a
  * second model whose step is shared with the workers, so that the machine's drift (large on a
  * shared virtual machine) falls on both alike; printed: the ratio of the summed times and the
- * median of the steps' ratios. The parallel gain needs idle cores.
+ * median of the steps' ratios. With them, the ceiling of that gain on this machine at that time:
+ * the step's micro-batches computed (gradients only) once in this thread alone, then by this
+ * thread and one worker at once, each the whole set; two threads' rate over one's is what a
+ * data-parallel step could reach with no communication, no optimizer and perfect balance. The
+ * parallel gain needs idle cores.
  */
 import { type ModelConfig, presetConfig } from '../src/core/model/config';
-import { disposeParams, initParams } from '../src/core/model/params';
+import { type GPTParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import type { TrainSequence } from '../src/core/rl/sequences';
-import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
+import { releaseGradItem } from '../src/core/rl/grads';
+import { type TrainSequence, groupPlan, padBatch } from '../src/core/rl/sequences';
+import { SFT_DEFAULTS, sftItem, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { UsageError } from '../src/cli/args';
@@ -24,12 +29,34 @@ import { median, trainingSequences } from './workloads';
 const WARMUP = 2;
 const PAIRS = 16;
 
+/**
+ * The step's micro-batches (gradients only, no optimizer) in this thread alone, then in this
+ * thread and the first worker at once, each computing all of them: both wall times (ms). The
+ * worker holds the weights of the pool's last sync.
+ */
+async function ceilingPair(params: GPTParams, config: ModelConfig, pool: GradPool, seqs: TrainSequence[], microTokens: number): Promise<{ alone: number; both: number }> {
+  const plan = groupPlan(seqs.map((q) => q.tokens.length - 1), 2, microTokens);
+  const batches = plan.groups.map((g) => padBatch(seqs, g));
+  const totalWeight = seqs.reduce((n, q) => n + q.weights.reduce((a, b) => a + b, 0), 0);
+  const all = batches.map((_, i) => i);
+  const here = () => batches.forEach((b) => releaseGradItem(sftItem(params, config, b, totalWeight)));
+  let t0 = performance.now();
+  here();
+  const alone = performance.now() - t0;
+  t0 = performance.now();
+  const away = pool.sftRemotes()[0](batches, totalWeight, { fixed: all }, new AbortController().signal);
+  here();
+  if ((await away) === null) throw new Error('bench sft: the gradient worker is gone');
+  return { alone, both: performance.now() - t0 };
+}
+
 /** A model and its optimizer that take training steps, in this thread alone or with a pool's workers. */
 function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number) {
   const params = initParams(config, 0);
   const opt = new AdamW(params, ADAMW_DEFAULTS);
   return {
     /** One step's wall time (ms) and tokens. */
+    params,
     async step(seqs: TrainSequence[]): Promise<{ ms: number; tokens: number }> {
       const t0 = performance.now();
       if (pool) await pool.sync(params, config);
@@ -63,12 +90,17 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
       let oneMs = 0;
       let parMs = 0;
       let tokens = 0;
+      let aloneMs = 0;
+      let bothMs = 0;
       try {
         for (let s = 0; s < WARMUP + PAIRS; s++) {
           const seqs = w.step(s);
           const a = await one.step(seqs);
           const b = await par.step(seqs);
+          const c = workers === 1 ? await ceilingPair(par.params, config, pool, seqs, cfg.microTokens) : { alone: 0, both: 0 };
           if (s < WARMUP) continue;
+          aloneMs += c.alone;
+          bothMs += c.both;
           ratios.push(a.ms / b.ms);
           oneMs += a.ms;
           parMs += b.ms;
@@ -80,6 +112,7 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
       }
       const q = [...ratios].sort((x, y) => x - y);
       console.log(`${w.name}: one thread ${((tokens / oneMs) * 1000).toFixed(0)} tokens/s, with ${workers} gradient worker(s) ${((tokens / parMs) * 1000).toFixed(0)} tokens/s: ${(oneMs / parMs).toFixed(2)}× in all; a step's ratio: median ${median(ratios).toFixed(2)}×, quartiles ${q[Math.floor(PAIRS / 4)].toFixed(2)}–${q[Math.floor((3 * PAIRS) / 4)].toFixed(2)}×`);
+      if (workers === 1) console.log(`  ceiling: the same micro-batches, this thread alone ${((tokens / aloneMs) * 1000).toFixed(0)} tokens/s, this thread and the worker each all of them at once ${((2 * tokens / bothMs) * 1000).toFixed(0)} tokens/s: ${((2 * aloneMs) / bothMs).toFixed(2)}×; the step reaches ${(((oneMs / parMs) / ((2 * aloneMs) / bothMs)) * 100).toFixed(0)}% of it`);
     }
   } finally {
     pool.terminate();

@@ -73,6 +73,14 @@ function expectSameStep(got: Awaited<ReturnType<typeof oneStep>>, single: Awaite
   expect(maxDiff).toBeLessThan(1e-4);
 }
 
+/** Two steps with the same weights and metrics, bit for bit (the wall times aside). */
+function sameBits(a: Awaited<ReturnType<typeof oneStep>>, b: Awaited<ReturnType<typeof oneStep>>): boolean {
+  const timeless = (m: StepMetrics) => ({ ...m, rolloutTokensPerSec: 0, wallSec: 0 });
+  expect(timeless(a.metrics)).toEqual(timeless(b.metrics));
+  expect(a.weights).toEqual(b.weights);
+  return true;
+}
+
 describe('data-parallel GRPO', () => {
   it('a step shared with a gradient worker gives the losses, diagnostics and weights of one thread', async () => {
     const single = await oneStep(null);
@@ -108,7 +116,7 @@ describe('data-parallel GRPO', () => {
     expect(maxDiff).toBeLessThan(1e-4); // Adam turns summation-order noise in tiny gradients into a few % of one lr step
   });
 
-  it('a gradient worker that dies: its shares are computed here, the step is the same, and repair restarts it', async () => {
+  it('a gradient worker that dies: its micro-batches are computed here, the step is the same bits, and repair restarts it', async () => {
     const single = await oneStep(null);
     const handles: NodeWorkerHandle[] = [];
     const pool = await GradPool.start((i) => (handles[i] = startNodeWorker(GRAD_WORKER_ENTRY, `grad-${i}`)), 1, { backend: 'wasm' });
@@ -123,12 +131,14 @@ describe('data-parallel GRPO', () => {
       expect(pool.healthy).toBe(true);
       const again = await oneStep(pool);
       expect(again.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
+      // The micro-batches are added in their order whoever computed them: the same bits.
+      expect(sameBits(alone, again)).toBe(true);
     } finally {
       pool.terminate();
     }
   });
 
-  it('a gradient worker that hangs: the trainer gives up on it in time, computes its share, and repair restarts it', async () => {
+  it('a gradient worker that hangs: the trainer gives up on it in time, computes its micro-batches, and repair restarts it', async () => {
     const single = await oneStep(null);
     // A real worker thread whose answers to its gradient requests are lost on the way back, as
     // when its readback never completes; everything else it answers (start, weights) arrives.
@@ -157,10 +167,11 @@ describe('data-parallel GRPO', () => {
       await exited; // its thread was ended
       expect(pool.healthy).toBe(false);
       expectSameStep(alone, single);
-      expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted \(no answer within [\d.]+ s of this thread's share \(policyGrads\)\)/);
+      expect((await pool.repair()).join()).toMatch(/gradient worker 0 restarted \(no answer within [\d.]+ s of this thread's items \(policyGrads\)\)/);
       const again = await oneStep(pool); // the new thread answers
       expect(again.metrics.loss).toBeCloseTo(single.metrics.loss, 5);
       expect(pool.healthy).toBe(true);
+      expect(sameBits(alone, again)).toBe(true);
     } finally {
       pool.terminate();
     }

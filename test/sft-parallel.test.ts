@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
 import { initParams, paramsToArrays } from '../src/core/model/params';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
+import { type RemoteGradients, SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { initBackend } from '../src/runtime/backend';
@@ -19,16 +19,16 @@ beforeAll(async () => {
 });
 
 describe('data-parallel SFT', () => {
-  it('two threads give the same losses and weights as one (within float summation order)', async () => {
+  it('two threads give the same losses and weights as one (within float summation order), and the same bits however the micro-batches were spread', async () => {
     const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
-    const run = async (workers: GradPool | null) => {
+    const run = async (workers: GradPool | null, remotes?: RemoteGradients[]) => {
       const params = initParams(config, 9);
       const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
       const losses: number[] = [];
       for (let s = 0; s < 3; s++) {
         if (workers) await workers.sync(params, config);
         const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
-        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, workers?.sftRemotes() ?? [])).loss);
+        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, remotes ?? workers?.sftRemotes() ?? [])).loss);
       }
       const weights = await paramsToArrays(params);
       opt.dispose();
@@ -40,8 +40,17 @@ describe('data-parallel SFT', () => {
     await run(workers); // the shares pad to other lengths than one thread: their cached masks come first
     const before = tf.memory().numTensors;
     const parallel = await run(workers);
+    // Where memory cannot be shared (a page without cross-origin isolation) the threads get fixed shares.
+    const g = globalThis as { crossOriginIsolated?: boolean };
+    g.crossOriginIsolated = false;
+    const fixed = await run(workers).finally(() => delete g.crossOriginIsolated);
     workers.terminate();
     expect(tf.memory().numTensors).toBe(before);
+    // The same micro-batches computed all here (a worker that is gone), spread by a shared queue,
+    // or dealt in fixed shares: the same bits, since the gradients are added in micro-batch order.
+    const alone = await run(null, [async () => null]);
+    expect(parallel).toEqual(alone);
+    expect(fixed).toEqual(alone);
     parallel.losses.forEach((l, i) => expect(l).toBeCloseTo(single.losses[i], 5));
     let maxDiff = 0;
     for (const [name, a] of single.weights) {

@@ -11,12 +11,12 @@ import type { RemoteGradients } from '../core/rl/sft';
 import { DEFAULT_PATIENCE, type Patience } from '../core/rl/shares';
 import type { GradientShare } from '../core/rl/train';
 import type { WorkerHandle } from './endpoint';
-import type { GradReplies, GradRequest } from './gradWorker';
+import { type GradReplies, type GradRequest, wireItems } from './gradWorker';
 import type { BackendReport } from './protocol';
 import { endWorkers, openWorker, startWorkers } from './poolMember';
 import type { RpcClient } from './rpc';
 import type { PoolOptions } from './rolloutPool';
-import { canShareMemory, packWeights, payloadForReceiver, unpackWeights } from './weights';
+import { canShareMemory, packWeights, payloadForReceiver } from './weights';
 
 type Client = RpcClient<GradRequest, GradReplies, never>;
 
@@ -101,17 +101,17 @@ export class GradPool {
 
   /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute the share here). */
   sftRemotes(): RemoteGradients[] {
-    return this.members.map((m) => async (batches, totalWeight, signal) => {
-      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight }, undefined, signal) : null;
-      return r === null ? null : { loss: r.loss, grads: unpackWeights(r.grads) };
+    return this.members.map((m) => async (batches, totalWeight, claims, signal) => {
+      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, claims }, undefined, signal) : null;
+      return r === null ? null : wireItems(r.items);
     });
   }
 
   /** The workers' GRPO remotes, on the weights of the last `sync` (null: the worker is gone). */
   policyRemotes(): RemotePolicyGradients[] {
-    return this.members.map((m) => async (batches, loss, signal) => {
-      const r = m.version === this.version ? await this.ask(m, { kind: 'policyGrads', version: this.version, batches, loss }, undefined, signal) : null;
-      return r === null ? null : { loss: r.loss, sums: r.sums, grads: unpackWeights(r.grads) };
+    return this.members.map((m) => async (batches, loss, claims, signal) => {
+      const r = m.version === this.version ? await this.ask(m, { kind: 'policyGrads', version: this.version, batches, loss, claims }, undefined, signal) : null;
+      return r === null ? null : wireItems(r.items);
     });
   }
 

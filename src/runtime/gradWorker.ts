@@ -7,8 +7,10 @@
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, sameModel } from '../core/model/config';
 import { type GPTParams, paramsFromArrays } from '../core/model/params';
-import { type PackedBatch, type PolicyLossConfig, type RlSequence, type TokenSums, actionLogprobs, policyGradients } from '../core/rl/grpo';
-import { sftGradients } from '../core/rl/sft';
+import { type GradItem, type GradItemAway, readGradItem } from '../core/rl/grads';
+import { type PackedBatch, type PolicyLossConfig, type RlSequence, actionLogprobs, policyItem } from '../core/rl/grpo';
+import { type Claims, claimer } from '../core/rl/shares';
+import { sftItem } from '../core/rl/sft';
 import type { PaddedBatch } from '../core/rl/sequences';
 import type { Endpoint } from './endpoint';
 import type { BackendReport } from './protocol';
@@ -19,8 +21,9 @@ import { type WeightPayload, packWeights, unpackWeights } from './weights';
 export type GradRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
   | { kind: 'weights'; model: ModelConfig; version: number; weights: WeightPayload }
-  | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number }
-  | { kind: 'policyGrads'; version: number; batches: PackedBatch[]; loss: PolicyLossConfig }
+  /** The micro-batches of a step; this worker computes those it claims (core/rl/shares.ts `claimer`). */
+  | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number; claims: Claims }
+  | { kind: 'policyGrads'; version: number; batches: PackedBatch[]; loss: PolicyLossConfig; claims: Claims }
   /** The frozen KL reference (kept apart from the policy weights), tagged `id`. */
   | { kind: 'reference'; model: ModelConfig; id: number; weights: WeightPayload }
   | { kind: 'refLogprobs'; id: number; seqs: RlSequence[]; temperature: number; maxTokens: number };
@@ -28,21 +31,34 @@ export type GradRequest =
 export interface GradReplies {
   init: { backend: BackendReport };
   weights: { version: number };
-  grads: { loss: number; grads: WeightPayload };
-  policyGrads: { loss: number; sums: TokenSums; grads: WeightPayload };
+  grads: { items: WireItem[] };
+  policyGrads: { items: WireItem[] };
   reference: { id: number };
   refLogprobs: { logprobs: number[][] };
 }
 
-/** The gradients as one private buffer, transferred back (the tensors are disposed). */
-async function packGrads(grads: Map<string, tf.Tensor>): Promise<WeightPayload> {
-  const arrays = new Map<string, Float32Array>();
-  try {
-    for (const [name, g] of grads) arrays.set(name, (await g.data()) as Float32Array);
-  } finally {
-    grads.forEach((g) => g.dispose());
+/** One micro-batch's result on the wire: its index, scalars, and gradients as one private buffer (transferred). */
+export interface WireItem {
+  index: number;
+  scalars: number[];
+  grads: WeightPayload;
+}
+
+/** Computes the items this worker claims, one at a time, and packs each for the wire. */
+async function claimedItems(claims: Claims, count: number, compute: (index: number) => GradItem): Promise<{ items: WireItem[]; transfer: ArrayBuffer[] }> {
+  const items: WireItem[] = [];
+  const next = claimer(claims);
+  for (let i = next(); i >= 0; i = next()) {
+    if (i >= count) throw new Error(`grad worker: claimed item ${i} of ${count}`);
+    const r = await readGradItem(compute(i));
+    items.push({ index: i, scalars: r.scalars, grads: packWeights(r.grads, false) });
   }
-  return packWeights(arrays, false);
+  return { items, transfer: items.map((it) => it.grads.buffer as ArrayBuffer) };
+}
+
+/** A worker's items by index, as core/rl/shares.ts `computeQueue` takes them. */
+export function wireItems(items: readonly WireItem[]): Map<number, GradItemAway> {
+  return new Map(items.map((it) => [it.index, { scalars: it.scalars, grads: unpackWeights(it.grads) }]));
 }
 
 export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPreference, wasmPaths: string | undefined) => Promise<BackendReport>): void {
@@ -79,15 +95,13 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
       }
       case 'grads': {
         const r = ready(req.version);
-        const { grads, loss } = await sftGradients(r.params, r.model, req.batches, req.totalWeight);
-        const packed = await packGrads(grads);
-        return reply({ loss, grads: packed }, [packed.buffer as ArrayBuffer]);
+        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) => sftItem(r.params, r.model, req.batches[i], req.totalWeight));
+        return reply({ items }, transfer);
       }
       case 'policyGrads': {
         const r = ready(req.version);
-        const { grads, loss, sums } = await policyGradients(r.params, r.model, req.batches, req.loss);
-        const packed = await packGrads(grads);
-        return reply({ loss, sums, grads: packed }, [packed.buffer as ArrayBuffer]);
+        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) => policyItem(r.params, r.model, req.batches[i], req.loss));
+        return reply({ items }, transfer);
       }
       case 'reference': {
         const next = paramsFromArrays(req.model, unpackWeights(req.weights), { trainable: false });

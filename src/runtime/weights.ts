@@ -16,13 +16,7 @@ export interface WeightPayload {
   buffer: ArrayBuffer | SharedArrayBuffer;
 }
 
-/** True when a SharedArrayBuffer can be posted between threads here. */
-export function canShareMemory(): boolean {
-  if (typeof SharedArrayBuffer === 'undefined') return false;
-  // Node has no crossOriginIsolated and always shares; in the browser it must be true.
-  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
-  return isolated !== false;
-}
+export { canShareMemory } from '../core/rl/shares';
 
 export function packWeights(arrays: ReadonlyMap<string, Float32Array>, shared: boolean): WeightPayload {
   const names = [...arrays.keys()];

@@ -25,6 +25,80 @@ export function addInto(sums: Map<string, tf.Tensor>, name: string, g: tf.Tensor
   g.dispose();
 }
 
+/**
+ * One micro-batch's part of an update, computed on this thread: its gradients by parameter name
+ * and its scalars (the loss, then whatever else the update sums), not yet read back.
+ */
+export interface GradItem {
+  grads: Map<string, tf.Tensor>;
+  scalars: tf.Tensor1D;
+}
+
+/** The same computed by a gradient worker, read back: flat arrays by parameter name, and numbers. */
+export interface GradItemAway {
+  grads: ReadonlyMap<string, Float32Array>;
+  scalars: number[];
+}
+
+export function releaseGradItem(item: GradItem): void {
+  item.grads.forEach((g) => g.dispose());
+  item.scalars.dispose();
+}
+
+/** A gradient item read back (for the wire); the tensors are disposed. */
+export async function readGradItem(item: GradItem): Promise<GradItemAway> {
+  try {
+    const grads = new Map<string, Float32Array>();
+    for (const [name, g] of item.grads) grads.set(name, (await g.data()) as Float32Array);
+    return { grads, scalars: Array.from(await item.scalars.data()) };
+  } finally {
+    releaseGradItem(item);
+  }
+}
+
+/**
+ * The items of an update added up in index order, whoever computed them: the gradients (each sum
+ * the left fold g₀ + g₁ + …, as one thread adds them) and the scalars (one readback for the items
+ * computed here; summed in double precision, `width` of them). Takes ownership of the items.
+ */
+export async function sumGradItems(items: readonly ({ here: GradItem } | { away: GradItemAway })[], params: ReadonlyMap<string, tf.Variable>, width: number): Promise<{ grads: Map<string, tf.Tensor>; scalars: number[] }> {
+  const sums = new Map<string, tf.Tensor>();
+  const scalars = new Array<number>(width).fill(0);
+  let rest = 0;
+  try {
+    const local = items.flatMap((r) => ('here' in r ? [r.here.scalars] : []));
+    let read: Float32Array = new Float32Array(0);
+    if (local.length > 0) {
+      const all = tf.concat(local);
+      read = (await all.data()) as Float32Array;
+      all.dispose();
+    }
+    let at = 0;
+    for (; rest < items.length; rest++) {
+      const r = items[rest];
+      const values = 'here' in r ? Array.from(read.subarray(at, (at += width))) : r.away.scalars;
+      if (values.length !== width) throw new Error(`gradients: an item with ${values.length} scalars, ${width} expected`);
+      values.forEach((v, j) => (scalars[j] += v));
+      if ('here' in r) {
+        r.here.scalars.dispose();
+        for (const [name, g] of r.here.grads) addInto(sums, name, g);
+        continue;
+      }
+      for (const [name, data] of r.away.grads) {
+        const v = params.get(name);
+        if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
+        if (data.length !== v.size) throw new Error(`gradient worker: ${data.length} values for ${name}, which has ${v.size}`);
+        addInto(sums, name, tf.tensor(data, v.shape));
+      }
+    }
+  } catch (e) {
+    sums.forEach((t) => t.dispose());
+    for (const r of items.slice(rest)) if ('here' in r) releaseGradItem(r.here);
+    throw e;
+  }
+  return { grads: sums, scalars };
+}
+
 /** Inputs of one tf.addN: WebGPU binds them all in one shader, with the output, under the 8 storage buffers a stage may bind. */
 const ADD_N_CHUNK = 6;
 

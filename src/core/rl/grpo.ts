@@ -27,9 +27,9 @@
  * nothing; a gated context that keeps its KL term comes with advantage 0 (advantage.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import { accumulateGrads } from './grads';
-import { lengthGroups, shareGroups } from './sequences';
-import { type Patience, computeShares } from './shares';
+import { type GradItem, type GradItemAway, accumulateGrads, releaseGradItem, sumGradItems } from './grads';
+import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from './sequences';
+import { type Claims, type Patience, computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -141,12 +141,13 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
 }
 
 /**
- * The same micro-batches spread over `parts` shares of about equal padded cells
- * (`shareGroups`), for data-parallel gradients: since the weights were set over the whole
- * update, the shares' losses and gradients add up to the update's.
+ * The sequences that train as micro-batches for `parts` threads (`groupPlan`): the packed
+ * batches and the plan by which the threads take them. Since the weights were set over the whole
+ * update, the batches' losses and gradients add up to the update's.
  */
-export function packRlShares(seqs: readonly RlSequence[], weights: readonly number[][], parts: number, maxTokens: number): PackedBatch[][] {
-  return shareGroups(rlCells(seqs, weights), parts, maxTokens).map((groups) => groups.map((g) => packGroup(seqs, weights, g)));
+export function packRlPlan(seqs: readonly RlSequence[], weights: readonly number[][], parts: number, maxTokens: number): { batches: PackedBatch[]; plan: GroupPlan } {
+  const plan = groupPlan(rlCells(seqs, weights), parts, maxTokens);
+  return { batches: plan.groups.map((g) => packGroup(seqs, weights, g)), plan };
 }
 
 /**
@@ -322,46 +323,61 @@ export interface PolicyGradResult {
   trainedTokens: number;
 }
 
-/**
- * The policy-loss gradients of some packed batches computed elsewhere (a gradient worker),
- * summed; null when that worker is gone, and the caller computes the share itself.
- */
-export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig, signal?: AbortSignal) => Promise<{ grads: Map<string, Float32Array>; loss: number; sums: TokenSums } | null>;
+/** The scalars of a policy item: the loss, then the diagnostic sums. */
+export const POLICY_SCALARS = 1 + DIAGNOSTICS.length;
 
-/** Summed gradients of the policy loss over the micro-batches of one update. */
-export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {
-  if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
+/** One packed batch's policy-loss gradients; its scalars: the loss, then the diagnostics' sums (DIAGNOSTICS). */
+export function policyItem(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): GradItem {
+  checkDualClip(c);
   const vars = [...params.values()];
-  const sums = new Map<string, tf.Tensor>();
-  const parts: tf.Scalar[] = [];
-  let trainedTokens = 0;
-  for (const b of batches) {
-    trainedTokens += b.weights.reduce((n, w) => n + (w > 0 ? 1 : 0), 0);
-    const { value, grads, extra } = tf.tidy(() => {
-      let diag: tf.Scalar[] = [];
-      const g = tf.variableGrads(() => {
-        const r = batchLoss(params, config, b, c);
-        diag = r.diagnostics.map((t) => tf.keep(t));
-        return r.loss;
-      }, vars);
-      const extra = tf.stack(diag);
-      diag.forEach((t) => t.dispose());
-      return { value: g.value, grads: g.grads, extra };
-    });
-    parts.push(value, ...tf.unstack(extra).map((t) => t as tf.Scalar));
-    extra.dispose();
-    accumulateGrads(sums, params, grads);
-  }
-  const stacked = parts.length ? tf.stack(parts) : tf.zeros([0]);
-  const vals = await stacked.data();
-  stacked.dispose();
-  parts.forEach((t) => t.dispose());
-  let loss = 0;
+  const { grads: byVariable, scalars } = tf.tidy(() => {
+    let diag: tf.Scalar[] = [];
+    const g = tf.variableGrads(() => {
+      const r = batchLoss(params, config, b, c);
+      diag = r.diagnostics.map((t) => tf.keep(t));
+      return r.loss;
+    }, vars);
+    const scalars = tf.stack([g.value, ...diag]) as tf.Tensor1D;
+    diag.forEach((t) => t.dispose());
+    return { grads: g.grads, scalars };
+  });
+  const grads = new Map<string, tf.Tensor>();
+  accumulateGrads(grads, params, byVariable);
+  return { grads, scalars };
+}
+
+/** Tokens that carry loss in some packed batches. */
+export function trainedTokensOf(batches: readonly PackedBatch[]): number {
+  return batches.reduce((n, b) => n + b.weights.reduce((k, w) => k + (w > 0 ? 1 : 0), 0), 0);
+}
+
+/** The update's result from its items' sums (`sumGradItems`, POLICY_SCALARS wide). */
+export function policyResult(grads: Map<string, tf.Tensor>, scalars: readonly number[], trainedTokens: number): PolicyGradResult {
   const s: TokenSums = { ...NO_TOKENS, tokens: trainedTokens };
-  const width = 1 + DIAGNOSTICS.length;
-  for (let i = 0; i < vals.length; i += width) {
-    loss += vals[i];
-    DIAGNOSTICS.forEach((k, j) => (s[k] += vals[i + 1 + j]));
+  DIAGNOSTICS.forEach((k, j) => (s[k] = scalars[1 + j]));
+  return { grads, loss: scalars[0], sums: s, ...tokenMeans(s), trainedTokens };
+}
+
+/**
+ * The policy-loss gradients of the packed batches that a gradient worker claims (shares.ts
+ * `claimer`), each item apart; null when that worker is gone, and the caller computes them itself.
+ */
+export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig, claims: Claims, signal?: AbortSignal) => Promise<ReadonlyMap<number, GradItemAway> | null>;
+
+function checkDualClip(c: PolicyLossConfig): void {
+  if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
+}
+
+/** Summed gradients of the policy loss over the micro-batches of one update, on this thread (in order, as `sumGradItems` adds them). */
+export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {
+  checkDualClip(c);
+  const items: { here: GradItem }[] = [];
+  try {
+    for (const b of batches) items.push({ here: policyItem(params, config, b, c) });
+  } catch (e) {
+    items.forEach((r) => releaseGradItem(r.here));
+    throw e;
   }
-  return { grads: sums, loss, sums: s, ...tokenMeans(s), trainedTokens };
+  const { grads, scalars } = await sumGradItems(items, params, POLICY_SCALARS);
+  return policyResult(grads, scalars, trainedTokensOf(batches));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type RlSequence, aggregationWeights, packRl, packRlShares } from './grpo';
+import { type RlSequence, aggregationWeights, packRl, packRlPlan } from './grpo';
 import { GROUP_OVERHEAD_CELLS, bucketByLength, groupOverheadCells, lengthGroups, shareGroups } from './sequences';
 
 describe('lengthGroups', () => {
@@ -58,12 +58,14 @@ describe('shareGroups', () => {
   });
 });
 
-describe('packRlShares', () => {
+describe('packRlPlan', () => {
   const seq = (n: number, weight = 1): RlSequence => ({ tokens: Array(n + 1).fill(3), actions: Array(n).fill(1), oldLogprobs: Array(n).fill(-1), advantage: 0.5, weight });
   it('splits one update into shares whose packed weights add up to the whole update, leaving out what trains nothing', () => {
     const seqs = [seq(10), seq(4), seq(7), seq(6, 0), seq(3)];
     const weights = aggregationWeights(seqs, 'token-mean');
-    const shares = packRlShares(seqs, weights, 2, 64);
+    const { batches, plan } = packRlPlan(seqs, weights, 2, 64);
+    const shares = plan.shares.map((sh) => sh.map((g) => batches[g]));
+    expect([...plan.order].sort()).toEqual(batches.map((_, i) => i));
     const members = shares.flatMap((bs) => bs.flatMap((b) => b.members));
     expect(members.sort()).toEqual([0, 1, 2, 4]); // the weight-0 context goes nowhere
     const total = (bs: readonly { weights: Float32Array }[]) => bs.reduce((n, b) => n + b.weights.reduce((a, w) => a + w, 0), 0);

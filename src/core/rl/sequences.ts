@@ -96,28 +96,41 @@ function groupCost(lengths: readonly number[], group: readonly number[], overhea
 }
 
 /**
- * `lengthGroups` spread over `parts` shares (this thread and the gradient workers) of about equal
- * cost: each group, costliest first, onto the share with the least so far (ties: the lowest).
- * With more than one share the groups are capped at a third of a share's cells, so that every
- * share gets several and the loads can even out. Shares may be empty.
+ * The micro-batches of one step shared by `parts` threads (this one and the gradient workers):
+ * `groups` (`lengthGroups`; with more than one part capped at a third of a part's cells, so that
+ * every thread gets several and the loads can even out), `order` (group indices, costliest
+ * first: the order in which threads claim them from a shared queue) and `shares` (a fixed deal
+ * of group indices for where threads cannot share a queue: each group in `order` onto the share
+ * with the least cost so far, ties the lowest; each share in group order). Shares may be empty.
  */
-export function shareGroups(lengths: readonly number[], parts: number, maxCells: number, maxRows = 512): number[][][] {
-  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`shareGroups: parts must be a positive integer (got ${parts})`);
-  if (parts === 1) return [lengthGroups(lengths, maxCells, maxRows)];
+export interface GroupPlan {
+  groups: number[][];
+  order: number[];
+  shares: number[][];
+}
+
+export function groupPlan(lengths: readonly number[], parts: number, maxCells: number, maxRows = 512): GroupPlan {
+  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`groupPlan: parts must be a positive integer (got ${parts})`);
   const total = lengths.reduce((n, l) => n + Math.max(0, l), 0);
-  const cap = Math.min(maxCells, Math.max(1, Math.ceil(total / (3 * parts))));
+  const cap = parts === 1 ? maxCells : Math.min(maxCells, Math.max(1, Math.ceil(total / (3 * parts))));
   const overhead = groupOverheadCells();
   const groups = lengthGroups(lengths, cap, maxRows, overhead);
   const cost = groups.map((g) => groupCost(lengths, g, overhead));
+  const order = groups.map((_, i) => i).sort((a, b) => cost[b] - cost[a] || a - b);
   const shares: number[][] = Array.from({ length: parts }, () => []);
   const load = new Array<number>(parts).fill(0);
-  for (const g of groups.map((_, i) => i).sort((a, b) => cost[b] - cost[a] || a - b)) {
+  for (const g of order) {
     const k = load.indexOf(Math.min(...load));
     shares[k].push(g);
     load[k] += cost[g];
   }
-  // Each share's groups back in length order (the order lengthGroups gave).
-  return shares.map((sh) => sh.sort((a, b) => a - b).map((g) => groups[g]));
+  return { groups, order, shares: shares.map((sh) => sh.sort((a, b) => a - b)) };
+}
+
+/** `groupPlan`'s fixed deal as the groups themselves: share k's micro-batches, in length order. */
+export function shareGroups(lengths: readonly number[], parts: number, maxCells: number, maxRows = 512): number[][][] {
+  const plan = groupPlan(lengths, parts, maxCells, maxRows);
+  return plan.shares.map((sh) => sh.map((g) => plan.groups[g]));
 }
 
 /** Sequences in padded micro-batches of at most `maxTokens` cells, cut by `lengthGroups`. */

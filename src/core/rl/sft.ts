@@ -7,7 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
-import { accumulateGrads, addAll } from './grads';
+import { type GradItem, type GradItemAway, accumulateGrads, releaseGradItem, sumGradItems } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -17,8 +17,8 @@ import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
-import { type Patience, addShareGrads, computeShares } from './shares';
-import { type PaddedBatch, type TrainSequence, demoSequence, padBatch, shareGroups } from './sequences';
+import { type Claims, type Patience, computeQueue } from './shares';
+import { type PaddedBatch, type TrainSequence, demoSequence, groupPlan, padBatch } from './sequences';
 
 export interface SftConfig {
   task: string;
@@ -119,42 +119,30 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   return seqs;
 }
 
-/** Gradients of part of a step: micro-batches weighted by their share of the step's trained tokens. */
-export async function sftGradients(
-  params: GPTParams,
-  config: ModelConfig,
-  batches: readonly PaddedBatch[],
-  totalWeight: number,
-): Promise<{ grads: Map<string, tf.Tensor>; loss: number }> {
+/** One micro-batch's gradients, weighted by its share of the step's trained tokens; its scalar is its part of the loss. */
+export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, totalWeight: number): GradItem {
+  const w = b.weights.reduce((a, x) => a + x, 0);
+  const grads = new Map<string, tf.Tensor>();
+  if (w === 0) return { grads, scalars: tf.zeros([1]) };
   const vars = [...params.values()];
-  const sums = new Map<string, tf.Tensor>();
-  const lossParts: tf.Scalar[] = [];
-  for (const b of batches) {
-    const w = b.weights.reduce((a, x) => a + x, 0);
-    if (w === 0) continue;
-    const { value, grads } = tf.tidy(() => {
-      const inputs = tf.tensor2d(b.inputs, [b.rows, b.length], 'int32');
-      const targets = tf.tensor2d(b.targets, [b.rows, b.length], 'int32');
-      const weights = tf.tensor2d(b.weights, [b.rows, b.length], 'float32');
-      // Weighted so that the sum over micro-batches is the token mean over the step.
-      return tf.variableGrads(() => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }), w / totalWeight) as tf.Scalar, vars);
-    });
-    lossParts.push(value);
-    accumulateGrads(sums, params, grads);
-  }
-  let loss = 0;
-  if (lossParts.length > 0) {
-    const lossT = addAll(lossParts);
-    loss = (await lossT.data())[0];
-    lossT.dispose();
-    lossParts.forEach((t) => t.dispose());
-  }
-  return { grads: sums, loss };
+  const { value, grads: byVariable } = tf.tidy(() => {
+    const inputs = tf.tensor2d(b.inputs, [b.rows, b.length], 'int32');
+    const targets = tf.tensor2d(b.targets, [b.rows, b.length], 'int32');
+    const weights = tf.tensor2d(b.weights, [b.rows, b.length], 'float32');
+    // Weighted so that the sum over micro-batches is the token mean over the step.
+    return tf.variableGrads(() => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }), w / totalWeight) as tf.Scalar, vars);
+  });
+  accumulateGrads(grads, params, byVariable);
+  const scalars = tf.reshape(value, [1]) as tf.Tensor1D;
+  value.dispose();
+  return { grads, scalars };
 }
 
-/** Computes the gradients of some micro-batches elsewhere (a worker thread) and returns them summed; null: the worker is gone, do them here. */
-export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number, signal?: AbortSignal) => Promise<{ grads: Map<string, Float32Array>; loss: number } | null>;
-
+/**
+ * Computes micro-batches of a step elsewhere (a worker thread): those it claims (shares.ts
+ * `claimer`) of `batches`, each item's gradients apart; null: the worker is gone, do them here.
+ */
+export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number, claims: Claims, signal?: AbortSignal) => Promise<ReadonlyMap<number, GradItemAway> | null>;
 
 /** One logged warm-start step: the row of metrics.jsonl (CLI) and of the page's warm-start curve. */
 export interface SftMetricsRow {
@@ -183,9 +171,9 @@ export interface SftStepOutcome {
 
 /**
  * One optimisation step over a set of sequences: cut into padded micro-batches by length
- * (`lengthGroups`) whose gradients add up to the token-mean loss of the whole set. With
- * `remotes`, the micro-batches are shared between this thread and the remote workers (about
- * equal padded cells each, `shareGroups`) and the gradients summed.
+ * (`groupPlan`) whose gradients add up to the token-mean loss of the whole set. With `remotes`,
+ * this thread and the remote workers take the micro-batches from one queue (`computeQueue`); the
+ * gradients are added in micro-batch order, so the step is the same bits however they were spread.
  * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
  */
 export async function sftStep(
@@ -200,17 +188,14 @@ export async function sftStep(
 ): Promise<SftStepOutcome> {
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
-  const shares = shareGroups(seqs.map((s) => s.tokens.length - 1), remotes.length + 1, microTokens).map((groups) => groups.map((g) => padBatch(seqs, g)));
-  const local = await computeShares(shares, remotes.map((remote) => (share: PaddedBatch[], signal: AbortSignal) => remote(share, totalWeight, signal)), {
-    isEmpty: (share) => share.length === 0,
-    here: (share) => sftGradients(params, config, share, totalWeight),
-    add: (acc, _k, r) => {
-      acc.loss += 'here' in r ? r.here.loss : r.away.loss;
-      addShareGrads(acc.grads, r, params);
-    },
-    release: (acc) => acc.grads.forEach((t) => t.dispose()),
-  }, patience);
-  const { loss } = local;
+  const plan = groupPlan(seqs.map((s) => s.tokens.length - 1), remotes.length + 1, microTokens);
+  const batches = plan.groups.map((g) => padBatch(seqs, g));
+  const items = await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)), {
+    here: async (i) => sftItem(params, config, batches[i], totalWeight),
+    release: releaseGradItem,
+  }, { patience });
+  const local = await sumGradItems(items, params, 1);
+  const [loss] = local.scalars;
   const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
   local.grads.forEach((t) => t.dispose());
   const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);

@@ -2,7 +2,10 @@
  * Work shared with remote workers (the gradient workers of runtime/gradPool.ts): the SFT step,
  * the policy gradients of a GRPO update and the reference pass of its KL term all split their
  * sequences into shares, compute share 0 on this thread and send share k to remote k − 1.
- * `computeShares` is that pattern once. Pure (no workers here: a remote is a function).
+ * `computeShares` is that pattern once. The gradients go through `computeQueue` instead: each
+ * micro-batch is taken by whichever thread is free, and the results are added in micro-batch
+ * order, so the sum is the same bits whoever computed what. Pure (no workers here: a remote is a
+ * function).
  */
 import * as tf from '@tensorflow/tfjs';
 import { addInto } from './grads';
@@ -86,4 +89,92 @@ export function addShareGrads(
     if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
     addInto(sums, name, tf.tensor(data, v.shape));
   }
+}
+
+/** True when a SharedArrayBuffer can be posted between threads here (Node; a cross-origin-isolated page and its workers). */
+export function canShareMemory(): boolean {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
+  // Node has no crossOriginIsolated and always shares; in the browser it must be true.
+  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
+  return isolated !== false;
+}
+
+/**
+ * Which items a thread computes: the next of `order` not yet taken by any thread (`counter`, a
+ * shared Int32Array, counts the items taken), or, where threads cannot share memory, a fixed list.
+ */
+export type Claims = { order: readonly number[]; counter: Int32Array } | { fixed: readonly number[] };
+
+/** The next item a thread computes under `claims` (−1: none left). */
+export function claimer(claims: Claims): () => number {
+  if ('fixed' in claims) {
+    let k = 0;
+    return () => (k < claims.fixed.length ? claims.fixed[k++] : -1);
+  }
+  return () => {
+    const k = Atomics.add(claims.counter, 0, 1);
+    return k < claims.order.length ? claims.order[k] : -1;
+  };
+}
+
+/** A remote's results by item index, for the items it claimed; null: its worker is gone (its items are computed here). */
+export type QueueRemote<A> = (claims: Claims, signal: AbortSignal) => Promise<ReadonlyMap<number, A> | null>;
+
+/** How the items of a queue are handed out: `order` to claim from, `shares` (one a thread, this one first) where memory is not shared. */
+export interface QueuePlan {
+  order: readonly number[];
+  shares: readonly (readonly number[])[];
+}
+
+/**
+ * Items 0 … n − 1 (n = `plan.order.length`) computed by this thread and the remotes: where
+ * memory can be shared (`shared`, default `canShareMemory()`), every thread takes the next item
+ * of `plan.order` when it is free; otherwise thread k computes `plan.shares[k]`. Returns every
+ * item's result by index, computed here or away. A remote that answers null or does not answer
+ * within `patience` of this thread's own items (its signal is aborted) has its items computed
+ * here; one that fails fails the whole (every result of this thread is released). A result is
+ * the same whichever thread computed it, so a caller that folds them in index order gets the same
+ * sum however the items were spread.
+ */
+export async function computeQueue<R, A>(
+  plan: QueuePlan,
+  remotes: readonly QueueRemote<A>[],
+  work: { here(index: number): Promise<R>; release(result: R): void },
+  opts: { patience?: Patience; shared?: boolean } = {},
+): Promise<({ here: R } | { away: A })[]> {
+  const n = plan.order.length;
+  if (plan.shares.length !== remotes.length + 1) throw new Error(`computeQueue: ${plan.shares.length} shares for ${remotes.length} remotes and this thread`);
+  const shared = remotes.length > 0 && (opts.shared ?? canShareMemory());
+  const counter = shared ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  const claimsOf = (k: number): Claims => (counter ? { order: plan.order, counter } : { fixed: plan.shares[k] });
+  const results = new Array<{ here: R } | { away: A } | undefined>(n);
+  const release = () => results.forEach((r) => r && 'here' in r && work.release(r.here));
+  const controllers = remotes.map(() => new AbortController());
+  const away = remotes.map((remote, i) => (!counter && plan.shares[i + 1].length === 0 ? Promise.resolve(SKIPPED) : remote(claimsOf(i + 1), controllers[i].signal)));
+  for (const a of away) a.catch(() => {});
+  try {
+    const t0 = Date.now();
+    const next = claimer(claimsOf(0));
+    for (let i = next(); i >= 0; i = next()) results[i] = { here: await work.here(i) };
+    const waitMs = (opts.patience ?? DEFAULT_PATIENCE)(Date.now() - t0);
+    const deadline = Date.now() + waitMs;
+    for (let k = 0; k < away.length; k++) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<typeof HUNG>((resolve) => (timer = setTimeout(() => resolve(HUNG), Math.max(0, deadline - Date.now()))));
+      const a = await Promise.race([away[k], late]).finally(() => clearTimeout(timer));
+      if (a === HUNG) controllers[k].abort(new Error(`no answer within ${(waitMs / 1000).toFixed(1)} s of this thread's items`));
+      if (a === SKIPPED || a === HUNG || a === null) continue;
+      for (const [i, result] of a) {
+        if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new Error(`computeQueue: remote ${k} answered item ${i} of ${n}`);
+        if (results[i] !== undefined) throw new Error(`computeQueue: remote ${k} answered item ${i}, which another thread computed`);
+        results[i] = { away: result };
+      }
+    }
+    // The items of a remote that is gone or given up on.
+    for (let i = 0; i < n; i++) if (results[i] === undefined) results[i] = { here: await work.here(i) };
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return results as ({ here: R } | { away: A })[];
 }

@@ -31,8 +31,9 @@ import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type PackedBatch, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, packRlShares, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
-import { addShareGrads, computeShares } from './shares';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, packRlPlan, policyGradients, policyItem, policyResult, POLICY_SCALARS, tokenMeans, trainedTokensOf, withReferenceLogprobs } from './grpo';
+import { type Claims, computeQueue } from './shares';
+import { releaseGradItem, sumGradItems } from './grads';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -324,8 +325,9 @@ interface UpdateStats {
 }
 
 /**
- * The summed policy gradients of one update's sequences: here, or shared with the gradient
- * workers (`deps.gradients`), whose results are added in. Null when nothing trains.
+ * The summed policy gradients of one update's sequences: here, or with the gradient workers
+ * (`deps.gradients`) taking micro-batches from one queue, added in micro-batch order. Null when
+ * nothing trains.
  */
 async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: readonly RlSequence[]): Promise<{ grads: Map<string, tf.Tensor>; loss: number; sums: TokenSums } | null> {
   const { policy } = deps;
@@ -335,23 +337,16 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
     const batches = packRl(seqs, weights, cfg.microTokens);
     return batches.length === 0 ? null : policyGradients(policy.params, policy.config, batches, cfg.loss);
   }
-  const shares = packRlShares(seqs, weights, remotes.length + 1, cfg.microTokens);
-  if (shares.every((b) => b.length === 0)) return null;
+  const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
+  if (batches.length === 0) return null;
   await (deps.gradients as GradientShare).sync(policy.params);
-  return computeShares(shares, remotes.map((remote) => (share: PackedBatch[], signal: AbortSignal) => remote(share, cfg.loss, signal)), {
-    isEmpty: (share) => share.length === 0,
-    here: async (share) => {
-      const { grads, loss, sums } = await policyGradients(policy.params, policy.config, share, cfg.loss);
-      return { grads, loss, sums };
-    },
-    add: (acc, _k, r) => {
-      const part = 'here' in r ? r.here : r.away;
-      acc.loss += part.loss;
-      acc.sums = addSums(acc.sums, part.sums);
-      addShareGrads(acc.grads, r, policy.params);
-    },
-    release: (acc) => acc.grads.forEach((g) => g.dispose()),
-  }, deps.gradients?.patience);
+  const items = await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, cfg.loss, claims, signal)), {
+    here: async (i) => policyItem(policy.params, policy.config, batches[i], cfg.loss),
+    release: releaseGradItem,
+  }, { patience: deps.gradients?.patience });
+  const { grads, scalars } = await sumGradItems(items, policy.params, POLICY_SCALARS);
+  const r = policyResult(grads, scalars, trainedTokensOf(batches));
+  return { grads: r.grads, loss: r.loss, sums: r.sums };
 }
 
 /**
