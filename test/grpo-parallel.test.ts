@@ -5,6 +5,7 @@ import { presetConfig } from '../src/core/model/config';
 import { cachedCausalMasks } from '../src/core/model/gpt';
 import { cloneParams, initParams, paramsToArrays } from '../src/core/model/params';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import type { RemotePolicyGradients } from '../src/core/rl/grpo';
 import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type StepMetrics, grpoStep } from '../src/core/rl/train';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
@@ -48,11 +49,19 @@ const cfg: GrpoConfig = {
   loss: { ...GRPO_DEFAULTS.loss, beta: 0.01 },
 };
 
+let workerItems = 0;
+
 async function oneStep(pool: GradPool | null): Promise<{ metrics: StepMetrics; weights: Map<string, Float32Array> }> {
   const params = initParams(config, 5);
   const reference = cloneParams(params, { trainable: false });
   const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
-  const gradients = pool?.share(config);
+  const shared = pool?.share(config);
+  // Counts the micro-batches the workers computed.
+  const gradients = shared && { ...shared, remotes: shared.remotes.map((r): RemotePolicyGradients => async (...a) => {
+    const m = await r(...a);
+    workerItems += m?.size ?? 0;
+    return m;
+  }) };
   const { metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task: arithmetic, encode, rewardFn: digits, ...(gradients ? { gradients } : {}) }, cfg, 0);
   const weights = await paramsToArrays(params);
   optimizer.dispose();
@@ -89,11 +98,13 @@ describe('data-parallel GRPO', () => {
     const live = () => tf.memory().numTensors - cachedCausalMasks();
     const before = live();
     let parallel: Awaited<ReturnType<typeof oneStep>>;
+    workerItems = 0;
     try {
       parallel = await oneStep(pool);
     } finally {
       pool.terminate();
     }
+    expect(workerItems).toBeGreaterThan(0); // the worker did take micro-batches from the queue
     expect(live()).toBe(before);
     expect(single.metrics.updates).toBeGreaterThanOrEqual(2); // a group whose rewards are all equal trains nothing
     expect(parallel.metrics.updates).toBe(single.metrics.updates);

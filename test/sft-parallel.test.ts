@@ -21,6 +21,7 @@ beforeAll(async () => {
 describe('data-parallel SFT', () => {
   it('two threads give the same losses and weights as one (within float summation order), and the same bits however the micro-batches were spread', async () => {
     const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
+    let taken = 0; // micro-batches the worker computed
     const run = async (workers: GradPool | null, remotes?: RemoteGradients[]) => {
       const params = initParams(config, 9);
       const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
@@ -28,7 +29,12 @@ describe('data-parallel SFT', () => {
       for (let s = 0; s < 3; s++) {
         if (workers) await workers.sync(params, config);
         const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
-        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, remotes ?? workers?.sftRemotes() ?? [])).loss);
+        const counted = workers?.sftRemotes().map((r): RemoteGradients => async (...a) => {
+          const m = await r(...a);
+          taken += m?.size ?? 0;
+          return m;
+        });
+        losses.push((await sftStep(params, config, opt, seqs, 3e-3, 256, remotes ?? counted ?? [])).loss);
       }
       const weights = await paramsToArrays(params);
       opt.dispose();
@@ -39,7 +45,9 @@ describe('data-parallel SFT', () => {
     const workers = await startNodeGradPool(1, 'wasm');
     await run(workers); // the shares pad to other lengths than one thread: their cached masks come first
     const before = tf.memory().numTensors;
+    taken = 0;
     const parallel = await run(workers);
+    expect(taken).toBeGreaterThan(0); // the worker did take micro-batches from the queue
     // Where memory cannot be shared (a page without cross-origin isolation) the threads get fixed shares.
     const g = globalThis as { crossOriginIsolated?: boolean };
     g.crossOriginIsolated = false;

@@ -21,7 +21,7 @@ import { canShareMemory, packWeights, payloadForReceiver } from './weights';
 type Client = RpcClient<GradRequest, GradReplies, never>;
 
 export interface GradPoolOptions extends PoolOptions {
-  /** How long the workers get once the trainer's own share is done (core/rl/shares.ts; default DEFAULT_PATIENCE). */
+  /** How long the workers get once the trainer has no items left to take (core/rl/shares.ts; default DEFAULT_PATIENCE). */
   patience?: Patience;
 }
 
@@ -59,7 +59,7 @@ export class GradPool {
     private readonly opts: GradPoolOptions,
   ) {}
 
-  /** How long a share may take once the trainer's is done (GradPoolOptions.patience; undefined: the default). */
+  /** How long the workers may take once the trainer's items are done (GradPoolOptions.patience; undefined: the default). */
   get patience(): Patience | undefined {
     return this.opts.patience;
   }
@@ -99,7 +99,7 @@ export class GradPool {
     );
   }
 
-  /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute the share here). */
+  /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute its micro-batches here). */
   sftRemotes(): RemoteGradients[] {
     return this.members.map((m) => async (batches, totalWeight, claims, signal) => {
       const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, claims }, undefined, signal) : null;
@@ -147,7 +147,7 @@ export class GradPool {
   /**
    * One request to a worker. A worker that fails it (its thread ended, its device was lost, it
    * refused) or that is given up on (`giveUpOn`: the caller's signal, core/rl/shares.ts, or a time limit in ms) is
-   * put down and reported dead: the caller does that share itself, so an update in flight
+   * put down and reported dead: the caller does that work itself, so an update in flight
    * completes with the same result, and `repair` restarts the worker before the next step. Null
    * then; a dead worker is not asked at all. The pool's own termination still throws.
    */
@@ -198,7 +198,7 @@ export class GradPool {
     endWorkers(this.members);
   }
 
-  /** A weight transfer has no share of the trainer's to compare with: it gets the patience of a share done at once (ms). */
+  /** A weight transfer has no work of the trainer's to compare with: it gets the patience of work done at once (ms). */
   private syncLimitMs(): number {
     return (this.opts.patience ?? DEFAULT_PATIENCE)(0);
   }

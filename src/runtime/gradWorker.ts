@@ -2,7 +2,8 @@
  * A gradient worker for data parallelism: a weight replica that computes the gradients of the
  * micro-batches it is given, for the warm start (SFT) or for a GRPO update. The trainer keeps
  * the only optimizer; before each update that shares it sends the weights the update starts
- * from (one shared buffer where memory can be shared), then this worker's share.
+ * from (one shared buffer where memory can be shared), then the update's micro-batches, of
+ * which this worker computes those it claims and sends back each one's gradients apart.
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, sameModel } from '../core/model/config';

@@ -57,46 +57,72 @@ export async function readGradItem(item: GradItem): Promise<GradItemAway> {
 }
 
 /**
- * The items of an update added up in index order, whoever computed them: the gradients (each sum
- * the left fold g₀ + g₁ + …, as one thread adds them) and the scalars (one readback for the items
- * computed here; summed in double precision, `width` of them). Takes ownership of the items.
+ * The items of an update added up in index order, whoever computed them: `add` them in that
+ * order (it takes them over), then `finish`. The gradients are each the left fold g₀ + g₁ + …,
+ * as one thread adds them, kept as running sums; the scalars (`width` an item) are read back
+ * once at the end for the items computed here and summed in double precision.
  */
-export async function sumGradItems(items: readonly ({ here: GradItem } | { away: GradItemAway })[], params: ReadonlyMap<string, tf.Variable>, width: number): Promise<{ grads: Map<string, tf.Tensor>; scalars: number[] }> {
-  const sums = new Map<string, tf.Tensor>();
-  const scalars = new Array<number>(width).fill(0);
-  let rest = 0;
-  try {
-    const local = items.flatMap((r) => ('here' in r ? [r.here.scalars] : []));
+export class GradFold {
+  readonly grads = new Map<string, tf.Tensor>();
+  private readonly scalars: (tf.Tensor1D | number[])[] = [];
+
+  constructor(
+    private readonly params: ReadonlyMap<string, tf.Variable>,
+    private readonly width: number,
+  ) {}
+
+  /** Takes the next item over; one that does not fit (checked first) throws and stays the caller's. */
+  add(item: { here: GradItem } | { away: GradItemAway }): void {
+    if ('here' in item) {
+      if (item.here.scalars.size !== this.width) throw new Error(`gradients: an item with ${item.here.scalars.size} scalars, ${this.width} expected`);
+      this.scalars.push(item.here.scalars);
+      for (const [name, g] of item.here.grads) addInto(this.grads, name, g);
+      return;
+    }
+    const { grads, scalars } = item.away;
+    if (scalars.length !== this.width) throw new Error(`gradient worker: an item with ${scalars.length} scalars, ${this.width} expected`);
+    for (const [name, data] of grads) {
+      const v = this.params.get(name);
+      if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
+      if (data.length !== v.size) throw new Error(`gradient worker: ${data.length} values for ${name}, which has ${v.size}`);
+    }
+    this.scalars.push(scalars);
+    for (const [name, data] of grads) addInto(this.grads, name, tf.tensor(data, (this.params.get(name) as tf.Variable).shape));
+  }
+
+  /** The summed scalars (one readback). The gradients stay in `grads`, the caller's to dispose. */
+  async finish(): Promise<number[]> {
+    const local = this.scalars.filter((s): s is tf.Tensor1D => !Array.isArray(s));
     let read: Float32Array = new Float32Array(0);
     if (local.length > 0) {
       const all = tf.concat(local);
-      read = (await all.data()) as Float32Array;
-      all.dispose();
+      try {
+        read = (await all.data()) as Float32Array;
+      } finally {
+        all.dispose();
+      }
     }
+    const sums = new Array<number>(this.width).fill(0);
     let at = 0;
-    for (; rest < items.length; rest++) {
-      const r = items[rest];
-      const values = 'here' in r ? Array.from(read.subarray(at, (at += width))) : r.away.scalars;
-      if (values.length !== width) throw new Error(`gradients: an item with ${values.length} scalars, ${width} expected`);
-      values.forEach((v, j) => (scalars[j] += v));
-      if ('here' in r) {
-        r.here.scalars.dispose();
-        for (const [name, g] of r.here.grads) addInto(sums, name, g);
-        continue;
-      }
-      for (const [name, data] of r.away.grads) {
-        const v = params.get(name);
-        if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
-        if (data.length !== v.size) throw new Error(`gradient worker: ${data.length} values for ${name}, which has ${v.size}`);
-        addInto(sums, name, tf.tensor(data, v.shape));
-      }
+    for (const s of this.scalars) {
+      const values = Array.isArray(s) ? s : read.subarray(at, (at += this.width));
+      values.forEach((v, j) => (sums[j] += v));
     }
-  } catch (e) {
-    sums.forEach((t) => t.dispose());
-    for (const r of items.slice(rest)) if ('here' in r) releaseGradItem(r.here);
-    throw e;
+    this.releaseScalars();
+    return sums;
   }
-  return { grads: sums, scalars };
+
+  /** Frees everything held (after a failure). */
+  release(): void {
+    this.grads.forEach((t) => t.dispose());
+    this.grads.clear();
+    this.releaseScalars();
+  }
+
+  private releaseScalars(): void {
+    for (const s of this.scalars) if (!Array.isArray(s)) s.dispose();
+    this.scalars.length = 0;
+  }
 }
 
 /** Inputs of one tf.addN: WebGPU binds them all in one shader, with the output, under the 8 storage buffers a stage may bind. */

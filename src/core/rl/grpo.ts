@@ -27,7 +27,7 @@
  * nothing; a gated context that keeps its KL term comes with advantage 0 (advantage.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GradItem, type GradItemAway, accumulateGrads, releaseGradItem, sumGradItems } from './grads';
+import { type GradItem, type GradItemAway, GradFold, accumulateGrads } from './grads';
 import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from './sequences';
 import { type Claims, type Patience, computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
@@ -351,7 +351,7 @@ export function trainedTokensOf(batches: readonly PackedBatch[]): number {
   return batches.reduce((n, b) => n + b.weights.reduce((k, w) => k + (w > 0 ? 1 : 0), 0), 0);
 }
 
-/** The update's result from its items' sums (`sumGradItems`, POLICY_SCALARS wide). */
+/** The update's result from its items' sums (`GradFold`, POLICY_SCALARS wide). */
 export function policyResult(grads: Map<string, tf.Tensor>, scalars: readonly number[], trainedTokens: number): PolicyGradResult {
   const s: TokenSums = { ...NO_TOKENS, tokens: trainedTokens };
   DIAGNOSTICS.forEach((k, j) => (s[k] = scalars[1 + j]));
@@ -368,16 +368,16 @@ function checkDualClip(c: PolicyLossConfig): void {
   if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
 }
 
-/** Summed gradients of the policy loss over the micro-batches of one update, on this thread (in order, as `sumGradItems` adds them). */
+/** Summed gradients of the policy loss over the micro-batches of one update, on this thread (folded in order, as `GradFold` adds them). */
 export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {
   checkDualClip(c);
-  const items: { here: GradItem }[] = [];
+  const sum = new GradFold(params, POLICY_SCALARS);
   try {
-    for (const b of batches) items.push({ here: policyItem(params, config, b, c) });
+    for (const b of batches) sum.add({ here: policyItem(params, config, b, c) });
+    const scalars = await sum.finish();
+    return policyResult(new Map(sum.grads), scalars, trainedTokensOf(batches));
   } catch (e) {
-    items.forEach((r) => releaseGradItem(r.here));
+    sum.release();
     throw e;
   }
-  const { grads, scalars } = await sumGradItems(items, params, POLICY_SCALARS);
-  return policyResult(grads, scalars, trainedTokensOf(batches));
 }

@@ -95,20 +95,23 @@ function groupCost(lengths: readonly number[], group: readonly number[], overhea
   return group.length * Math.max(...group.map((i) => lengths[i])) + overhead;
 }
 
-/**
- * The micro-batches of one step shared by `parts` threads (this one and the gradient workers):
- * `groups` (`lengthGroups`; with more than one part capped at a third of a part's cells, so that
- * every thread gets several and the loads can even out), `order` (group indices, costliest
- * first: the order in which threads claim them from a shared queue) and `shares` (a fixed deal
- * of group indices for where threads cannot share a queue: each group in `order` onto the share
- * with the least cost so far, ties the lowest; each share in group order). Shares may be empty.
- */
+/** How the micro-batches of one step are cut and handed to the threads (`groupPlan`). */
 export interface GroupPlan {
+  /** The micro-batches, as item indices, in length order. */
   groups: number[][];
+  /** Group indices, costliest first: the order in which threads claim them from a shared queue. */
   order: number[];
+  /** A fixed deal of group indices, one share a thread, for where threads cannot share a queue. */
   shares: number[][];
 }
 
+/**
+ * The micro-batches of one step for `parts` threads (this one and the gradient workers): cut by
+ * `lengthGroups`, with more than one part capped at a third of a part's cells so that every
+ * thread gets several and the loads can even out; the fixed deal puts each group, in `order`,
+ * onto the share with the least cost so far (ties the lowest), each share in group order.
+ * Shares may be empty.
+ */
 export function groupPlan(lengths: readonly number[], parts: number, maxCells: number, maxRows = 512): GroupPlan {
   if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`groupPlan: parts must be a positive integer (got ${parts})`);
   const total = lengths.reduce((n, l) => n + Math.max(0, l), 0);

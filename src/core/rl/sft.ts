@@ -7,7 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GradItem, type GradItemAway, accumulateGrads, releaseGradItem, sumGradItems } from './grads';
+import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from './grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -190,16 +190,19 @@ export async function sftStep(
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
   const plan = groupPlan(seqs.map((s) => s.tokens.length - 1), remotes.length + 1, microTokens);
   const batches = plan.groups.map((g) => padBatch(seqs, g));
-  const items = await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)), {
-    here: async (i) => sftItem(params, config, batches[i], totalWeight),
-    release: releaseGradItem,
-  }, { patience });
-  const local = await sumGradItems(items, params, 1);
-  const [loss] = local.scalars;
-  const stats = Number.isFinite(loss) ? await optimizer.apply(local.grads, lr) : { gradNorm: NaN, applied: false };
-  local.grads.forEach((t) => t.dispose());
-  const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
-  return { loss, ...stats, trainedTokens: totalWeight, tokens };
+  const sum = new GradFold(params, 1);
+  try {
+    await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)), {
+      here: async (i) => sftItem(params, config, batches[i], totalWeight),
+      fold: (_i, r) => sum.add(r),
+      release: releaseGradItem,
+    }, { patience });
+    const [loss] = await sum.finish();
+    const stats = Number.isFinite(loss) ? await optimizer.apply(sum.grads, lr) : { gradNorm: NaN, applied: false };
+    const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
+    return { loss, ...stats, trainedTokens: totalWeight, tokens };
+  } finally {
+    sum.release();
+  }
 }
-
 export { cosineLr };

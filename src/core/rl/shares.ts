@@ -1,14 +1,11 @@
 /**
- * Work shared with remote workers (the gradient workers of runtime/gradPool.ts): the SFT step,
- * the policy gradients of a GRPO update and the reference pass of its KL term all split their
- * sequences into shares, compute share 0 on this thread and send share k to remote k − 1.
- * `computeShares` is that pattern once. The gradients go through `computeQueue` instead: each
- * micro-batch is taken by whichever thread is free, and the results are added in micro-batch
- * order, so the sum is the same bits whoever computed what. Pure (no workers here: a remote is a
- * function).
+ * Work shared with remote workers (the gradient workers of runtime/gradPool.ts). The gradients
+ * of the SFT step and of a GRPO update go through `computeQueue`: each micro-batch is taken by
+ * whichever thread is free, and the results are folded in micro-batch order, so the sum is the
+ * same bits whoever computed what. The reference pass of the KL term (a result per sequence, no
+ * sum) goes through `computeShares`: share 0 on this thread, share k on remote k − 1. Pure (no
+ * workers here: a remote is a function).
  */
-import * as tf from '@tensorflow/tfjs';
-import { addInto } from './grads';
 
 /**
  * A remote's answer for one share; null: its worker is gone, so the share is computed here.
@@ -71,26 +68,6 @@ export async function computeShares<S, R, A>(shares: readonly S[], remotes: read
   return acc;
 }
 
-/**
- * Adds one share's gradients into `sums` (share 0's): tensors computed here (taken over), or a
- * remote's flat arrays by parameter name, shaped as the parameters.
- */
-export function addShareGrads(
-  sums: Map<string, tf.Tensor>,
-  result: { here: { grads: Map<string, tf.Tensor> } } | { away: { grads: ReadonlyMap<string, Float32Array> } },
-  params: ReadonlyMap<string, tf.Variable>,
-): void {
-  if ('here' in result) {
-    for (const [name, g] of result.here.grads) addInto(sums, name, g);
-    return;
-  }
-  for (const [name, data] of result.away.grads) {
-    const v = params.get(name);
-    if (!v) throw new Error(`gradient worker: a gradient for ${name}, which the policy does not have`);
-    addInto(sums, name, tf.tensor(data, v.shape));
-  }
-}
-
 /** True when a SharedArrayBuffer can be posted between threads here (Node; a cross-origin-isolated page and its workers). */
 export function canShareMemory(): boolean {
   if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
@@ -126,36 +103,50 @@ export interface QueuePlan {
   shares: readonly (readonly number[])[];
 }
 
+/** What `computeQueue` does with the items: compute one here, fold one (in index order, taking it over), free one never folded. */
+export interface QueueWork<R, A> {
+  here(index: number): Promise<R>;
+  fold(index: number, result: { here: R } | { away: A }): void;
+  release(result: R): void;
+}
+
 /**
  * Items 0 … n − 1 (n = `plan.order.length`) computed by this thread and the remotes: where
  * memory can be shared (`shared`, default `canShareMemory()`), every thread takes the next item
- * of `plan.order` when it is free; otherwise thread k computes `plan.shares[k]`. Returns every
- * item's result by index, computed here or away. A remote that answers null or does not answer
- * within `patience` of this thread's own items (its signal is aborted) has its items computed
- * here; one that fails fails the whole (every result of this thread is released). A result is
- * the same whichever thread computed it, so a caller that folds them in index order gets the same
- * sum however the items were spread.
+ * of `plan.order` when it is free; otherwise thread k computes `plan.shares[k]`. Each result is
+ * folded in index order as soon as every item before it is folded (alone, this thread folds each
+ * item as it is done; with remotes it holds the items it computed until the remotes' items
+ * before them are in). A remote that answers null or does not answer within `patience` of this
+ * thread's own items (its signal is aborted) has its items computed here; one that fails, or
+ * answers for an item it cannot have, fails the whole (the remotes still working are given up
+ * on, and the results not folded are released). A result is the same whichever thread computed
+ * it, so the fold is the same bits however the items were spread.
  */
-export async function computeQueue<R, A>(
-  plan: QueuePlan,
-  remotes: readonly QueueRemote<A>[],
-  work: { here(index: number): Promise<R>; release(result: R): void },
-  opts: { patience?: Patience; shared?: boolean } = {},
-): Promise<({ here: R } | { away: A })[]> {
+export async function computeQueue<R, A>(plan: QueuePlan, remotes: readonly QueueRemote<A>[], work: QueueWork<R, A>, opts: { patience?: Patience; shared?: boolean } = {}): Promise<void> {
   const n = plan.order.length;
   if (plan.shares.length !== remotes.length + 1) throw new Error(`computeQueue: ${plan.shares.length} shares for ${remotes.length} remotes and this thread`);
   const shared = remotes.length > 0 && (opts.shared ?? canShareMemory());
   const counter = shared ? new Int32Array(new SharedArrayBuffer(4)) : null;
   const claimsOf = (k: number): Claims => (counter ? { order: plan.order, counter } : { fixed: plan.shares[k] });
   const results = new Array<{ here: R } | { away: A } | undefined>(n);
-  const release = () => results.forEach((r) => r && 'here' in r && work.release(r.here));
+  let folded = 0;
+  const foldReady = () => {
+    for (; folded < n && results[folded] !== undefined; folded++) {
+      // Cleared once folded: an item whose fold throws stays here, to be released.
+      work.fold(folded, results[folded] as { here: R } | { away: A });
+      results[folded] = undefined;
+    }
+  };
   const controllers = remotes.map(() => new AbortController());
   const away = remotes.map((remote, i) => (!counter && plan.shares[i + 1].length === 0 ? Promise.resolve(SKIPPED) : remote(claimsOf(i + 1), controllers[i].signal)));
   for (const a of away) a.catch(() => {});
   try {
     const t0 = Date.now();
     const next = claimer(claimsOf(0));
-    for (let i = next(); i >= 0; i = next()) results[i] = { here: await work.here(i) };
+    for (let i = next(); i >= 0; i = next()) {
+      results[i] = { here: await work.here(i) };
+      foldReady();
+    }
     const waitMs = (opts.patience ?? DEFAULT_PATIENCE)(Date.now() - t0);
     const deadline = Date.now() + waitMs;
     for (let k = 0; k < away.length; k++) {
@@ -164,17 +155,22 @@ export async function computeQueue<R, A>(
       const a = await Promise.race([away[k], late]).finally(() => clearTimeout(timer));
       if (a === HUNG) controllers[k].abort(new Error(`no answer within ${(waitMs / 1000).toFixed(1)} s of this thread's items`));
       if (a === SKIPPED || a === HUNG || a === null) continue;
+      const mine = counter ? null : new Set(plan.shares[k + 1]);
       for (const [i, result] of a) {
-        if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new Error(`computeQueue: remote ${k} answered item ${i} of ${n}`);
-        if (results[i] !== undefined) throw new Error(`computeQueue: remote ${k} answered item ${i}, which another thread computed`);
+        if (!(Number.isInteger(i) && i >= 0 && i < n) || (mine && !mine.has(i))) throw new Error(`computeQueue: remote ${k} answered item ${i}, which it was not given (${n} items)`);
+        if (results[i] !== undefined || i < folded) throw new Error(`computeQueue: remote ${k} answered item ${i}, which another thread also computed`);
         results[i] = { away: result };
       }
+      foldReady();
     }
     // The items of a remote that is gone or given up on.
-    for (let i = 0; i < n; i++) if (results[i] === undefined) results[i] = { here: await work.here(i) };
+    while (folded < n) {
+      results[folded] = { here: await work.here(folded) };
+      foldReady();
+    }
   } catch (e) {
-    release();
+    for (const c of controllers) if (!c.signal.aborted) c.abort(new Error('the update failed'));
+    for (const r of results) if (r && 'here' in r) work.release(r.here);
     throw e;
   }
-  return results as ({ here: R } | { away: A })[];
 }

@@ -33,7 +33,7 @@ import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAd
 import * as tf from '@tensorflow/tfjs';
 import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, packRlPlan, policyGradients, policyItem, policyResult, POLICY_SCALARS, tokenMeans, trainedTokensOf, withReferenceLogprobs } from './grpo';
 import { type Claims, computeQueue } from './shares';
-import { releaseGradItem, sumGradItems } from './grads';
+import { GradFold, releaseGradItem } from './grads';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -181,8 +181,8 @@ export interface TrainerDeps<O> {
   /** Hears how far the step is: episodes finished of those sampled so far, then updates applied of those planned. */
   onProgress?: (p: StepProgress) => void;
   /**
-   * Data-parallel gradients (gradient workers): each update's sequences are shared between
-   * this thread and the remotes, after `sync` has brought the workers onto the weights the
+   * Data-parallel gradients (gradient workers): this thread and the remotes take each update's
+   * micro-batches from one queue, after `sync` has brought the workers onto the weights the
    * update starts from. Absent or no remotes: every gradient is computed here.
    */
   gradients?: GradientShare;
@@ -340,13 +340,19 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
   const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (batches.length === 0) return null;
   await (deps.gradients as GradientShare).sync(policy.params);
-  const items = await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, cfg.loss, claims, signal)), {
-    here: async (i) => policyItem(policy.params, policy.config, batches[i], cfg.loss),
-    release: releaseGradItem,
-  }, { patience: deps.gradients?.patience });
-  const { grads, scalars } = await sumGradItems(items, policy.params, POLICY_SCALARS);
-  const r = policyResult(grads, scalars, trainedTokensOf(batches));
-  return { grads: r.grads, loss: r.loss, sums: r.sums };
+  const sum = new GradFold(policy.params, POLICY_SCALARS);
+  try {
+    await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, cfg.loss, claims, signal)), {
+      here: async (i) => policyItem(policy.params, policy.config, batches[i], cfg.loss),
+      fold: (_i, r) => sum.add(r),
+      release: releaseGradItem,
+    }, { patience: deps.gradients?.patience });
+    const r = policyResult(new Map(sum.grads), await sum.finish(), trainedTokensOf(batches));
+    return { grads: r.grads, loss: r.loss, sums: r.sums };
+  } catch (e) {
+    sum.release();
+    throw e;
+  }
 }
 
 /**
