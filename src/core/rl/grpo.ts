@@ -27,9 +27,9 @@
  * nothing; a gated context that keeps its KL term comes with advantage 0 (advantage.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GradItem, type GradItemAway, GradFold, accumulateGrads } from './grads';
+import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from './grads';
 import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from './sequences';
-import { type Claims, type Patience, computeShares } from './shares';
+import { type Claims, type Patience, type QueuePlan, computeQueue, computeShares } from './shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -324,7 +324,7 @@ export interface PolicyGradResult {
 }
 
 /** The scalars of a policy item: the loss, then the diagnostic sums. */
-export const POLICY_SCALARS = 1 + DIAGNOSTICS.length;
+const POLICY_SCALARS = 1 + DIAGNOSTICS.length;
 
 /** One packed batch's policy-loss gradients; its scalars: the loss, then the diagnostics' sums (DIAGNOSTICS). */
 export function policyItem(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): GradItem {
@@ -347,12 +347,12 @@ export function policyItem(params: GPTParams, config: ModelConfig, b: PackedBatc
 }
 
 /** Tokens that carry loss in some packed batches. */
-export function trainedTokensOf(batches: readonly PackedBatch[]): number {
+function trainedTokensOf(batches: readonly PackedBatch[]): number {
   return batches.reduce((n, b) => n + b.weights.reduce((k, w) => k + (w > 0 ? 1 : 0), 0), 0);
 }
 
 /** The update's result from its items' sums (`GradFold`, POLICY_SCALARS wide). */
-export function policyResult(grads: Map<string, tf.Tensor>, scalars: readonly number[], trainedTokens: number): PolicyGradResult {
+function policyResult(grads: Map<string, tf.Tensor>, scalars: readonly number[], trainedTokens: number): PolicyGradResult {
   const s: TokenSums = { ...NO_TOKENS, tokens: trainedTokens };
   DIAGNOSTICS.forEach((k, j) => (s[k] = scalars[1 + j]));
   return { grads, loss: scalars[0], sums: s, ...tokenMeans(s), trainedTokens };
@@ -368,14 +368,29 @@ function checkDualClip(c: PolicyLossConfig): void {
   if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
 }
 
-/** Summed gradients of the policy loss over the micro-batches of one update, on this thread (folded in order, as `GradFold` adds them). */
-export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig): Promise<PolicyGradResult> {
+/** Where an update's micro-batches may also be computed: the threads' plan, the gradient workers' remotes, and how long they get. */
+export interface PolicyShare {
+  plan: QueuePlan;
+  remotes: readonly RemotePolicyGradients[];
+  patience?: Patience;
+}
+
+/**
+ * Summed gradients of the policy loss over the micro-batches of one update: on this thread, or
+ * with `share`'s workers taking micro-batches from one queue (`computeQueue`); either way folded
+ * in micro-batch order (`GradFold`), so the result is the same bits however they were spread.
+ */
+export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig, share?: PolicyShare): Promise<PolicyGradResult> {
   checkDualClip(c);
+  const all = batches.map((_, i) => i);
   const sum = new GradFold(params, POLICY_SCALARS);
   try {
-    for (const b of batches) sum.add({ here: policyItem(params, config, b, c) });
-    const scalars = await sum.finish();
-    return policyResult(new Map(sum.grads), scalars, trainedTokensOf(batches));
+    await computeQueue(share?.plan ?? { order: all, shares: [all] }, (share?.remotes ?? []).map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, c, claims, signal)), {
+      here: async (i) => policyItem(params, config, batches[i], c),
+      fold: (_i, r) => sum.add(r),
+      release: releaseGradItem,
+    }, { patience: share?.patience });
+    return policyResult(sum.grads, await sum.finish(), trainedTokensOf(batches));
   } catch (e) {
     sum.release();
     throw e;

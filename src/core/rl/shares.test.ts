@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { GradFold, type GradItem, readGradItem, releaseGradItem } from './grads';
-import { type QueueRemote, type QueueWork, claimer, computeQueue } from './shares';
-import { type Remote, type ShareWork, computeShares } from './shares';
+import { type QueueRemote, type QueueWork, type Remote, type ShareWork, claimer, computeQueue, computeShares } from './shares';
 
 /** Shares of numbers; the result is a log of who computed what, in the order it was folded. */
 function work(log: string[]): ShareWork<number[], string[], string> {

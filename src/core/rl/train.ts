@@ -31,9 +31,7 @@ import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRl, packRlPlan, policyGradients, policyItem, policyResult, POLICY_SCALARS, tokenMeans, trainedTokensOf, withReferenceLogprobs } from './grpo';
-import { type Claims, computeQueue } from './shares';
-import { GradFold, releaseGradItem } from './grads';
+import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRlPlan, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -333,26 +331,11 @@ async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: r
   const { policy } = deps;
   const weights = aggregationWeights(seqs, cfg.loss.aggregation);
   const remotes = deps.gradients?.remotes ?? [];
-  if (remotes.length === 0) {
-    const batches = packRl(seqs, weights, cfg.microTokens);
-    return batches.length === 0 ? null : policyGradients(policy.params, policy.config, batches, cfg.loss);
-  }
   const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (batches.length === 0) return null;
-  await (deps.gradients as GradientShare).sync(policy.params);
-  const sum = new GradFold(policy.params, POLICY_SCALARS);
-  try {
-    await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, cfg.loss, claims, signal)), {
-      here: async (i) => policyItem(policy.params, policy.config, batches[i], cfg.loss),
-      fold: (_i, r) => sum.add(r),
-      release: releaseGradItem,
-    }, { patience: deps.gradients?.patience });
-    const r = policyResult(new Map(sum.grads), await sum.finish(), trainedTokensOf(batches));
-    return { grads: r.grads, loss: r.loss, sums: r.sums };
-  } catch (e) {
-    sum.release();
-    throw e;
-  }
+  if (remotes.length > 0) await (deps.gradients as GradientShare).sync(policy.params);
+  const r = await policyGradients(policy.params, policy.config, batches, cfg.loss, { plan, remotes, patience: deps.gradients?.patience });
+  return { grads: r.grads, loss: r.loss, sums: r.sums };
 }
 
 /**
