@@ -70,7 +70,7 @@ export const evaluate = defineCommand(
       delegationRate: s.delegationRate,
       /** The training reward (default reward settings) on these episodes. */
       meanReward: meanReward(task, problems, traces),
-      /** How the root delegates (arithmetic): rate by operand count, clones, budgets, too-small budgets. */
+      /** How the root delegates (arithmetic): rate, accuracy and tokens by operand count, clones, budgets, too-small budgets. */
       ...(task.name === 'arithmetic' ? { strategy: strategyOf(traces, arithmeticProbe, cfg.budgets) } : {}),
     };
     if (f.json) console.log(JSON.stringify(result));
@@ -81,6 +81,7 @@ export const evaluate = defineCommand(
       if (result.strategy) {
         const st = result.strategy;
         console.log(`delegation by operands: ${st.bySize.map((r) => `${r.size}: ${(r.rate * 100).toFixed(0)}% of ${r.episodes}`).join(', ')}`);
+        console.log(`accuracy by operands: ${st.bySize.map((r) => `${r.size}: ${(r.accuracy * 100).toFixed(1)}% at ${r.meanTokens.toFixed(1)} tokens`).join(', ')}`);
         console.log(`budgets: ${Object.entries(st.budgets).map(([b, n]) => `${b}: ${n}`).join(', ')}`);
       }
     }

@@ -7,7 +7,7 @@ function ctx(id: number, role: 'root' | 'clone', subtask: string | null, budget:
 }
 
 /** A hand-made episode: its prompt and its clones' (subtask, budget). */
-function episode(prompt: string, clones: [string, number][]): EpisodeTrace {
+function episode(prompt: string, clones: [string, number][], correct = false, total = 0): EpisodeTrace {
   return {
     schema: TRACE_SCHEMA,
     policyVersion: 0,
@@ -17,36 +17,36 @@ function episode(prompt: string, clones: [string, number][]): EpisodeTrace {
     truth: '0',
     method: 'delegate',
     answer: null,
-    correct: false,
+    correct,
     rounds: clones.length > 0 ? 1 : 0,
     contexts: [ctx(0, 'root', null, null), ...clones.map(([s, b], i) => ctx(i + 1, 'clone', s, b))],
     events: [],
     violations: [],
-    tokens: { root: 0, clonesTotal: 0, longestClonePerRound: [], criticalPath: 0, total: 0 },
+    tokens: { root: 0, clonesTotal: 0, longestClonePerRound: [], criticalPath: 0, total },
   };
 }
 
 describe('strategy summary', () => {
-  it('counts delegation by operand count, budgets by bucket and the budgets below a clone’s need', () => {
+  it('counts delegation, accuracy and tokens by operand count, budgets by bucket and the budgets below a clone’s need', () => {
     // Needs: "5" → <ans>5<eos> = 3 tokens; "57+77" → =134<ans>134<eos> = 9; "7*7-1" → =49-1=48<ans>48<eos> = 12.
     expect(arithmeticProbe.need('5')).toBe(3);
     expect(arithmeticProbe.need('57+77')).toBe(9);
     expect(arithmeticProbe.need('7*7-1')).toBe(12);
     const traces = [
-      episode('1+2+3', []),
-      episode('1+2+3', [['1+2', 8]]), // need =3<ans>3<eos> = 7: fits
+      episode('1+2+3', [], true, 12),
+      episode('1+2+3', [['1+2', 8]], false, 30), // need =3<ans>3<eos> = 7: fits
       episode('57+77-1+7*7-1', [['57+77', 8], ['-1', 16], ['7*7-1', 16]]), // 57+77 too small
       episode('57+77-1+7*7-1', [['57+77-1+7*7-1', 32]]), // needs 48: too small
-      episode('57+77-1+7*7-1', []),
-      episode('2*3', [['2*', 64]]), // a subtask that does not parse: counted, not judged
+      episode('57+77-1+7*7-1', [], true, 40),
+      episode('2*3', [['2*', 64]], true, 9), // a subtask that does not parse: counted, not judged
     ];
     const s = strategyOf(traces, arithmeticProbe);
     expect(s.episodes).toBe(6);
     expect(s.delegated).toBe(4);
     expect(s.bySize).toEqual([
-      { size: 2, episodes: 1, delegated: 1, rate: 1 },
-      { size: 3, episodes: 2, delegated: 1, rate: 0.5 },
-      { size: 6, episodes: 3, delegated: 2, rate: 2 / 3 },
+      { size: 2, episodes: 1, delegated: 1, rate: 1, correct: 1, accuracy: 1, meanTokens: 9 },
+      { size: 3, episodes: 2, delegated: 1, rate: 0.5, correct: 1, accuracy: 0.5, meanTokens: 21 },
+      { size: 6, episodes: 3, delegated: 2, rate: 2 / 3, correct: 1, accuracy: 1 / 3, meanTokens: 40 / 3 },
     ]);
     expect(s.cloneCounts).toEqual({ 1: 3, 3: 1 });
     expect(s.clones).toBe(6);

@@ -5,7 +5,8 @@
  *
  * It tells a warm start with no strategy (the naive teacher's: the delegation rate flat across
  * sizes, budgets spread over the buckets, too-small budgets as often as the teacher draws them)
- * from one with a strategy, and shows what RL learned. Pure: traces in, counts out.
+ * from one with a strategy, and shows what RL learned; with each size's accuracy and tokens it
+ * shows where the accuracy and the tokens of a mean come from. Pure: traces in, counts out.
  */
 import type { EpisodeTrace } from '../rollout/trace';
 import { chainText, operandCount, parseSum, reductionChain, tokenLength } from '../tasks/arithmetic';
@@ -25,6 +26,11 @@ export interface SizeRow {
   /** Episodes whose root started at least one clone. */
   delegated: number;
   rate: number;
+  /** Episodes answered correctly, and their share. */
+  correct: number;
+  accuracy: number;
+  /** Mean generated tokens (root and clones) of the size's episodes. */
+  meanTokens: number;
 }
 
 export interface StrategySummary {
@@ -80,9 +86,11 @@ export function strategyOf(traces: readonly EpisodeTrace[], probe: StrategyProbe
     }
     const size = probe.size(t.prompt);
     if (size !== null) {
-      const row = rows.get(size) ?? { size, episodes: 0, delegated: 0, rate: 0 };
+      const row = rows.get(size) ?? { size, episodes: 0, delegated: 0, rate: 0, correct: 0, accuracy: 0, meanTokens: 0 };
       row.episodes++;
       if (cs.length > 0) row.delegated++;
+      if (t.correct) row.correct++;
+      row.meanTokens += t.tokens.total; // a sum until the rows are finished below
       rows.set(size, row);
     }
     for (const c of cs) {
@@ -95,6 +103,6 @@ export function strategyOf(traces: readonly EpisodeTrace[], probe: StrategyProbe
       if (c.budget < need) tooSmall++;
     }
   }
-  const bySize = [...rows.values()].sort((a, b) => a.size - b.size).map((r) => ({ ...r, rate: r.delegated / r.episodes }));
+  const bySize = [...rows.values()].sort((a, b) => a.size - b.size).map((r) => ({ ...r, rate: r.delegated / r.episodes, accuracy: r.correct / r.episodes, meanTokens: r.meanTokens / r.episodes }));
   return { episodes: traces.length, delegated, bySize, cloneCounts, clones, budgets: budgetCounts, judged, tooSmall, tooSmallShare: judged === 0 ? 0 : tooSmall / judged };
 }
