@@ -8,6 +8,7 @@ import { GRPO_DEFAULTS } from './rl/train';
 import { ROLLOUT_DEFAULTS } from './rollout/config';
 import {
   PAGE_DEFAULTS,
+  RENAMED_CHECKPOINTS,
   RUN_CONFIG_FIELDS,
   RunConfigError,
   SHIPPED_CHECKPOINTS,
@@ -243,6 +244,16 @@ describe('the start checkpoint', () => {
     expect(startCheckpoint({ checkpoint: 'auto', preset: 'small', task: 'arithmetic:3,multihop:1' })).toBe('warmstart-mix');
     expect(startCheckpoint({ checkpoint: 'warmstart', preset: 'small', task: 'multihop' })).toBe('warmstart');
     expect(startCheckpoint({ checkpoint: 'random', preset: 'small', task: 'multihop' })).toBeNull();
+  });
+
+  it('reads a checkpoint’s old name as its new one, in a saved config and in a link', () => {
+    expect(validateRunConfig({ checkpoint: 'selfcest-arith-tokens' as never }, 'page').checkpoint).toBe('selfcest-arith');
+    expect(configFromHash('#checkpoint=selfcest-arith-tokens')).toMatchObject({ config: { checkpoint: 'selfcest-arith' }, errors: [] });
+    // Only the old names: anything else unknown is still refused with the field's name.
+    expect(() => validateRunConfig({ checkpoint: 'selfcest-arith-tokenz' as never }, 'page')).toThrow(/checkpoint must be one of auto, .*selfcest-arith, .* \(got "selfcest-arith-tokenz"\)/);
+    expect(configFromHash('#checkpoint=constructor').errors).toEqual([expect.stringMatching(/^checkpoint must be one of /)]);
+    for (const now of Object.values(RENAMED_CHECKPOINTS)) expect(Object.keys(SHIPPED_CHECKPOINTS)).toContain(now);
+    for (const old of Object.keys(RENAMED_CHECKPOINTS)) expect(Object.keys(SHIPPED_CHECKPOINTS)).not.toContain(old);
   });
 
   it('every shipped checkpoint is under public/checkpoints/ and is the preset the table says', () => {

@@ -95,14 +95,27 @@ export interface RunConfig {
 export const SHIPPED_CHECKPOINTS = {
   warmstart: { preset: 'small', label: 'warm start, expert teacher (delegates well already)' },
   'warmstart-naive': { preset: 'small', label: 'warm start, naive teacher (protocol without strategy)' },
-  'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic' },
-  'selfcest-arith-tokens': { preset: 'small', label: 'GRPO on arithmetic, then a token cost: delegates only the long problems' },
+  'selfcest-arith': { preset: 'small', label: 'GRPO on arithmetic from the naive warm start, then a token cost: delegates only the long problems' },
   'warmstart-mix': { preset: 'small', label: 'two-task warm start (arithmetic and multihop)' },
   'selfcest-mix': { preset: 'small', label: 'GRPO on multihop from the two-task warm start (both tasks)' },
   'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
 } as const;
 export type ShippedName = keyof typeof SHIPPED_CHECKPOINTS;
 export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
+
+/**
+ * Names a shipped checkpoint had before, read as the name it has now, so that a saved session,
+ * a kept run or a link that named the old one still loads (and starts from the same weights).
+ */
+export const RENAMED_CHECKPOINTS: Readonly<Record<string, ShippedName>> = {
+  // Session 20: r2's weights moved from selfcest-arith-tokens to selfcest-arith (issue 11 ships it there).
+  'selfcest-arith-tokens': 'selfcest-arith',
+};
+
+/** A checkpoint value with an old name replaced by the current one; anything else as given. */
+export function currentCheckpointName(value: unknown): unknown {
+  return typeof value === 'string' && Object.hasOwn(RENAMED_CHECKPOINTS, value) ? RENAMED_CHECKPOINTS[value] : value;
+}
 
 /**
  * The shipped checkpoint a config starts from, or null for a random init. Auto on `small`: the
@@ -450,6 +463,7 @@ export class RunConfigError extends Error {
  */
 export function validateRunConfig(partial: Partial<RunConfig>, surface: Surface, names: Partial<Record<RunConfigKey, string>> = {}): RunConfig {
   const base = runConfigDefaults(surface, typeof partial.task === 'string' ? partial.task : 'arithmetic');
+  if ('checkpoint' in partial) partial = { ...partial, checkpoint: currentCheckpointName(partial.checkpoint) as ShippedCheckpoint };
   const c = { ...base, ...partial } as Record<RunConfigKey, unknown>;
   const errors: string[] = [];
   for (const k of Object.keys(partial)) {
@@ -558,7 +572,7 @@ export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}):
       errors.push(`${k}: not a valid URL encoding`);
       continue;
     }
-    const value = parseFieldText(f, text);
+    const value = f.key === 'checkpoint' ? currentCheckpointName(parseFieldText(f, text)) : parseFieldText(f, text);
     const err = checkField(f, value);
     if (err) errors.push(err);
     else config[f.key] = value;
