@@ -39,6 +39,14 @@ test('two GRPO steps run in the workers and every curve gains points', async ({ 
   await expect(page.getByTestId('policy-version')).toHaveText('v2');
   // 2 prompts × 2 rollouts per step, two steps.
   await expect(page.getByTestId('rollout-row')).toHaveCount(8);
+  // The same eight by operand count: each size once, the counts adding up to the rows above.
+  const sizes = await page.getByTestId('size-row').evaluateAll((rows) => rows.map((r) => ({ size: Number(r.getAttribute('data-size')), episodes: Number(r.getAttribute('data-episodes')), delegated: Number(r.getAttribute('data-delegated')), correct: Number(r.getAttribute('data-correct')) })));
+  expect(sizes.reduce((a, r) => a + r.episodes, 0)).toBe(8);
+  expect(new Set(sizes.map((r) => r.size)).size).toBe(sizes.length);
+  expect(sizes.every((r) => r.size >= 1 && r.delegated <= r.episodes && r.correct <= r.episodes)).toBe(true);
+  const rowsShown = await page.getByTestId('rollout-row').evaluateAll((rows) => rows.map((r) => ({ clones: Number(r.getAttribute('data-clones')), correct: r.getAttribute('data-correct') === 'true' })));
+  expect(sizes.reduce((a, r) => a + r.delegated, 0)).toBe(rowsShown.filter((r) => r.clones > 0).length);
+  expect(sizes.reduce((a, r) => a + r.correct, 0)).toBe(rowsShown.filter((r) => r.correct).length);
   await page.getByTestId('rollout-row').first().click();
   await expect(page.getByTestId('tree-node').first()).toHaveAttribute('data-role', 'root');
   await page.getByTestId('tree-node').first().click();

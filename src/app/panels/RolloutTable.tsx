@@ -1,8 +1,9 @@
-/** Kept training episodes, newest first, filtered (rolloutFilter.ts); a row opens its delegation tree. */
+/** Kept training episodes, newest first, filtered (rolloutFilter.ts); a row opens its delegation tree. Below: the kept episodes by problem size. */
 import { useState } from 'react';
 import { openTree } from '../state/actions';
 import { BASIC_FILTERS, FILTER_HELP, type RolloutFilter, countLine, filterRollouts, isRolloutFilter, markBadges, violationClassesOf } from '../state/rolloutFilter';
 import { usePlayground } from '../state/store';
+import { SizeStrategy } from './SizeStrategy';
 import { type EpisodeTrace, recordedReward } from '../../core/rollout/trace';
 
 /** Rows drawn at first; "show all" draws every match (at most the kept 200). */
@@ -120,6 +121,7 @@ export function RolloutTable() {
         </table>
         {shown.length === 0 && episodes.length > 0 && <p className="muted small">no kept rollout matches this filter</p>}
       </div>
+      <SizeStrategy episodes={episodes} />
     </section>
   );
 }
