@@ -17,7 +17,7 @@ export function SizeStrategy({ episodes }: { episodes: readonly EpisodeRow[] }) 
   return (
     <div className="size-strategy" data-testid="size-strategy">
       <p className="small muted">
-        By operand count, the {counted} arithmetic rollouts kept above ({steps === 1 ? 'one step' : `${steps} steps`}; sampled, as trained):
+        By operand count, all {counted} arithmetic rollouts kept ({steps === 1 ? 'one step' : `${steps} steps`}; whatever the filter above; sampled, as trained):
       </p>
       <table className="dense">
         <thead>
