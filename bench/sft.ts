@@ -55,8 +55,8 @@ function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number
   const params = initParams(config, 0);
   const opt = new AdamW(params, ADAMW_DEFAULTS);
   return {
-    /** One step's wall time (ms) and tokens. */
     params,
+    /** One step's wall time (ms) and tokens. */
     async step(seqs: TrainSequence[]): Promise<{ ms: number; tokens: number }> {
       const t0 = performance.now();
       if (pool) await pool.sync(params, config);

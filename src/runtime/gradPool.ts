@@ -8,7 +8,7 @@ import type { ModelConfig } from '../core/model/config';
 import { type GPTParams, paramsToArrays } from '../core/model/params';
 import type { RemoteLogprobs, RemotePolicyGradients } from '../core/rl/grpo';
 import type { RemoteGradients } from '../core/rl/sft';
-import { DEFAULT_PATIENCE, type Patience } from '../core/rl/shares';
+import { DEFAULT_PATIENCE, type Patience, canShareMemory } from '../core/rl/shares';
 import type { GradientShare } from '../core/rl/train';
 import type { WorkerHandle } from './endpoint';
 import { type GradReplies, type GradRequest, wireItems } from './gradWorker';
@@ -16,7 +16,7 @@ import type { BackendReport } from './protocol';
 import { endWorkers, openWorker, startWorkers } from './poolMember';
 import type { RpcClient } from './rpc';
 import type { PoolOptions } from './rolloutPool';
-import { canShareMemory, packWeights, payloadForReceiver } from './weights';
+import { packWeights, payloadForReceiver } from './weights';
 
 type Client = RpcClient<GradRequest, GradReplies, never>;
 

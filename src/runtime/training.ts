@@ -14,6 +14,7 @@ import { heldOutProblems } from '../core/eval/evaluate';
 import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/frontier';
 import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
+import { canShareMemory } from '../core/rl/shares';
 import { type StepAnatomy, stepAnatomy } from '../core/rl/anatomy';
 import { type ScoredEpisode, type StepMetrics, type StepProgress, grpoStep, restartsOptimizerAt } from '../core/rl/train';
 import { getTask, withOptions } from '../core/tasks';
@@ -28,7 +29,7 @@ import { DEVICE_LOST } from './rolloutProtocol';
 import { CodedError, RpcError } from './rpc';
 import { fallBackAfterLoss, watchDeviceLoss } from './selectBackend';
 import type { TrainerModel } from './trainerModel';
-import { canShareMemory, packWeights } from './weights';
+import { packWeights } from './weights';
 
 type Encode = (text: string) => number[];
 /** Attempts of one step when devices keep failing. */

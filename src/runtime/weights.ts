@@ -16,8 +16,6 @@ export interface WeightPayload {
   buffer: ArrayBuffer | SharedArrayBuffer;
 }
 
-export { canShareMemory } from '../core/rl/shares';
-
 export function packWeights(arrays: ReadonlyMap<string, Float32Array>, shared: boolean): WeightPayload {
   const names = [...arrays.keys()];
   const lengths = names.map((n) => (arrays.get(n) as Float32Array).length);
