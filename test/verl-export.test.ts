@@ -36,7 +36,7 @@ describe('export-verl', () => {
     const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":4,"filler":24}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--token-rate', '0.002', '--token-rate-after', '40', '--restart-optimizer', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);
+    expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_dump.py', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);
     const rows = async (f: string) => tableFromIPC(readParquet(new Uint8Array(await readFile(join(out, f)))).intoIPCStream()).numRows;
     expect([await rows('train.parquet'), await rows('test.parquet')]).toEqual([40, 12]);
 

@@ -28,6 +28,9 @@ import { TASKS, isTaskName, type Problem, type Task } from '../src/core/tasks';
 import { BUDGET_BUCKETS } from '../src/core/tokenizer/vocab';
 import { generatedTraces, handTrace, handTraces, textOf } from './verlRewardEpisodes';
 
+/** tool_agent_loop.py's final-answer markers when the config names none (_load_clone_runtime_config). */
+const VERL_LOOP_DEFAULT_MARKERS = ['</think>', 'Final Answer:', 'final answer:', 'Answer:', 'Result:', 'OUTPUT:'];
+
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HARNESS = fileURLToPath(new URL('./python/verl_reward_check.py', import.meta.url));
 const PYTHON = ['/usr/bin/python3', 'python3'].find((p) => spawnSync(p, ['--version']).status === 0);
@@ -109,39 +112,52 @@ const requestId = (t: EpisodeTrace, c: ContextTrace) => `${t.problemId}/${t.poli
 const generatedText = (c: ContextTrace) => textOf(c.tokens.filter((_, i) => c.writers[i] === 'g'));
 
 /**
- * The trace as verl hands it over. `variant` varies what verl may send: the ground truth as a
- * string, a one-element list or an int; clone texts with `Answer:` or in playground tokens;
- * root_text given or not (calls then counted from the clones' rounds).
+ * The trace as verl's tool agent loop hands it over (_assign_rewards): the root's masked text
+ * (root_answer is derived from it in the harness, as the loop derives it), its outputs with
+ * response ids, masks and extra fields, clone texts by request_id. `variant` varies what the loop
+ * may send: the ground truth as a string, a one-element list or an int; clone texts with
+ * `Answer:` or in playground tokens; the config's markers or the loop's default ones.
  */
 function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, variant: number, kinds: string[]): Case {
   const [root, ...clones] = t.contexts;
-  const cloneRounds = new Set(clones.map((c) => c.round)).size;
-  const noRootText = variant % 3 === 0 && cloneRounds === t.rounds;
   const truth = variant % 4 === 1 ? [t.truth] : variant % 4 === 2 && /^-?\d{1,15}$/.test(t.truth) && String(Number(t.truth)) === t.truth ? Number(t.truth) : t.truth;
   const playgroundTexts = variant % 2 === 1;
   let budgetFallbacks = 0;
+  const rootId = `${t.problemId}/${t.policyVersion}/root`;
+  // What the root wrote, masked as the loop masks it (tool responses left out): its spawn calls and its answer line.
+  const rootText = `${'<tool_call>{"name": "spawn_clone", "arguments": {"objectives": ["…"]}}</tool_call>\n'.repeat(t.rounds)}Answer: ${t.answer ?? ''}`;
   const args = {
-    root_answer: t.answer === null ? null : `Answer: ${t.answer}`,
+    // The harness derives root_answer from this as the loop does (_strip_thinking).
+    loop_text: rootText,
+    markers: variant % 5 === 4 ? VERL_LOOP_DEFAULT_MARKERS : ['Answer:'],
     root_output: {
+      response_ids: [...root.tokens.filter((_, i) => root.writers[i] !== 'p')],
       response_mask: [...root.writers].filter((w) => w !== 'p').map((w) => (w === 'g' ? 1 : 0)),
       prompt_ids: root.tokens.filter((_, i) => root.writers[i] === 'p'),
-      extra_fields: { reward_model: { ground_truth: truth, style: 'rule' }, data_source: `selfcest/${t.task}`, extra_info: { problem_id: t.problemId } },
+      extra_fields: {
+        request_id: rootId, parent_request_id: null, actor_role: 'root', clone_depth: 0,
+        reward_model: { ground_truth: truth, style: 'rule' }, data_source: `selfcest/${t.task}`, extra_info: { problem_id: t.problemId },
+      },
     },
     clone_rollouts: clones.map((c) => {
       // Without a budget field the file takes cloneMaxTokens: drop it where they agree.
       const fallback = c.budget === s.cloneMaxTokens && variant % 2 === 0;
       if (fallback) budgetFallbacks++;
       return {
+        response_ids: c.tokens.filter((_, i) => c.writers[i] === 'g'),
         response_mask: Array<number>(c.generatedTokens).fill(1),
-        extra_fields: { request_id: requestId(t, c), clone_label: `turn${c.round}`, ...(fallback ? {} : { budget: c.budget }), violation: c.violation },
+        extra_fields: {
+          request_id: requestId(t, c), parent_request_id: rootId, actor_role: 'clone', clone_depth: 1, clone_label: `turn${c.round}_clone${c.id}`,
+          ...(fallback ? {} : { budget: c.budget }), violation: c.violation,
+        },
       };
     }),
-    root_text: noRootText ? null : `${'<tool_call>{"name": "spawn"}</tool_call>\n'.repeat(t.rounds)}Answer: ${t.answer ?? ''}`,
+    root_text: rootText,
     clone_texts: Object.fromEntries(
       clones.map((c) => [requestId(t, c), playgroundTexts ? generatedText(c) : c.answer === null ? `clone ${c.id} stopped` : `thinking\nAnswer: ${c.answer}`]),
     ),
   };
-  const more = [noRootText ? 'calls from clone rounds' : 'calls from root_text', playgroundTexts ? 'clone texts in playground tokens' : 'clone texts with Answer:'];
+  const more = [args.markers.length > 1 ? "the loop's default markers" : 'markers [Answer:]', playgroundTexts ? 'clone texts in playground tokens' : 'clone texts with Answer:'];
   if (budgetFallbacks > 0) more.push('clone budget from cloneMaxTokens');
   if (typeof truth !== 'string') more.push(Array.isArray(truth) ? 'ground truth as [string]' : 'ground truth as int');
   return { id, module, fn: 'clone_accuracy_reward', args, expected: tsReward(t, s), kinds, inputs: more };
@@ -233,13 +249,13 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
     expect(src).toContain('    "budgetRate": 0.004,\n');
     expect(src).toContain('    "partialCredit": False,\n');
     expect(src).toContain('    "gateMode": "protocol",\n');
-    expect(src).toContain('    "cloneMaxTokens": 16,\n}\n# --- end CONFIG ---');
+    expect(src).toContain('    "cloneMaxTokens": 16,\n    "formatMaxTokens": 192,\n    "logParts": True,\n}\n# --- end CONFIG ---');
     expect(src.match(/^CONFIG = \{/gm)).toHaveLength(1);
     const file = join(tmp, 'config_probe.py');
     writeFileSync(file, src);
     const probe = spawnSync(PYTHON!, ['-c', 'import importlib.util, json, sys\ns = importlib.util.spec_from_file_location("p", sys.argv[1]); m = importlib.util.module_from_spec(s); s.loader.exec_module(m); print(json.dumps(m.CONFIG))', file], { encoding: 'utf8' });
     expect(probe.stderr).toBe('');
-    expect(JSON.parse(probe.stdout)).toEqual({ task: 'multihop', ...GENERATED_SETTINGS[1].reward, gating: true, gateMode: 'protocol', cloneMaxTokens: 16 });
+    expect(JSON.parse(probe.stdout)).toEqual({ recipe: 'playground', task: 'multihop', ...GENERATED_SETTINGS[1].reward, gating: true, gateMode: 'protocol', cloneMaxTokens: 16, formatMaxTokens: 192, logParts: true });
     expect(() => withRewardConfig('CONFIG = {}\n', verlConfig('arithmetic', GENERATED_SETTINGS[0]))).toThrow(/CONFIG block between the lines/);
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), gateMode: 'strict' as 'protocol' })).toThrow(/gateMode/);
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), cloneMaxTokens: 0 })).toThrow(/cloneMaxTokens/);
@@ -297,7 +313,7 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
     for (const kind of ['committed', 'generated', 'hand-built', 'rounds > 1', 'gated clones', 'partial credit', 'negative answer', 'no answer', 'answer -0', 'task multihop', 'no clones', 'budget penalty', 'clone answered on its last budget token']) {
       expect(episodes.get(kind) ?? 0, kind).toBeGreaterThan(0);
     }
-    for (const input of ['clone budget from cloneMaxTokens', 'calls from clone rounds', 'clone texts in playground tokens', 'ground truth as int']) {
+    for (const input of ['clone budget from cloneMaxTokens', 'clone texts in playground tokens', 'ground truth as int', "the loop's default markers"]) {
       expect(checks.get(`clone_accuracy_reward: ${input}`) ?? 0, input).toBeGreaterThan(0);
     }
     expect(checks.get('compute_score: playground text, tokens counted') ?? 0).toBeGreaterThan(0);

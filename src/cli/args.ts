@@ -28,6 +28,8 @@ export interface CommandLine<S extends FlagSpecs> {
   flags: ParsedFlags<S>;
   /** The validated run configuration (train, sft), or null for other commands. */
   config: RunConfig | null;
+  /** The run-config fields given on the command line (the rest are defaults). */
+  given: ReadonlySet<RunConfigKey>;
 }
 
 function boolValue(key: string, inline: string | undefined): boolean {
@@ -118,7 +120,7 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
       throw e;
     }
   }
-  return { flags: out as ParsedFlags<S>, config };
+  return { flags: out as ParsedFlags<S>, config, given: new Set(Object.keys(partial) as RunConfigKey[]) };
 }
 
 function checkDirFlag(flag: string, path: string): void {

@@ -32,7 +32,7 @@ export function defineRunCommand<const S extends FlagSpecs>(
     usage: () => `usage: npm run cli -- ${name} [flags]\n${summary}\n\nflags:\n${describeFlags(flags, surface)}`,
     run: (argv) => {
       const line = parseCommandLine(argv, flags, surface);
-      return body({ flags: line.flags, config: line.config!, argv: [name, ...argv] });
+      return body({ flags: line.flags, config: line.config!, given: line.given, argv: [name, ...argv] });
     },
   };
 }

@@ -57,8 +57,10 @@ export interface RunConfig {
   // reward
   partialCredit: boolean;
   rootTau: number;
+  rootRho: number;
   rootPmax: number;
   cloneTau: number;
+  cloneRho: number;
   clonePmax: number;
   callRate: number;
   budgetRate: number;
@@ -214,8 +216,10 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'std', type: 'bool', label: 'Std normalisation', help: 'divide advantages by the group std (--no-std: Dr. GRPO)', target: 'advantage', surfaces: GRPO, default: true },
   { key: 'partialCredit', type: 'bool', label: 'Partial credit', help: 'partial numeric credit for wrong answers', target: 'reward', surfaces: GRPO, default: true },
   { key: 'rootTau', type: 'number', min: 0, max: 4096, int: true, label: 'Root penalty τ', help: 'root tokens free of the length penalty', target: 'reward', surfaces: GRPO, default: 64 },
+  { key: 'rootRho', type: 'number', min: 1, max: 65536, label: 'Root penalty ramp ρ', help: 'root tokens past τ over which the penalty rises by 1 − 1/e of Pmax', target: 'reward', surfaces: TRAIN_ONLY, default: 64 },
   { key: 'rootPmax', type: 'number', min: 0, max: 1, label: 'Root penalty Pmax', help: 'largest root length penalty', target: 'reward', surfaces: GRPO, default: 0.3 },
   { key: 'cloneTau', type: 'number', min: 0, max: 4096, int: true, label: 'Clone penalty τ', help: 'clone tokens free of the length penalty', target: 'reward', surfaces: GRPO, default: 32 },
+  { key: 'cloneRho', type: 'number', min: 1, max: 65536, label: 'Clone penalty ramp ρ', help: 'clone tokens past τ over which the penalty rises by 1 − 1/e of Pmax', target: 'reward', surfaces: TRAIN_ONLY, default: 32 },
   { key: 'clonePmax', type: 'number', min: 0, max: 1, label: 'Clone penalty Pmax', help: 'largest clone length penalty', target: 'reward', surfaces: GRPO, default: 0.2 },
   { key: 'callRate', type: 'number', min: 0, max: 1, label: 'Spawn-call penalty', help: 'penalty per spawn call beyond the free ones', target: 'reward', surfaces: GRPO, default: 0.1 },
   { key: 'budgetRate', type: 'number', min: 0, max: 0.1, label: 'Budget cost', help: 'reward cost per reserved clone-budget token the clone did not use (0 = off)', target: 'reward', surfaces: GRPO, default: 0 },

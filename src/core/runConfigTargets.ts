@@ -85,7 +85,7 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     dynamicSampling: c.dynamicSampling ? { factor: c.oversample, maxRounds: c.sampleRounds } : null,
     loss: { ...POLICY_LOSS_DEFAULTS, beta: c.beta, clipLow: c.clip, clipHigh: c.clipHigh ?? c.clip, dualClip: c.dualClip, aggregation: c.aggregation, temperature: c.temperature },
     advantage: { ...ADVANTAGE_DEFAULTS, gating: c.gating, gateMode: c.gateMode, gatedKl: c.gatedKl, gateRoots: c.gateRoots, credit: c.credit, stdNormalize: c.std },
-    reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootPmax: c.rootPmax, cloneTau: c.cloneTau, clonePmax: c.clonePmax, callRate: c.callRate, budgetRate: c.budgetRate, tokenRate: c.tokenRate },
+    reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootRho: c.rootRho, rootPmax: c.rootPmax, cloneTau: c.cloneTau, cloneRho: c.cloneRho, clonePmax: c.clonePmax, callRate: c.callRate, budgetRate: c.budgetRate, tokenRate: c.tokenRate },
     tokenRateAfter: c.tokenRateAfter,
     restartOptimizer: c.restartOptimizer,
     rollout: rolloutConfigOf(c),

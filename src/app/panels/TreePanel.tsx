@@ -36,7 +36,22 @@ function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
       <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total, {trace.tokens.criticalPath} critical path
       {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}${r.tokenPenalty ? ` − tokens ${r.tokenPenalty.toFixed(3)}` : ''}`}
       {!r && trace.sourceReward && ` · reward ${trace.sourceReward.reward.toFixed(3)}${trace.sourceReward.score !== null ? ` (score ${trace.sourceReward.score.toFixed(3)})` : ''}, as the source trainer gave it`}
+      {!r && trace.sourceReward && <SourceParts parts={trace.sourceReward.parts} />}
     </div>
+  );
+}
+
+/** The parts of the reward a converted run logged: those it logged, and the ones it did not, named as not logged (never shown as 0). */
+const PART_LABELS = [['score', 'score'], ['rootPenalty', 'root'], ['clonePenalty', 'clones'], ['callPenalty', 'calls'], ['budgetPenalty', 'budget'], ['tokenPenalty', 'tokens']] as const;
+
+function SourceParts({ parts }: { parts: NonNullable<EpisodeTrace['sourceReward']>['parts'] }) {
+  const logged = PART_LABELS.filter(([k]) => parts?.[k] !== undefined);
+  const missing = PART_LABELS.filter(([k]) => parts?.[k] === undefined);
+  return (
+    <span data-testid="source-parts">
+      {logged.length > 0 && ` · parts logged: ${logged.map(([k, label]) => `${label} ${parts![k]!.toFixed(3)}`).join(', ')}`}
+      {` · not logged: ${missing.map(([, label]) => label).join(', ')}`}
+    </span>
   );
 }
 

@@ -158,9 +158,16 @@ describe('a run known by its traces alone (a verl run read back)', () => {
     expect(run.rollouts!.map((t) => t.step)).toEqual([1, 2]);
   });
 
-  it('sends an unconverted verl dump to import-verl, and names a trace of another schema as such', () => {
-    const raw = verlLines.map((l) => JSON.stringify(l)).join('\n');
-    expect(() => cliRunOf([{ name: 'rollouts.jsonl', text: raw }], meta)).toThrow('rollouts.jsonl holds verl rollout records, not traces: convert it first (npm run cli -- import-verl');
+  it('reads a verl dump as import-verl does (its step files in step order, one run), and names a trace of another schema as such', () => {
+    const step = (n: number) => ({ name: `${n}.jsonl`, text: verlLines.filter((l) => (l.step ?? 2) === n).map((l) => JSON.stringify(l)).join('\n') + '\n' });
+    const { run } = cliRunOf([step(2), step(1)], meta);
+    expect(run.name).toBe('verl steps 1–2 (CLI run)');
+    expect(run.origin).toMatchObject({ kind: 'cli', files: ['1.jsonl', '2.jsonl'] });
+    expect(run.metrics.map((p) => [p.metrics.step, p.episodes])).toEqual([[1, 1], [2, 1]]);
+    expect(run.rollouts!.map((t) => t.contexts.length)).toEqual([1, 2]);
+    expect(run.rollouts).toEqual(verlRecordsToTraces(parseVerlRecords(verlLines.map((l) => JSON.stringify(l)).join('\n'))));
+    expect(() => cliRunOf([step(1), { name: 'metrics.jsonl', text: '{"step":1}\n' }], meta)).toThrow('pick one run at a time: 1.jsonl holds verl rollout records, metrics.jsonl does not');
+    expect(() => cliRunOf([{ name: '3.jsonl', text: JSON.stringify({ ...verlLines[0], response_mask: [2] }) }], meta)).toThrow('3.jsonl: line 1: response_mask must be an array of 0 and 1');
     const old = '\uFEFF' + tracesText().replace(/selfcest-episode\/1/g, 'selfcest-episode/0');
     expect(() => cliRunOf([{ name: 'old.jsonl', text: old }], meta)).toThrow('old.jsonl: line 1: schema is "selfcest-episode/0", expected "selfcest-episode/1"');
   });

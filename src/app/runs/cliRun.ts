@@ -11,6 +11,7 @@ import { firstJsonObject, jsonLines } from '../../core/io/jsonl';
 import { type SteppedTrace, rowsFromTraces, stepShift } from '../../core/eval/traceRows';
 import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
 import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
+import { VerlRecordError, isVerlRecord, parseVerlFiles, stepFileOrder, verlRecordsToTraces } from '../../core/verl/readback';
 
 export interface PickedText {
   name: string;
@@ -72,10 +73,10 @@ export function isTracesFile(f: PickedText): boolean {
   return f.text.trim() === '' ? f.name.startsWith('traces') : looksLikeTraces(f.text);
 }
 
-/** A verl agent loop's own dump (request_id, response_mask): it needs import-verl first. */
+/** A verl run's rollout records (selfcest_dump.py's <step>.jsonl, or the older layout): read as the run's traces. */
 function isVerlRecords(f: PickedText): boolean {
   const row = firstJsonObject(f.text);
-  return row !== null && 'request_id' in row && 'response_mask' in row;
+  return row !== null && isVerlRecord(row);
 }
 
 /**
@@ -84,10 +85,16 @@ function isVerlRecords(f: PickedText): boolean {
  * back by `import-verl`: its curves are the per-step means of its episodes); at most one run.json
  * or state.json (run.json wins: it is the first start's); the rest is ignored and said so.
  */
-export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText | null; traces: PickedText | null; config: PickedText | null; ignored: string[] } {
-  const jsonl = files.filter((f) => f.name.endsWith('.jsonl'));
-  const raw = jsonl.find(isVerlRecords);
-  if (raw) throw new KeptRunError(`${raw.name} holds verl rollout records, not traces: convert it first (npm run cli -- import-verl --in ${raw.name} --out traces.jsonl) and import that`);
+export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedText | null; traces: PickedText | null; verl: PickedText[]; config: PickedText | null; ignored: string[] } {
+  const all = files.filter((f) => f.name.endsWith('.jsonl'));
+  // A verl run's dump: its step files together are the run (in step order), read as import-verl reads them.
+  const verl = all.filter(isVerlRecords).sort((a, b) => stepFileOrder(a.name, b.name));
+  if (verl.length > 0) {
+    const others = all.filter((f) => !verl.includes(f) && f.text.trim() !== '');
+    if (others.length > 0) throw new KeptRunError(`pick one run at a time: ${verl[0].name} holds verl rollout records, ${others[0].name} does not`);
+    return { metrics: null, traces: null, verl, config: null, ignored: files.filter((f) => !verl.includes(f)).map((f) => f.name) };
+  }
+  const jsonl = all;
   const traces = jsonl.filter(isTracesFile);
   const metrics = jsonl.filter((f) => !traces.includes(f));
   if (metrics.length === 0 && traces.length === 0) throw new KeptRunError(`no metrics file among ${files.map((f) => f.name).join(', ') || 'the picked files'}: pick the run's metrics.jsonl (and run.json if you have it), or a traces file`);
@@ -96,7 +103,25 @@ export function pickRunFiles(files: readonly PickedText[]): { metrics: PickedTex
   const config = files.find((f) => f.name === 'run.json') ?? files.find((f) => f.name === 'state.json') ?? null;
   const used = [metrics[0], traces[0], config];
   const ignored = files.filter((f) => !used.includes(f)).map((f) => f.name);
-  return { metrics: metrics[0] ?? null, traces: traces[0] ?? null, config, ignored };
+  return { metrics: metrics[0] ?? null, traces: traces[0] ?? null, verl: [], config, ignored };
+}
+
+/** A verl dump's step files as traces (src/core/verl/readback.ts); throws naming the file, the line and the field. */
+function verlTraces(files: readonly PickedText[]): SteppedTrace[] {
+  try {
+    const traces = verlRecordsToTraces(parseVerlFiles(files));
+    if (traces.length === 0) throw new KeptRunError(`${files.map((f) => f.name).join(', ')}: no root record (a record with parent_request_id null)`);
+    return traces;
+  } catch (e) {
+    if (e instanceof VerlRecordError) throw new KeptRunError(e.message.replace(/^verl rollouts: /, ''));
+    throw e;
+  }
+}
+
+/** A verl dump's name: "verl steps 1–6" from its step files' names, else the first file's. */
+function verlRunName(files: readonly PickedText[]): string {
+  const steps = files.map((f) => /^(\d+)\.jsonl$/.exec(f.name)?.[1]).filter((x): x is string => x !== undefined);
+  return steps.length === files.length && steps.length > 0 ? `verl steps ${steps[0]}–${steps[steps.length - 1]}.jsonl` : files[0].name;
 }
 
 /** A traces file's episodes; throws naming the file, the line and the field. */
@@ -137,7 +162,7 @@ export function episodesOf(row: MetricsRow, config: Record<string, unknown> | nu
 /** The picked files of one CLI run as a kept run, with the names of the files it did not use. */
 export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptAt: string; name?: string }): { run: KeptRun; ignored: string[] } {
   const picked = pickRunFiles(files);
-  const traces = picked.traces && parseTracesFile(picked.traces);
+  const traces = picked.verl.length > 0 ? verlTraces(picked.verl) : picked.traces && parseTracesFile(picked.traces);
   let rows: MetricsRow[];
   // From traces alone, a step's episodes are the rollouts the file holds of it.
   let counts: number[] = [];
@@ -148,10 +173,10 @@ export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptA
       rows = fromTraces.map(({ episodes: _, ...row }) => row);
       counts = fromTraces.map((r) => r.episodes);
     } catch (e) {
-      throw new KeptRunError(`${picked.traces!.name}: ${(e as Error).message}`);
+      throw new KeptRunError(`${picked.verl.length > 0 ? picked.verl.map((f) => f.name).join(', ') : picked.traces!.name}: ${(e as Error).message}`);
     }
   }
-  const named = (picked.metrics ?? picked.traces)!;
+  const named = picked.metrics ?? picked.traces ?? { name: verlRunName(picked.verl), text: '' };
   const cfg = picked.config && parseConfigFile(picked.config.text, picked.config.name);
   const config = cfg?.config ?? null;
   const evalN = Number(flagValue(cfg?.command ?? null, '--eval-n'));
@@ -165,7 +190,13 @@ export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptA
     name: checkRunName(meta.name ?? defaultCliName(cfg?.command ?? null, named.name)),
     keptAt: meta.keptAt,
     task,
-    origin: { kind: 'cli', files: [named.name, ...(picked.metrics && picked.traces ? [picked.traces.name] : []), ...(picked.config ? [picked.config.name] : [])], config, command: cfg?.command ?? null, startedAt: cfg?.startedAt ?? null },
+    origin: {
+      kind: 'cli',
+      files: picked.verl.length > 0 ? picked.verl.map((f) => f.name) : [named.name, ...(picked.metrics && picked.traces ? [picked.traces.name] : []), ...(picked.config ? [picked.config.name] : [])],
+      config,
+      command: cfg?.command ?? null,
+      startedAt: cfg?.startedAt ?? null,
+    },
     counters: { policyVersion: null, grpoSteps: rows[rows.length - 1].step, sftSteps: 0 },
     metrics,
     heldOut,

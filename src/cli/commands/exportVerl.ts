@@ -1,4 +1,5 @@
 import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
@@ -6,12 +7,12 @@ import { checkOutDir } from '../runDir';
 import { grpoConfigOf } from '../../core/runConfigTargets';
 import { withOptions } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
-import { VERL_LENGTH_DEFAULTS, toYaml, unsupportedInVerl, verlConfig, verlReadme } from '../../core/verl/config';
+import { REFERENCE_RECIPE, VERL_LENGTH_DEFAULTS, VERL_RECIPES, type VerlRecipe, toYaml, unsupportedInVerl, verlConfig, verlReadme, withReferenceRecipe } from '../../core/verl/config';
 import { MAX_VERL_ROWS, exportVerlDataset } from '../verl/exportDataset';
 import { rewardPythonSource } from '../verl/rewardFile';
 
 /** The files an export writes; a folder holding only these (an earlier export) may be written again. */
-const EXPORT_FILES = ['README.md', 'config.yaml', 'run.json', 'selfcest_reward.py', 'test.parquet', 'train.parquet'];
+const EXPORT_FILES = ['README.md', 'config.yaml', 'run.json', 'selfcest_dump.py', 'selfcest_reward.py', 'test.parquet', 'train.parquet'];
 const EXPORT_FORMAT = 'selfcest-verl-export';
 
 /** An argument as a POSIX shell reads it back (single-quoted unless plain). */
@@ -27,22 +28,31 @@ export const exportVerl = defineRunCommand(
     'test-split': { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'held-out set of test.parquet: final (what eval scores) or monitor' },
     'data-source': { type: 'string', help: 'data_source of the rows (default selfcest_<task>)' },
     'verl-dir': { type: 'string', help: 'the folder as the verl machine sees it (absolute), for the paths in config.yaml (default: --out, made absolute)' },
-    'response-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.responseLength, min: 16, max: 1 << 20, help: "a real model's root response tokens (verl counts injected tool responses too)" },
-    'prompt-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.promptLength, min: 16, max: 1 << 20, help: 'prompt tokens' },
-    'clone-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.cloneLength, min: 1, max: 1 << 20, help: "one clone's response tokens (its budget in the reward when verl records none)" },
-    'summary-length': { type: 'int', default: VERL_LENGTH_DEFAULTS.summaryLength, min: 1, max: 1 << 20, help: "tokens of a clone's answer injected into the root" },
+    recipe: { type: 'string', choices: VERL_RECIPES, default: 'playground', help: "whose reward and clone-loop settings: the playground run's, or the reference's (SELFCEST's clone_tool_grpo_alt.yaml and clone_reward_2.py; a flag given here still wins)" },
+    'response-length': { type: 'int', min: 16, max: 1 << 20, help: `a real model's root response tokens (verl counts injected tool responses too; default ${VERL_LENGTH_DEFAULTS.responseLength}, reference ${REFERENCE_RECIPE.lengths.responseLength})` },
+    'prompt-length': { type: 'int', min: 16, max: 1 << 20, help: `prompt tokens (default ${VERL_LENGTH_DEFAULTS.promptLength}, reference ${REFERENCE_RECIPE.lengths.promptLength})` },
+    'clone-length': { type: 'int', min: 1, max: 1 << 20, help: `one clone's response tokens, its budget in the reward when verl records none (default ${VERL_LENGTH_DEFAULTS.cloneLength})` },
+    'summary-length': { type: 'int', min: 1, max: 1 << 20, help: `characters of a clone's answer injected into the root (verl cuts summaries by characters; default ${VERL_LENGTH_DEFAULTS.summaryLength})` },
     out: { type: 'string', required: true, help: 'folder to write (new, or an earlier export)' },
   },
-  async ({ flags: f, config: rc, argv }) => {
+  async ({ flags: f, config: given, given: named, argv }) => {
+    const recipe = f.recipe as VerlRecipe;
+    const rc = recipe === 'reference' ? withReferenceRecipe(given, named) : given;
     const cfg = usageErrors(() => grpoConfigOf(rc, 1), { taskOptions: '--options', miniBatch: '--mini-batch' });
     const refused = unsupportedInVerl(cfg);
     if (refused.length > 0) throw new UsageError(refused.join('\n'));
     const verlDir = f['verl-dir'] ?? resolve(f.out);
     if (!isAbsolute(verlDir)) throw new UsageError(`--verl-dir must be an absolute path (got ${JSON.stringify(verlDir)})`);
-    const lengths = { responseLength: f['response-length'], promptLength: f['prompt-length'], cloneLength: f['clone-length'], summaryLength: f['summary-length'] };
+    const base = recipe === 'reference' ? REFERENCE_RECIPE.lengths : VERL_LENGTH_DEFAULTS;
+    const lengths = {
+      responseLength: f['response-length'] ?? base.responseLength,
+      promptLength: f['prompt-length'] ?? base.promptLength,
+      cloneLength: f['clone-length'] ?? base.cloneLength,
+      summaryLength: f['summary-length'] ?? base.summaryLength,
+    };
     const entry = withOptions(cfg.task, cfg.taskOptions);
     // Everything that can be refused is built before the folder is touched.
-    const reward = rewardPythonSource({ task: cfg.task, reward: cfg.reward, gating: cfg.advantage.gating, gateMode: cfg.advantage.gateMode, cloneMaxTokens: lengths.cloneLength });
+    const reward = rewardPythonSource({ recipe, task: cfg.task, reward: cfg.reward, gating: cfg.advantage.gating, gateMode: cfg.advantage.gateMode, cloneMaxTokens: lengths.cloneLength, formatMaxTokens: REFERENCE_RECIPE.formatMaxTokens });
     await checkFolder(f.out);
     const dataset = await exportVerlDataset({
       entry,
@@ -57,10 +67,11 @@ export const exportVerl = defineRunCommand(
     const settings = { dir: verlDir, ...lengths };
     const files: [string, string][] = [
       ['selfcest_reward.py', reward],
+      ['selfcest_dump.py', readFileSync(new URL('../verl/selfcest_dump.py', import.meta.url), 'utf8')],
       // The command as JSON: one comment line whatever the arguments hold.
-      ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings))],
-      ['run.json', JSON.stringify({ format: EXPORT_FORMAT, version: 1, command: argv, config: cfg, lengths, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource }, null, 2) + '\n'],
-      ['README.md', verlReadme(cfg, { ...settings, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource, command })],
+      ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings, recipe, named))],
+      ['run.json', JSON.stringify({ format: EXPORT_FORMAT, version: 1, command: argv, recipe, config: cfg, lengths, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource }, null, 2) + '\n'],
+      ['README.md', verlReadme(cfg, { ...settings, recipe, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource, command })],
     ];
     const tag = `.tmp-${process.pid}`;
     for (const [name, text] of files) await writeFile(join(f.out, name + tag), text);

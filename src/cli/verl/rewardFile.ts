@@ -6,8 +6,11 @@
 import { readFileSync } from 'node:fs';
 import type { GateMode } from '../../core/rl/advantage';
 import { type RewardConfig, validateRewardConfig } from '../../core/rl/reward';
+import { REFERENCE_RECIPE, VERL_RECIPES, type VerlRecipe } from '../../core/verl/config';
 
 export interface VerlRewardConfig {
+  /** Whose reward formulas: the playground's (src/core/rl/reward.ts) or the reference's (clone_reward_2.py). Default playground. */
+  recipe?: VerlRecipe;
   /** The verdict the Python applies: one of VERL_REWARD_TASKS. */
   task: string;
   reward: RewardConfig;
@@ -15,6 +18,10 @@ export interface VerlRewardConfig {
   gateMode: GateMode;
   /** A clone's budget when verl's clone rollout does not carry one (its max response length). */
   cloneMaxTokens: number;
+  /** The reference recipe's gate: a clone with no `answer:` (any case) past this many tokens gets 0. Default 192. */
+  formatMaxTokens?: number;
+  /** Write the reward's parts into the samples' extra fields, for selfcest_dump.py to log. Default true. */
+  logParts?: boolean;
 }
 
 /** Tasks whose verdict selfcest_reward.py implements. */
@@ -44,6 +51,12 @@ export function withRewardConfig(source: string, cfg: VerlRewardConfig, name = '
 }
 
 function pythonConfig(cfg: VerlRewardConfig): string {
+  const recipe = cfg.recipe ?? 'playground';
+  if (!VERL_RECIPES.includes(recipe)) throw new Error(`verl reward: recipe must be one of ${VERL_RECIPES.join(', ')} (got ${JSON.stringify(recipe)})`);
+  const formatMaxTokens = cfg.formatMaxTokens ?? REFERENCE_RECIPE.formatMaxTokens;
+  if (!Number.isInteger(formatMaxTokens) || formatMaxTokens < 0) throw new Error(`verl reward: formatMaxTokens must be an integer ≥ 0 (got ${String(formatMaxTokens)})`);
+  const logParts = cfg.logParts ?? true;
+  if (typeof logParts !== 'boolean') throw new Error(`verl reward: logParts must be true or false (got ${String(logParts)})`);
   if (!VERL_REWARD_TASKS.includes(cfg.task)) {
     throw new Error(`verl reward: task must be one of ${VERL_REWARD_TASKS.join(', ')} (got ${JSON.stringify(cfg.task)})`);
   }
@@ -57,11 +70,14 @@ function pythonConfig(cfg: VerlRewardConfig): string {
     throw new Error(`verl reward: cloneMaxTokens must be an integer ≥ 1 (got ${String(cfg.cloneMaxTokens)})`);
   }
   const entries: [string, string | number | boolean][] = [
+    ['recipe', recipe],
     ['task', cfg.task],
     ...REWARD_FIELDS.map((f): [string, number | boolean] => [f, reward[f]]),
     ['gating', cfg.gating],
     ['gateMode', cfg.gateMode],
     ['cloneMaxTokens', cfg.cloneMaxTokens],
+    ['formatMaxTokens', formatMaxTokens],
+    ['logParts', logParts],
   ];
   // JSON numbers and strings read the same in Python (shortest round-trip doubles); booleans differ.
   const literal = (v: string | number | boolean) => (typeof v === 'boolean' ? (v ? 'True' : 'False') : JSON.stringify(v));

@@ -17,6 +17,23 @@ TypeScript, so the two agree to rounding (test/verl-reward.test.ts checks it on 
 traces). The playground's export writes the run's settings into CONFIG below
 (src/cli/verl/rewardFile.ts); nothing else in this file depends on the run.
 
+CONFIG["recipe"] "reference" swaps in the reference's reward instead (SELFCEST's
+examples/clone_agent_loop/clone_reward_2.py): the last integer of the loop's root answer (commas
+ignored, 0.1 for a substring match), its partial credit 0.2 / log2(2 + |A - B| / sqrt(|2 + max(A, B)|)),
+its penalties, the call penalty only where root_text is given, and a clone with no "answer:"
+(any case) past formatMaxTokens tokens credited 0 (docs/FORMATS.md lists every difference).
+
+How the tool agent loop calls it (verl/experimental/agent_loop/tool_agent_loop.py, _assign_rewards):
+root_answer is the root's masked text after `</think>` and after the first final-answer marker
+(`Answer:` …), stripped; root_text the whole masked text (what the model wrote, tool responses
+left out); clone_texts each clone's masked text by request_id. The playground recipe reads the
+root's answer from root_text (its last `Answer:` line, spawn calls removed) and, when that has
+none, takes root_answer as the bare answer.
+
+With CONFIG["logParts"], the reward's parts are also written into root_output.extra_fields
+["selfcest_reward"] and each clone's extra_fields["selfcest_reward"]: the loop carries extra
+fields into the training batch, where selfcest_dump.py logs them with each sample.
+
 Entry points:
   clone_accuracy_reward(root_answer, root_output, clone_rollouts, root_text=None, clone_texts=None)
       the delegating episode (verl's clone reward interface); returns a dict with `reward`,
@@ -33,6 +50,7 @@ from typing import Any
 
 # --- CONFIG (written by export-verl) ---
 CONFIG = {
+    "recipe": "playground",
     "task": "arithmetic",
     "rootTau": 64,
     "rootRho": 64,
@@ -48,14 +66,19 @@ CONFIG = {
     "gating": True,
     "gateMode": "reference",
     "cloneMaxTokens": 128,
+    "formatMaxTokens": 192,
+    "logParts": True,
 }
 # --- end CONFIG ---
 
 TASKS = ("arithmetic", "multihop")
 GATE_MODES = ("reference", "protocol")
+RECIPES = ("playground", "reference")
 
 if CONFIG["task"] not in TASKS:
     raise ValueError(f"selfcest_reward: CONFIG task must be one of {TASKS} (got {CONFIG['task']!r})")
+if CONFIG["recipe"] not in RECIPES:
+    raise ValueError(f"selfcest_reward: CONFIG recipe must be one of {RECIPES} (got {CONFIG['recipe']!r})")
 if CONFIG["gateMode"] not in GATE_MODES:
     raise ValueError(f"selfcest_reward: CONFIG gateMode must be one of {GATE_MODES} (got {CONFIG['gateMode']!r})")
 
@@ -72,6 +95,8 @@ CHAR_TOKENS = "0123456789abcdefghijklmnopqrstuvwxyz +-*()=?.,:#'_>\n"
 
 ANSWER_MARKER = "Answer:"
 TOOL_CALL = "<tool_call>"
+# A spawn call the model wrote, closed or cut off by the length limit (its objectives are not the root's answer).
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
 # JS regexes: ASCII digits only, `$` at the very end (Python's `\d` and `$` are wider; fullmatch instead).
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _NATURAL = re.compile(r"(0|[1-9][0-9]*)")
@@ -124,6 +149,27 @@ def answer_text(text: str | None) -> str | None:
     else:
         answer = _answer_block(text)
     return answer or None
+
+
+def model_answer(root_answer: str | None, root_text: str | None) -> str | None:
+    """
+    The root's answer as the playground recipe reads it: from root_text (spawn calls removed) by
+    answer_text; else from root_answer, the text the loop kept after the final-answer marker,
+    as a bare answer (its first line, tags removed, stripped; answer_text where it still holds a marker).
+    """
+    if root_text is not None:
+        answer = answer_text(_TOOL_CALL_BLOCK.sub("\n", root_text))
+        if answer is not None:
+            return answer
+    if root_answer is None:
+        return None
+    if ANSWER_MARKER in root_answer or _answer_block(root_answer) is not None:
+        return answer_text(root_answer)
+    for line in root_answer.split("\n"):
+        bare = _TAGS.sub("", line).strip(_JS_SPACE)
+        if bare:
+            return bare
+    return None
 
 
 def has_answer(text: str | None) -> bool:
@@ -258,21 +304,31 @@ def _is_gated(answered: bool, generated: int, budget: int, violation: Any) -> bo
     return not answered and generated >= budget
 
 
+def _stash(output: Any, parts: dict[str, Any]) -> None:
+    """Parts of the reward into the sample's extra fields, which the loop carries into the batch (CONFIG logParts)."""
+    extra = getattr(output, "extra_fields", None)
+    if CONFIG["logParts"] and isinstance(extra, dict):
+        extra["selfcest_reward"] = parts
+
+
 def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollouts: list[Any],
                           root_text: str | None = None, clone_texts: dict[str, str] | None = None) -> dict[str, Any]:
     """
-    The reward of one delegating episode and the credit of each clone.
+    The reward of one delegating episode and the credit of each clone, called as the tool agent
+    loop calls it (module docstring). CONFIG recipe "reference" gives reference_clone_reward's.
 
     Rounds (for the clone penalty): clones grouped by the turn index of their `clone_label`
-    (`turn<k>`), a clone without one is its own round. Calls: the `<tool_call>`s in root_text,
-    else the rounds among the clones. A clone's budget is extra_fields["budget"], else
-    CONFIG cloneMaxTokens; it answered when its text (clone_texts[request_id]) holds an answer or
-    extra_fields["answer"] is set.
+    (`turn<k>`); a clone without one (a name the model chose) is its own round. Calls: the
+    `<tool_call>`s in root_text, else the rounds among the clones. A clone's budget is
+    extra_fields["budget"], else CONFIG cloneMaxTokens; it answered when its text
+    (clone_texts[request_id]) holds an answer or extra_fields["answer"] is set.
     """
+    if CONFIG["recipe"] == "reference":
+        return reference_clone_reward(root_answer, root_output, clone_rollouts, root_text, clone_texts)
     root_extra = getattr(root_output, "extra_fields", None) or {}
     reward_model = root_extra.get("reward_model") or {}
     truth = _truth(reward_model.get("ground_truth"), 'root_output.extra_fields["reward_model"]["ground_truth"]')
-    answer = answer_text(root_answer)
+    answer = model_answer(root_answer, root_text)
     correct, value, truth_value = verdict(answer, truth)
     root_tokens = _mask_tokens(getattr(root_output, "response_mask", None))
 
@@ -297,27 +353,32 @@ def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollo
         unused += max(0, budget - generated)
         clone_tokens += generated
         answered = extra.get("answer") is not None or has_answer(texts.get(request_id))
-        clones.append((request_id, _is_gated(answered, generated, budget, extra.get("violation"))))
+        clones.append((clone, request_id, _is_gated(answered, generated, budget, extra.get("violation"))))
 
     calls = root_text.count(TOOL_CALL) if root_text is not None else len(longest)
     parts = episode_reward(correct, value, truth_value, root_tokens, list(longest.values()), calls, unused, root_tokens + clone_tokens)
     R = parts["reward"]
     clone_rewards: dict[Any, float] = {}
-    for request_id, gated in clones:
+    for _, request_id, gated in clones:
         if request_id in clone_rewards:
             raise ValueError(f"selfcest_reward: two clones share the request_id {request_id!r}")
         clone_rewards[request_id] = 0.0 if gated else R
-    return {
+    result = {
         **parts,
         "score": R,
         "clone_rewards": clone_rewards,
         "correct": correct,
+        "answer": answer,
         "root_generated_tokens": root_tokens,
         "calls": calls,
         "num_clones": len(clones),
-        "gated_clones": sum(1 for _, gated in clones if gated),
+        "gated_clones": sum(1 for _, _, gated in clones if gated),
         "ground_truth": truth,
     }
+    _stash(root_output, {k: v for k, v in result.items() if k != "clone_rewards"})
+    for clone, request_id, gated in clones:
+        _stash(clone, {"reward": clone_rewards[request_id], "gated": gated})
+    return result
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -327,13 +388,15 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     playground tokenizer when it is playground text; a real model's text without a count has no
     known length, so it gets no root length penalty (root_generated_tokens None).
     """
-    truth = _truth(ground_truth, "ground_truth")
-    answer = answer_text(solution_str)
-    correct, value, truth_value = verdict(answer, truth)
     given = (extra_info or {}).get("response_tokens")
     text = solution_str or ""
     root_tokens = int(given) if given is not None else playground_token_count(text) if is_playground_text(text) else None
     known = 0 if root_tokens is None else root_tokens
+    if CONFIG["recipe"] == "reference":
+        return reference_score(text, ground_truth, known, root_tokens)
+    truth = _truth(ground_truth, "ground_truth")
+    answer = answer_text(solution_str)
+    correct, value, truth_value = verdict(answer, truth)
     parts = episode_reward(correct, value, truth_value, known, [], 0, 0, known)
     return {
         **parts,
@@ -347,4 +410,155 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     }
 
 
-__all__ = ["CONFIG", "clone_accuracy_reward", "compute_score", "answer_text", "playground_token_count"]
+# ------------------------------------------------------------------------------------------
+# The reference's recipe (SELFCEST's examples/clone_agent_loop/clone_reward_2.py, commit c37cc91e)
+
+_REF_INT = re.compile(r"-?\d[\d,]*")
+_REF_TURN = re.compile(r"turn(\d+)")
+
+
+def _ref_int(text: str) -> int | None:
+    """The last integer of `text`, commas dropped (the reference's _extract_int)."""
+    found = _REF_INT.findall(text) if text else []
+    if not found:
+        return None
+    try:
+        return int(found[-1].replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def _ref_penalty(tokens: int, threshold: int, ramp: int, pmax: float) -> float:
+    if tokens <= threshold:
+        return 0.0
+    if ramp <= 0:
+        return float(pmax)
+    return float(pmax) * (1.0 - math.exp(-float(tokens - threshold) / float(ramp)))
+
+
+def _ref_answer_score(root_answer: str, truth: Any) -> tuple[float, bool]:
+    """(score, correct): exact last integer 1, else the reference's partial credit (if on); without integers 0.1 for a substring."""
+    a, b = _ref_int(str(root_answer)), _ref_int(str(truth))
+    if a is not None and b is not None:
+        if a == b:
+            return 1.0, True
+        if not CONFIG["partialCredit"]:
+            return 0.0, False
+        return 0.2 / math.log2(2 + abs(a - b) / abs(2 + max(a, b)) ** 0.5), False
+    answer_norm = str(root_answer).strip().replace(",", "")
+    truth_norm = str(truth).strip().replace(",", "")
+    return (0.1 if truth_norm and truth_norm in answer_norm else 0.0), False
+
+
+def _ref_settings(root_extra: dict[str, Any], reward_model: dict[str, Any], key: str, default: dict[str, Any]) -> dict[str, Any]:
+    """A penalty's settings: the row's own (extra fields, then reward_model), as the reference reads them; else CONFIG's."""
+    return root_extra.get(key) or reward_model.get(key) or default
+
+
+def reference_clone_reward(root_answer: str | None, root_output: Any, clone_rollouts: list[Any],
+                           root_text: str | None = None, clone_texts: dict[str, str] | None = None) -> dict[str, Any]:
+    """
+    clone_reward_2.py's clone_accuracy_reward, with this file's CONFIG for its constants. Where
+    the reference raises (2 + max(A, B) = 0, an integer past the largest float), the loop
+    catches it and scores 0 for root and clones: so does this, saying why in `reference_error`.
+    """
+    root_extra = getattr(root_output, "extra_fields", None) or {}
+    reward_model = root_extra.get("reward_model") or {}
+    truth = reward_model.get("ground_truth")
+    if isinstance(truth, list) and len(truth) == 1:
+        truth = truth[0]
+    if truth is None:
+        return {"reward": 0.0, "clone_rewards": [], "reason": "missing_ground_truth"}
+    if root_answer is None:
+        root_answer = model_answer(None, root_text) or ""
+    try:
+        score, correct = _ref_answer_score(root_answer, truth)
+    except (ZeroDivisionError, OverflowError, ValueError) as e:
+        result = {"reward": 0.0, "score": 0.0, "clone_rewards": {}, "num_clones": len(clone_rollouts or []), "ground_truth": truth,
+                  "recipe": "reference", "reference_error": f"{type(e).__name__}: {e}"}
+        _stash(root_output, {k: v for k, v in result.items() if k != "clone_rewards"})
+        return result
+    answer_score = score
+    c = CONFIG
+    root_cfg = _ref_settings(root_extra, reward_model, "root_token_penalty", {"threshold": c["rootTau"], "ramp": c["rootRho"], "max_penalty": c["rootPmax"]})
+    root_tokens = _mask_tokens(getattr(root_output, "response_mask", None))
+    root_penalty = _ref_penalty(root_tokens, int(root_cfg.get("threshold", c["rootTau"])), int(root_cfg.get("ramp", c["rootRho"])), float(root_cfg.get("max_penalty", c["rootPmax"])))
+
+    texts = clone_texts or {}
+    clone_cfg = _ref_settings(root_extra, reward_model, "clone_token_penalty", {"threshold": c["cloneTau"], "ramp": c["cloneRho"], "max_penalty": c["clonePmax"]})
+    format_cfg = _ref_settings(root_extra, reward_model, "clone_answer_format_penalty",
+                               {"max_tokens": c["formatMaxTokens"], "penalty": 1.0 if c["gating"] else 0.0, "answer_prefix": ANSWER_MARKER})
+    longest: dict[Any, int] = {}
+    clones = []
+    for clone in clone_rollouts or []:
+        extra = getattr(clone, "extra_fields", None) or {}
+        request_id = extra.get("request_id")
+        label = extra.get("clone_label") or extra.get("clone_id") or ""
+        turn = _REF_TURN.search(label) if label else None
+        key = int(turn.group(1)) if turn else label or request_id or id(clone)
+        tokens = _mask_tokens(getattr(clone, "response_mask", None))
+        if tokens > longest.get(key, 0):
+            longest[key] = tokens
+        clones.append((clone, request_id, tokens))
+    clone_max = float(clone_cfg.get("max_penalty", c["clonePmax"]))
+    clone_penalty = 0.0
+    if clone_max > 0 and longest:
+        threshold, ramp = int(clone_cfg.get("threshold", c["cloneTau"])), int(clone_cfg.get("ramp", c["cloneRho"]))
+        clone_penalty = max(_ref_penalty(int(n), threshold, ramp, clone_max) for n in longest.values())
+    calls = root_text.count(TOOL_CALL) if root_text else 0
+    call_penalty = max(0.0, calls * c["callRate"] - c["callFree"]) if root_text else 0.0
+    score = score - root_penalty - clone_penalty - call_penalty
+
+    format_on = float(format_cfg.get("penalty", 0.0)) > 0
+    format_max = int(format_cfg.get("max_tokens", c["formatMaxTokens"]))
+    prefix = str(format_cfg.get("answer_prefix", ANSWER_MARKER)).lower()
+    clone_rewards: dict[Any, float] = {}
+    gated_flags = []
+    for clone, request_id, tokens in clones:
+        gated = format_on and request_id in texts and prefix not in (texts[request_id] or "").lower() and tokens > format_max
+        gated_flags.append(gated)
+        if request_id is not None:
+            clone_rewards[request_id] = 0.0 if gated else score
+    result = {
+        "reward": score,
+        "clone_rewards": clone_rewards,
+        "score": score,
+        "num_clones": len(clones),
+        "ground_truth": truth,
+        "recipe": "reference",
+        "answer_score": answer_score,
+        "root_penalty": root_penalty,
+        "clone_penalty": clone_penalty,
+        "call_penalty": call_penalty,
+        "budget_penalty": 0.0,
+        "token_penalty": 0.0,
+        "correct": correct,
+        "root_generated_tokens": root_tokens,
+        "calls": calls,
+        "gated_clones": sum(gated_flags),
+    }
+    _stash(root_output, {k: v for k, v in result.items() if k != "clone_rewards"})
+    for (clone, _, _), gated in zip(clones, gated_flags):
+        _stash(clone, {"reward": 0.0 if gated else score, "gated": gated})
+    return result
+
+
+def reference_score(solution_str: str, ground_truth: Any, root_tokens: int, counted: int | None) -> dict[str, Any]:
+    """One sample without clones under the reference's recipe: its answer score less its root length penalty."""
+    truth = ground_truth[0] if isinstance(ground_truth, list) and len(ground_truth) == 1 else ground_truth
+    if truth is None:
+        return {"score": 0.0, "reward": 0.0, "reason": "missing_ground_truth"}
+    answer = model_answer(None, solution_str) or solution_str
+    try:
+        answer_score, correct = _ref_answer_score(answer, truth)
+    except (ZeroDivisionError, OverflowError, ValueError) as e:
+        return {"score": 0.0, "reward": 0.0, "recipe": "reference", "reference_error": f"{type(e).__name__}: {e}"}
+    c = CONFIG
+    root_penalty = _ref_penalty(root_tokens, c["rootTau"], c["rootRho"], c["rootPmax"])
+    reward = answer_score - root_penalty
+    return {"reward": reward, "score": reward, "answer_score": answer_score, "root_penalty": root_penalty, "clone_penalty": 0.0,
+            "call_penalty": 0.0, "budget_penalty": 0.0, "token_penalty": 0.0, "correct": correct, "root_generated_tokens": counted,
+            "calls": 0, "num_clones": 0, "gated_clones": 0, "ground_truth": truth, "recipe": "reference"}
+
+
+__all__ = ["CONFIG", "clone_accuracy_reward", "compute_score", "answer_text", "model_answer", "playground_token_count", "reference_clone_reward"]

@@ -6,6 +6,9 @@ import { VIOLATIONS } from '../protocol/violations';
 import { firstJsonObject, jsonLines } from './jsonl';
 import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/trace';
 
+/** The parts a converted trace's sourceReward may carry (RewardBreakdown's names). */
+const SOURCE_PARTS = new Set(['score', 'rootPenalty', 'clonePenalty', 'callPenalty', 'budgetPenalty', 'tokenPenalty']);
+
 export function tracesToJsonl(traces: readonly object[]): string {
   return traces.map((t) => JSON.stringify(t)).join('\n') + (traces.length ? '\n' : '');
 }
@@ -56,6 +59,10 @@ function checkTrace(obj: unknown, line: number): EpisodeTrace {
   if (t.sourceReward !== undefined) {
     const r = t.sourceReward as Record<string, unknown> | null;
     if (typeof r !== 'object' || r === null || !Number.isFinite(r.reward) || !(r.score === null || Number.isFinite(r.score))) fail('sourceReward must be {reward: number, score: number | null}');
+    const parts = r!.parts as Record<string, unknown> | undefined;
+    if (parts !== undefined && (typeof parts !== 'object' || parts === null || Array.isArray(parts) || !Object.entries(parts).every(([k, v]) => SOURCE_PARTS.has(k) && Number.isFinite(v)))) {
+      fail(`sourceReward.parts must map parts of the reward (${[...SOURCE_PARTS].join(', ')}) to numbers`);
+    }
   }
   const tok = t.tokens as Record<string, unknown> | undefined;
   if (!tok || !['root', 'clonesTotal', 'criticalPath', 'total'].every((k) => Number.isInteger(tok[k])) || !Array.isArray(tok.longestClonePerRound)) {

@@ -85,7 +85,12 @@ export interface EpisodeTrace {
    * In a trace converted from another trainer's rollouts: the reward that trainer gave the
    * episode (and its score when it reported one), whose parts this project did not compute.
    */
-  sourceReward?: { reward: number; score: number | null };
+  sourceReward?: {
+    reward: number;
+    score: number | null;
+    /** The parts of the reward the source logged when not all of them (RewardBreakdown's names); a part not logged is absent, not 0. */
+    parts?: Partial<Record<Exclude<keyof RewardBreakdown, 'reward'>, number>>;
+  };
 }
 
 /** The episode's reward as recorded: this project's, else the source trainer's; null when none. */

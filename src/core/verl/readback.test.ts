@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
-import { answerOf, parseVerlRecords, responseSpans, verlRecordsToTraces } from './readback';
+import { answerOf, parseVerlFiles, parseVerlRecords, responseSpans, stepFileOrder, verlRecordsToTraces } from './readback';
 
 const jsonl = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
@@ -73,10 +73,36 @@ describe('verl rollout records → traces', () => {
     expect(bad({ parent_request_id: 'zz' })).toThrow('line 2: parent_request_id "zz" names no record in the file');
     expect(bad({ parent_request_id: 'c2' })).toThrow('clones of clones are not part of the protocol');
     expect(bad({ request_id: 'r1' })).toThrow('request_id "r1" is given twice');
-    expect(bad({ clone_label: 'clone-a' })).toThrow('clone_label "clone-a" does not name a turn');
     expect(bad({ step: -1 }, 0)).toThrow('line 1: step must be an integer ≥ 0');
     expect(() => parseVerlRecords('{"request_id":')).toThrow('line 1: not valid JSON');
-    expect(bad({ response: undefined })).toThrow('line 2: response (or text) is missing');
+    expect(bad({ response: undefined })).toThrow('line 2: output (or response, or text) is missing');
+    expect(bad({ response_mask: undefined })).toThrow('line 2: response_mask_tokens (or a response_mask array) is missing');
+    expect(bad({ response_mask: undefined, response_mask_tokens: 1.5 })).toThrow('line 2: response_mask_tokens must be an integer ≥ 0');
+    expect(() => parseVerlFiles([{ name: '1.jsonl', text: jsonl(records.slice(0, 1)) }, { name: '2.jsonl', text: '{"request_id": 3}\n' }])).toThrow('verl rollouts: 2.jsonl: line 1: request_id must be a string');
+  });
+
+  it("reads selfcest_dump.py's rows: verl's names, token counts, objectives, a clone named by the root as its own round, parts as logged", () => {
+    const dump = [
+      { input: 'Calculate 5+6+7.', output: 'x<tool_call>{"name":"spawn_clone","arguments":{"objectives":[{"objective":"5+6","name":"left"}]}}</tool_call>', gts: '18', score: 0.7, step: 3, request_id: 'R', actor_role: 'root', data_source: 'selfcest_arithmetic', response_mask_tokens: 30, reward_extra_info: { answer_score: 1, root_penalty: 0.1, reward: 0.8, correct: true } },
+      { input: 'system\n…5+6', output: '5+6=11\nAnswer: 11', gts: '18', score: 0.7, step: 3, request_id: 'C1', parent_request_id: 'R', clone_label: 'left', clone_objective: '5+6', actor_role: 'clone', response_mask_tokens: 7 },
+      { input: 'system\n…+7', output: 'hmm', gts: '18', score: 0, step: 3, request_id: 'C2', parent_request_id: 'R', clone_label: 'turn0_clone1', clone_objective: 'add 7', actor_role: 'clone', response_mask_tokens: 3 },
+    ];
+    const [t] = verlRecordsToTraces(parseVerlFiles([{ name: '3.jsonl', text: jsonl(dump) }]));
+    expect(t.step).toBe(3);
+    expect(t.truth).toBe('18');
+    // The spawn call was cut off by the length limit: its objective is not the root's answer.
+    expect(t.answer).toBeNull();
+    expect(t.contexts.map((c) => [c.role, c.round, c.subtask, c.generatedTokens, c.answer])).toEqual([
+      ['root', null, null, 30, null],
+      ['clone', 0, 'add 7', 3, null],
+      ['clone', 1, '5+6', 7, '11'],
+    ]);
+    // Not every part was logged: the ones that were, none invented.
+    expect(t.reward).toBeUndefined();
+    expect(t.sourceReward).toEqual({ reward: 0.7, score: 1, parts: { score: 1, rootPenalty: 0.1 } });
+    expect(parseTracesJsonl(tracesToJsonl([t]))).toEqual([t]);
+    expect(stepFileOrder('10.jsonl', '9.jsonl')).toBeGreaterThan(0);
+    expect(['b.jsonl', '10.jsonl', '2.jsonl', 'a.jsonl'].sort(stepFileOrder)).toEqual(['2.jsonl', '10.jsonl', 'a.jsonl', 'b.jsonl']);
   });
 
   it('the traces reader checks a text-only context: spans must spell the text, no token ids beside them', () => {
@@ -87,6 +113,7 @@ describe('verl rollout records → traces', () => {
     expect(() => parseTracesJsonl(line({ spans: [{ writer: 'x', text: t.contexts[0].text }] }))).toThrow('contexts[0].spans[0] must be {writer');
     expect(() => parseTracesJsonl(line({ generatedTokens: -1 }))).toThrow('generatedTokens must be an integer ≥ 0');
     expect(() => parseTracesJsonl(tracesToJsonl([{ ...t, sourceReward: { reward: 'high' } }]))).toThrow('sourceReward must be');
+    expect(() => parseTracesJsonl(tracesToJsonl([{ ...t, sourceReward: { reward: 1, score: null, parts: { bonus: 1 } } }]))).toThrow('sourceReward.parts must map parts of the reward');
     // Without tokens, writers and logprobs at all (another tool's writer may leave them out).
     const bare = JSON.parse(line({}));
     for (const c of bare.contexts) for (const k of ['tokens', 'writers', 'logprobs']) delete c[k];

@@ -3,12 +3,13 @@
  * sample) → episode traces in this project's schema (docs/FORMATS.md), text-only, so that the
  * page and `compare` show a real model's run as delegation trees and curves.
  *
- * A record (docs/FORMATS.md, "verl rollout records", gives every field):
- *   request_id, parent_request_id (null for a root), prompt, response (or text), response_mask,
- *   clone_label ("turn<N>": the spawn call that started a clone, optionally "turn<N>_clone<K>"),
- *   step, data_source,
- *   ground_truth (or reward_model.ground_truth), reward, score, answer, budget, and the parts of
- *   selfcest_reward.py's reward (answer_score, root_penalty, …) at the top or in reward_extra_info.
+ * A record (docs/FORMATS.md, "verl rollout records", gives every field): the rows the exported
+ * hook selfcest_dump.py writes (verl's input, output, gts, score, step with request_id,
+ * parent_request_id, clone_label, clone_objective, response_mask_tokens, data_source and the
+ * reward's parts in reward_extra_info), or rows of the older layout (prompt, response or text, a
+ * response_mask array, ground_truth, reward). A clone_label "turn<N>" (optionally
+ * "turn<N>_clone<K>") names the spawn call that started the clone; any other label (a name the
+ * root chose) makes the clone a round of its own.
  *
  * What cannot be recovered is left out, never invented: token ids (the source's tokenizer is not
  * ours), per-token writers inside a response beyond the tool-response blocks, and the parts of a
@@ -23,7 +24,8 @@ import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, type TextSpan,
 /** An answer is the text after the last marker, to the end of its line. */
 export const ANSWER_MARKER = 'Answer:';
 const TOOL_RESPONSE = /<tool_response>[\s\S]*?<\/tool_response>/g;
-const TOOL_CALL = /<tool_call>[\s\S]*?<\/tool_call>/g;
+/** A spawn call, closed or cut off by the length limit. */
+const TOOL_CALL = /<tool_call>[\s\S]*?(?:<\/tool_call>|$)/g;
 /** `turn<N>`, optionally with a clone index after it (`turn0_clone2`) that orders the clones of one call. */
 const TURN = /turn(\d+)(?:\D+(\d+))?/;
 
@@ -36,6 +38,8 @@ export class VerlRecordError extends Error {
 
 interface VerlRecord {
   line: number;
+  /** Where it was read: "line N", or "FILE: line N". */
+  where: string;
   requestId: string;
   parent: string | null;
   prompt: string;
@@ -44,6 +48,8 @@ interface VerlRecord {
   round: number | null;
   /** Index of the clone within its call, when the label gives one. */
   index: number | null;
+  /** What the root asked of the clone (clone_objective), when the record carries it. */
+  objective: string | null;
   step: number | null;
   task: string | null;
   truth: string | null;
@@ -51,8 +57,10 @@ interface VerlRecord {
   score: number | null;
   answer: string | null | undefined;
   budget: number | null;
-  /** The parts of the reward, when the record carries selfcest_reward.py's (at the top or in reward_extra_info). */
+  /** The parts of the reward, when the record carries all of selfcest_reward.py's (at the top or in reward_extra_info). */
   parts: RewardBreakdown | null;
+  /** The parts it carries when not all are there, by the trace's names (missing ones absent, never 0). */
+  someParts: Partial<Record<PartName, number>>;
 }
 
 /** selfcest_reward.py's names of the reward's parts → the trace's. */
@@ -60,14 +68,25 @@ const PARTS = { answer_score: 'score', root_penalty: 'rootPenalty', clone_penalt
 /** A part that files written before it existed do not log (read as absent, not as an error). */
 const OPTIONAL_PARTS = { token_penalty: 'tokenPenalty' } as const;
 
-function partsOf(r: Record<string, unknown>, reward: number | null): RewardBreakdown | null {
+/** A part of the reward by the trace's name (RewardBreakdown's fields but the total). */
+export type PartName = (typeof PARTS)[keyof typeof PARTS] | (typeof OPTIONAL_PARTS)[keyof typeof OPTIONAL_PARTS];
+
+/** The numeric parts a record carries, at the top or in reward_extra_info, by the trace's names. */
+function loggedParts(r: Record<string, unknown>): Partial<Record<PartName, number>> {
   const extra = r.reward_extra_info !== null && typeof r.reward_extra_info === 'object' ? (r.reward_extra_info as Record<string, unknown>) : {};
   const value = (k: string) => (typeof r[k] === 'number' ? r[k] : extra[k]);
-  if (reward === null || !Object.keys(PARTS).every((k) => Number.isFinite(value(k)))) return null;
-  const out: Record<string, number> = { reward };
-  for (const [from, to] of Object.entries(PARTS)) out[to] = value(from) as number;
-  for (const [from, to] of Object.entries(OPTIONAL_PARTS)) if (Number.isFinite(value(from))) out[to] = value(from) as number;
-  return out as unknown as RewardBreakdown;
+  const out: Partial<Record<PartName, number>> = {};
+  for (const [from, to] of [...Object.entries(PARTS), ...Object.entries(OPTIONAL_PARTS)] as [string, PartName][]) {
+    const v = value(from);
+    if (typeof v === 'number' && Number.isFinite(v)) out[to] = v;
+  }
+  return out;
+}
+
+/** The full breakdown when every required part is there, else null. */
+function partsOf(parts: Partial<Record<PartName, number>>, reward: number | null): RewardBreakdown | null {
+  if (reward === null || !Object.values(PARTS).every((k) => parts[k] !== undefined)) return null;
+  return { reward, ...parts } as RewardBreakdown;
 }
 
 /**
@@ -96,7 +115,7 @@ function answerBlock(text: string): string | null {
   return inner !== '' && !SPECIAL_TEXT.test(inner) ? inner : null;
 }
 
-/** What the model wrote of a response, less its spawn calls and the injected tool responses (an `Answer:` in an objective or a clone's answer is not the root's). */
+/** What the model wrote of a response, less its spawn calls (closed or cut off) and the injected tool responses (an `Answer:` in an objective or a clone's answer is not the root's). */
 function modelText(response: string): string {
   return response.replace(TOOL_RESPONSE, '\n').replace(TOOL_CALL, '\n');
 }
@@ -114,9 +133,9 @@ export function responseSpans(response: string): TextSpan[] {
   return spans;
 }
 
-function parseRecord(obj: unknown, line: number): VerlRecord {
+function parseRecord(obj: unknown, line: number, where = `line ${line}`): VerlRecord {
   const fail = (m: string): never => {
-    throw new VerlRecordError(`line ${line}`, m);
+    throw new VerlRecordError(where, m);
   };
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) fail('not a JSON object');
   const r = obj as Record<string, unknown>;
@@ -131,12 +150,20 @@ function parseRecord(obj: unknown, line: number): VerlRecord {
     return r[k] as number;
   };
   const requestId = str('request_id') ?? fail('request_id is missing');
-  const response = str('response') ?? str('text') ?? fail('response (or text) is missing');
-  const mask = r.response_mask;
-  if (!Array.isArray(mask) || !mask.every((v) => v === 0 || v === 1)) fail('response_mask must be an array of 0 and 1 (1: a token the model generated)');
+  const response = str('response') ?? str('text') ?? str('output') ?? fail('output (or response, or text) is missing');
+  let generated: number;
+  if (r.response_mask !== undefined && r.response_mask !== null) {
+    const mask = r.response_mask;
+    if (!Array.isArray(mask) || !mask.every((v) => v === 0 || v === 1)) fail('response_mask must be an array of 0 and 1 (1: a token the model generated)');
+    generated = (mask as number[]).reduce((a, b) => a + b, 0);
+  } else {
+    const n = num('response_mask_tokens') ?? fail('response_mask_tokens (or a response_mask array) is missing: the tokens the model generated');
+    if (!(Number.isInteger(n) && n >= 0)) fail('response_mask_tokens must be an integer ≥ 0');
+    generated = n;
+  }
   const label = str('clone_label') ?? str('clone_id');
+  // A label that names no turn is a name the root gave the clone: the clone is a round of its own.
   const turn = label === null ? null : TURN.exec(label);
-  if (label !== null && !turn) fail(`clone_label ${JSON.stringify(label)} does not name a turn (turn<N>)`);
   const info = r.extra_info !== null && typeof r.extra_info === 'object' ? (r.extra_info as Record<string, unknown>) : {};
   const dataSource = str('data_source');
   const step = num('step') ?? num('global_step');
@@ -144,34 +171,61 @@ function parseRecord(obj: unknown, line: number): VerlRecord {
   const budget = num('budget');
   if (budget !== null && !(Number.isInteger(budget) && budget > 0)) fail('budget must be an integer > 0');
   const rm = r.reward_model as Record<string, unknown> | undefined;
-  let truth = r.ground_truth ?? rm?.ground_truth ?? null;
+  let truth = r.ground_truth ?? r.gts ?? rm?.ground_truth ?? null;
   if (Array.isArray(truth) && truth.length === 1) truth = truth[0];
-  if (truth !== null && typeof truth !== 'string' && typeof truth !== 'number') fail('ground_truth must be a string or a number');
+  if (truth !== null && typeof truth !== 'string' && typeof truth !== 'number') fail('ground_truth (gts) must be a string or a number');
   if (r.answer !== undefined && r.answer !== null && typeof r.answer !== 'string') fail('answer must be a string or null');
+  const objective = str('clone_objective');
+  // A record with `reward` gives the reward there and may give a score beside it; verl's dump gives
+  // the reward as `score` (the sum of its token-level scores), and the answer score among the parts.
+  const someParts = loggedParts(r);
+  const hasReward = num('reward') !== null;
+  const reward = hasReward ? num('reward') : num('score');
+  const score = hasReward ? num('score') : (someParts.score ?? null);
   return {
     line,
+    where,
     requestId,
     parent: str('parent_request_id'),
-    prompt: str('prompt') ?? '',
+    prompt: str('prompt') ?? str('input') ?? '',
     response,
-    generated: (mask as number[]).reduce((a, b) => a + b, 0),
+    generated,
     round: turn ? Number(turn[1]) : null,
     index: turn?.[2] !== undefined ? Number(turn[2]) : null,
+    objective,
     step,
     // The task: the export's extra_info.task, else the data_source less the export's `selfcest_` prefix.
     task: typeof info.task === 'string' ? info.task : dataSource?.replace(/^selfcest_/, '') ?? null,
     truth: truth === null ? null : String(truth),
-    reward: num('reward'),
-    score: num('score'),
+    reward,
+    score,
     answer: r.answer as string | null | undefined,
     budget,
-    parts: partsOf(r, num('reward')),
+    parts: partsOf(someParts, reward),
+    someParts,
   };
 }
 
-/** Parse the records of a JSONL file; the first bad line refuses the file, naming line and field. */
-export function parseVerlRecords(text: string): VerlRecord[] {
-  return jsonLines(text, (line, m) => new VerlRecordError(`line ${line}`, m)).map(({ line, value }) => parseRecord(value, line));
+/** Parse the records of a JSONL file; the first bad line refuses the file, naming line and field (and the file, given its name). */
+export function parseVerlRecords(text: string, file?: string): VerlRecord[] {
+  const where = (line: number) => (file === undefined ? `line ${line}` : `${file}: line ${line}`);
+  return jsonLines(text, (line, m) => new VerlRecordError(where(line), m)).map(({ line, value }) => parseRecord(value, line, where(line)));
+}
+
+/** The records of several files (a dump's `<step>.jsonl`), in the order given, each error naming its file. */
+export function parseVerlFiles(files: readonly { name: string; text: string }[]): VerlRecord[] {
+  return files.flatMap((f) => parseVerlRecords(f.text, f.name));
+}
+
+/** A dump's step files in step order: `<step>.jsonl` by number, other names after them by name. */
+export function stepFileOrder(a: string, b: string): number {
+  const step = (n: string) => (/^\d+\.jsonl$/.test(n.split('/').pop()!) ? Number(n.split('/').pop()!.slice(0, -6)) : Infinity);
+  return step(a) - step(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** Whether a JSON row is a verl rollout record (a request_id and the tokens generated, as an array or a count). */
+export function isVerlRecord(row: Record<string, unknown>): boolean {
+  return 'request_id' in row && ('response_mask' in row || 'response_mask_tokens' in row);
 }
 
 export interface ConvertOptions {
@@ -183,15 +237,15 @@ export interface ConvertOptions {
 export function verlRecordsToTraces(records: readonly VerlRecord[], opts: ConvertOptions = {}): (EpisodeTrace & { step?: number })[] {
   const byId = new Map<string, VerlRecord>();
   for (const r of records) {
-    if (byId.has(r.requestId)) throw new VerlRecordError(`line ${r.line}`, `request_id ${JSON.stringify(r.requestId)} is given twice (also line ${byId.get(r.requestId)!.line})`);
+    if (byId.has(r.requestId)) throw new VerlRecordError(r.where, `request_id ${JSON.stringify(r.requestId)} is given twice (also ${byId.get(r.requestId)!.where})`);
     byId.set(r.requestId, r);
   }
   const clonesOf = new Map<string, VerlRecord[]>();
   for (const r of records) {
     if (r.parent === null) continue;
     const parent = byId.get(r.parent);
-    if (!parent) throw new VerlRecordError(`line ${r.line}`, `parent_request_id ${JSON.stringify(r.parent)} names no record in the file`);
-    if (parent.parent !== null) throw new VerlRecordError(`line ${r.line}`, `its parent ${JSON.stringify(r.parent)} is itself a clone: clones of clones are not part of the protocol (depth 1)`);
+    if (!parent) throw new VerlRecordError(r.where, `parent_request_id ${JSON.stringify(r.parent)} names no record in the file`);
+    if (parent.parent !== null) throw new VerlRecordError(r.where, `its parent ${JSON.stringify(r.parent)} is itself a clone: clones of clones are not part of the protocol (depth 1)`);
     const list = clonesOf.get(r.parent);
     if (list) list.push(r);
     else clonesOf.set(r.parent, [r]);
@@ -241,9 +295,12 @@ function episodeOf(root: VerlRecord, clones: readonly VerlRecord[], opts: Conver
     violations,
     tokens: countTokens(contexts),
   };
-  // The parts when the source logged this project's reward (selfcest_reward.py), else what it reported.
+  // The parts when the source logged all of this project's reward (selfcest_reward.py), else what it reported.
   if (root.parts) trace.reward = root.parts;
-  else if (root.reward !== null) trace.sourceReward = { reward: root.reward, score: root.score };
+  else if (root.reward !== null) {
+    trace.sourceReward = { reward: root.reward, score: root.score };
+    if (Object.keys(root.someParts).length > 0) trace.sourceReward.parts = root.someParts;
+  }
   return trace;
 }
 
@@ -255,7 +312,7 @@ function context(r: VerlRecord, id: number, parent: number | null, round: number
     role: parent === null ? 'root' : 'clone',
     parent,
     round,
-    subtask: parent === null ? null : r.prompt,
+    subtask: parent === null ? null : (r.objective ?? r.prompt),
     budget: r.budget,
     tokens: [],
     text: spans.map((s) => s.text).join(''),
