@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTracesJsonl } from '../src/core/io/traces';
 import { verlSamplesOf } from '../test/verlShape';
+import { pythonWith } from '../test/python/python';
 import { TINY_RUN, expect, test } from './chromium';
 
 /**
@@ -52,5 +53,59 @@ test('a verl run converted by import-verl imports in the Runs panel, and its rol
   await page.locator('[data-testid="tree-node"][data-role="root"]').click();
   await expect(view.getByTestId('text-only').locator('[data-writer="i"]').first()).toContainText('<tool_response>');
   await page.screenshot({ path: test.info().outputPath('verl-tree.png'), fullPage: false });
+  expect(consoleErrors).toEqual([]);
+});
+
+/**
+ * A verl run as the exported hook logs it: test/python/verl_dump_fixture.py writes a few hundred
+ * rows (model-like text from a real Hugging Face tokenizer, batches shaped as the fork's, the
+ * exported reward called as the fork's loop calls it) through selfcest_dump.py; the page takes
+ * the step files themselves, draws the curves from the steps, and opens every root as a tree,
+ * clones the root named included.
+ */
+test("a verl run's dump (selfcest_dump.py's step files) opens in the Runs panel: curves by step, every root as a tree", async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
+  const py = pythonWith('numpy', 'tokenizers', 'transformers');
+  test.skip(py.python === null, `no Python for the dump fixture: ${py.why}`);
+  test.setTimeout(240_000);
+  const dir = mkdtempSync(join(tmpdir(), 'selfcest-e2e-verl-dump-'));
+  const exp = join(dir, 'export');
+  execFileSync('npx', ['tsx', 'src/cli/main.ts', 'export-verl', '--train', '8', '--test', '4', '--out', exp], { encoding: 'utf8' });
+  const out = join(dir, 'rollouts');
+  const steps = 6;
+  writeFileSync(join(dir, 'spec.json'), JSON.stringify({
+    reward: join(exp, 'selfcest_reward.py'), dump: join(exp, 'selfcest_dump.py'), out, task: 'arithmetic', steps, prompts: 6, group: 4, seed: 11,
+    markers: ['Answer:'], json_repair_penalty: 0, summary_max_length: 256, summary_truncate_side: 'left', backend: 'numpy',
+  }));
+  const fixture = join('test', 'python', 'verl_dump_fixture.py');
+  const episodes = (JSON.parse(execFileSync(py.python!, [fixture, join(dir, 'spec.json')], { encoding: 'utf8', maxBuffer: 64 << 20 })) as { episodes: { request_id: string; clones: { label: string }[] }[] }).episodes;
+  const files = Array.from({ length: steps }, (_, i) => join(out, `${i + 1}.jsonl`));
+  const rows = files.reduce((n, f) => n + readFileSync(f, 'utf8').trim().split('\n').length, 0);
+  expect(rows).toBeGreaterThan(300);
+
+  await openApp(`${TINY_RUN}&evalEvery=0`);
+  await waitForModel();
+  await page.getByTestId('import-run-files').setInputFiles(files);
+  const name = `verl steps 1–${steps} (CLI run)`;
+  const row = page.locator(`[data-testid="run-row"][data-name="${name}"]`);
+  await expect(row).toHaveCount(1);
+  await expect(page.getByTestId('runs-note')).toContainText(`imported "${name}" (${steps} GRPO steps`);
+  await expect(row.getByTestId('run-steps')).toHaveText(String(steps));
+  await row.getByTestId('run-select').check();
+  await expect(page.locator('[data-testid^="chart-svg-runs-reward"]').first()).toBeVisible();
+  await page.getByTestId('runs-panel').screenshot({ path: test.info().outputPath('verl-dump-runs.png') });
+
+  // Every root is there to open; one whose root named its clones shows each as a clone node.
+  const picker = row.getByTestId('run-rollouts');
+  await expect(picker.locator('option')).toHaveCount(episodes.length + 1);
+  const named = episodes.findIndex((e) => e.clones.length >= 2 && e.clones.some((c) => !c.label.startsWith('turn')));
+  expect(named).toBeGreaterThanOrEqual(0);
+  await picker.selectOption(String(named));
+  await expect(page.getByTestId('tree-summary')).toContainText(`kept run "${name}"`);
+  await expect(page.locator('[data-testid="tree-node"][data-role="clone"]')).toHaveCount(episodes[named].clones.length);
+  await expect(page.getByTestId('tree-summary')).toContainText('= score');
+  await page.locator('[data-testid="tree-node"][data-role="root"]').click();
+  await expect(page.getByTestId('context-view').getByTestId('text-only').locator('[data-writer="i"]').first()).toContainText('<tool_response>');
+  await page.screenshot({ path: test.info().outputPath('verl-dump-tree.png'), fullPage: false });
   expect(consoleErrors).toEqual([]);
 });

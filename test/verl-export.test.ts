@@ -113,6 +113,40 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     expect(playground.root_penalty).toBeGreaterThan(0);
   });
 
+  it("--recipe reference writes the reference's keys and values, a flag given still winning; the playground recipe writes the loop settings it needs", async () => {
+    const out = join(dir, 'ref');
+    const r = await cli('export-verl', '--recipe', 'reference', '--train', '4', '--test', '2', '--lr', '1e-6', '--clone-tau', '300', '--verl-dir', '/data/ref', '--out', out);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const config = parse(await readFile(join(out, 'config.yaml'), 'utf8'));
+    const actor = config.actor_rollout_ref.actor;
+    expect(actor).toMatchObject({ ppo_mini_batch_size: 8, clip_ratio: 0.1, kl_loss_coef: 5e-4, grad_clip: 1, optim: { lr: 1e-6, lr_warmup_steps: 10, lr_scheduler_type: 'constant' } });
+    // Keys the reference leaves to verl's defaults stay unwritten unless a flag gave them.
+    for (const k of ['clip_ratio_low', 'clip_ratio_high', 'clip_ratio_c', 'ppo_epochs', 'loss_agg_mode']) expect(actor, k).not.toHaveProperty(k);
+    expect(config.data).toMatchObject({ train_batch_size: 32, max_prompt_length: 2048, max_response_length: 4096 });
+    expect(config.actor_rollout_ref.rollout).toMatchObject({ n: 4, response_length: 4096 });
+    const turn = config.actor_rollout_ref.rollout.multi_turn;
+    expect(turn).toMatchObject({ max_assistant_turns: 10, max_parallel_calls: 10, max_tool_response_length: 512, tool_response_truncate_side: 'right' });
+    expect(turn.clone).toMatchObject({ max_clones_per_call: 30, max_response_length: 1024, summary_max_length: 256, summary_truncate_side: 'right', json_repair_penalty: 0.05, debug_reward_fields: true });
+    expect(turn.clone.final_answer_markers).toEqual(['</think>', 'Final Answer:', 'final answer:', 'Answer:', 'Result:', 'OUTPUT:', '#### ']);
+    expect(config.reward_model).toEqual({ enable: false, enable_resource_pool: false, use_reward_loop: false });
+    expect(config.trainer.rollout_data_dir).toBe('/data/ref/rollouts');
+    const reward = await readFile(join(out, 'selfcest_reward.py'), 'utf8');
+    for (const line of ['"recipe": "reference"', '"rootTau": 512', '"rootRho": 256', '"cloneTau": 300', '"cloneRho": 512', '"tokenRate": 0,', '"formatMaxTokens": 192']) expect(reward).toContain(line);
+    expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).recipe).toBe('reference');
+    const readme = await readFile(join(out, 'README.md'), 'utf8');
+    expect(readme).toContain("the reference's recipe");
+    expect(readme).toContain('python selfcest_dump.py --config-path /data/ref --config-name config');
+    expect(readme).toContain('npm run cli -- import-verl --in rollouts --out verl-run.jsonl');
+    expect(await readFile(join(out, 'selfcest_dump.py'), 'utf8')).toContain('def log_rollout_data(');
+
+    const own = parse(await readFile(join(dir, 'mh', 'config.yaml'), 'utf8'));
+    expect(own.actor_rollout_ref.rollout.multi_turn).toMatchObject({ max_tool_response_length: 16 * (256 + 64), tool_response_truncate_side: 'left' });
+    expect(own.actor_rollout_ref.rollout.multi_turn.clone).toMatchObject({ summary_truncate_side: 'left', json_repair_penalty: 0, final_answer_markers: ['Answer:'] });
+    expect(own.reward_model).toEqual({ use_reward_loop: false });
+    expect(own.trainer.rollout_data_dir).toBe('/data/mh/rollouts');
+  });
+
   it('refuses bad flags by name and writes nothing', async () => {
     const out = join(dir, 'never');
     const bad = async (...args: string[]) => {
@@ -127,6 +161,8 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     expect(await bad('--train', '3', '--test', '3', '--task', 'arithmetic,multihop')).toContain('--task arithmetic,multihop: an export holds one task');
     expect(await bad('--train', '3', '--test', '3', '--dynamic-sampling', '--credit', 'broadcast')).toMatch(/--dynamic-sampling: .*\n--credit broadcast: the fork's advantage code is the ratio credit/);
     expect(await bad('--train', '3', '--test', '3', '--verl-dir', 'data/x')).toContain('--verl-dir must be an absolute path');
+    expect(await bad('--train', '3', '--test', '3', '--recipe', 'paper')).toContain('--recipe must be one of playground, reference (got "paper")');
+    expect(await bad('--train', '3', '--test', '3', '--root-rho', '0')).toMatch(/--root-rho/);
     await expect(readdir(out)).rejects.toThrow();
     // A folder that is not an earlier export (here a run directory) is refused, and left as it was.
     const runDir = join(dir, 'run');

@@ -5,7 +5,7 @@ Usage: verl_dump_fixture.py SPEC.json  ->  prints {"episodes": [...]} (what each
 SPEC: {"reward": exported selfcest_reward.py, "dump": selfcest_dump.py, "out": folder for <step>.jsonl,
        "task": "arithmetic" | "multihop", "steps", "prompts", "group", "seed",
        "markers": the loop's final_answer_markers, "json_repair_penalty", "summary_max_length",
-       "summary_truncate_side", "backend": "torch" | "numpy"}
+       "summary_truncate_side", "backend": "torch" | "numpy", "log_parts": the reward's CONFIG logParts}
 
 Episodes are model-like text from a real Hugging Face tokenizer (a byte-level BPE trained here on
 the episodes' own text, chat-template tokens special, the tool tags plain added tokens as in Qwen):
@@ -174,6 +174,8 @@ def main():
     spec = json.loads(Path(sys.argv[1]).read_text())
     rng = random.Random(spec["seed"])
     reward = load("fixture_reward", spec["reward"])
+    # A reward that does not write its parts into the samples (as the reference's own does not).
+    reward.CONFIG["logParts"] = spec.get("log_parts", True)
     dump = load("fixture_dump", spec["dump"])
     backend = __import__(spec.get("backend", "numpy"))
     cfg = {"markers": spec["markers"], "summary_max_length": spec["summary_max_length"], "summary_truncate_side": spec["summary_truncate_side"]}
