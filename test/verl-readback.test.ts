@@ -82,7 +82,7 @@ describe('import-verl', () => {
     await writeFile(input, '{"request_id":"a","parent_request_id":null,"response":"Answer: 1","response_mask":[1]}\n{"request_id":"b","parent_request_id":"a","response":"x","response_mask":"all"}\n');
     const r = await cli('import-verl', '--in', input, '--out', join(dir, 'bad-out.jsonl'));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('verl rollouts: line 2: response_mask must be an array of 0 and 1');
+    expect(r.stderr).toContain(`verl rollouts: ${input}: line 2: response_mask must be an array of 0 and 1`);
     await expect(readFile(join(dir, 'bad-out.jsonl'))).rejects.toThrow();
   });
 });
