@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCheckpointDir } from '../src/cli/checkpointDir';
 import { RunDir, type RunState, allSkippedError, checkResumeConfig } from '../src/cli/runDir';
+import { UsageError } from '../src/cli/args';
 import { GRPO_IMPLIED } from '../src/core/io/savedConfig';
 import { freshPolicy } from '../src/cli/setup';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
@@ -63,13 +64,74 @@ describe('run directory', () => {
 
   it('removes the leftovers of an interrupted save and keeps the committed one', async () => {
     const dir = await runWith('leftovers', [2]);
-    await mkdir(join(dir, 'save-000004.tmp-999'));
+    // Temporaries of a process that is gone (pid 999999999), and a save it renamed but did not commit.
+    await mkdir(join(dir, 'save-000004.tmp-999999999'));
     await mkdir(join(dir, 'save-000004'));
-    await writeFile(join(dir, 'LATEST.tmp-999'), 'save-000004\n');
-    await writeFile(join(dir, 'metrics.jsonl.tmp-999'), '');
+    await writeFile(join(dir, 'LATEST.tmp-999999999'), 'save-000004\n');
+    await writeFile(join(dir, 'metrics.jsonl.tmp-999999999'), '');
     const run = await RunDir.open(dir, 'sft');
     expect(run.saved?.state.step).toBe(2);
     expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002']);
+  });
+
+  it('without LATEST removes no save: it continues from the newest one that loads, names the missing LATEST, and refuses when none loads', async () => {
+    const dir = await runWith('no-latest', [2, 4]);
+    await rm(join(dir, 'LATEST'));
+    const warnings: string[] = [];
+    const warn = console.warn;
+    console.warn = (m: string) => warnings.push(m);
+    try {
+      expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(4);
+      expect(warnings.join('\n')).toMatch(/had no LATEST \(the name of its committed save\): continuing from save-000004.*nothing was removed/);
+      expect((await readFile(join(dir, 'LATEST'), 'utf8')).trim()).toBe('save-000004');
+      // The row views gone too, and an older save beside a damaged newer one: the older one is taken, both kept.
+      await rm(join(dir, 'LATEST'));
+      await rm(join(dir, 'metrics.jsonl'));
+      await mkdir(join(dir, 'save-000002'));
+      await writeFile(join(dir, 'save-000002', 'state.json'), 'garbage');
+      await writeFile(join(dir, 'save-000006.tmp-4000000'), '');
+      await mkdir(join(dir, 'save-000009'));
+      const run = await RunDir.open(dir, 'sft');
+      expect(run.saved?.state.step).toBe(4);
+      expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002', 'save-000004', 'save-000009']);
+      // None loads: refused, naming LATEST and each save, and nothing is removed.
+      await rm(join(dir, 'LATEST'));
+      await writeFile(join(dir, 'save-000004', 'state.json'), '{}');
+      const before = (await readdir(dir)).sort();
+      const e = await RunDir.open(dir, 'sft').catch((x: Error) => x);
+      expect(e).toBeInstanceOf(UsageError);
+      expect((e as Error).message).toMatch(/has no LATEST \(the name of its committed save\), and none of its saves can be resumed:\n  save-000009: .*\n  save-000004: .*\n  save-000002: .*\nnothing was removed; restore LATEST/);
+      expect((await readdir(dir)).sort()).toEqual(before);
+    } finally {
+      console.warn = warn;
+    }
+  });
+
+  it('names a LATEST that is a directory', async () => {
+    const dir = join(root, 'latest-dir');
+    await mkdir(join(dir, 'LATEST'), { recursive: true });
+    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/LATEST is not a file: LATEST must hold the name of the committed save/);
+  });
+
+  it('refuses a finite but absurd first moment by name (exit 2), as no optimizer step writes it', async () => {
+    const dir = await runWith('absurd-moment', [1]);
+    const file = join(dir, 'save-000001', 'optimizer.safetensors');
+    const opt = decodeSafetensors(new Uint8Array(await readFile(file)));
+    const tensors = [...opt.tensors].map(([name, t]) => ({ name, shape: t.shape, data: name === 'm.transformer.wte.weight' ? t.data.map((x, i) => (i === 5 ? 3e38 : x)) : t.data }));
+    await writeFile(file, encodeSafetensors(tensors, opt.metadata));
+    const run = await RunDir.open(dir, 'sft');
+    const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const e = (() => {
+      try {
+        run.restoreOptimizer(fresh);
+      } catch (x) {
+        return x as Error;
+      }
+      return null;
+    })();
+    expect(e).toBeInstanceOf(UsageError);
+    expect(e!.message).toMatch(/optimizer\.safetensors: moment tensor m\.transformer\.wte\.weight holds 3.*e\+38 at index 5, past what 0 optimizer steps can write \(\|m\| ≤ 0\.000/);
+    fresh.dispose();
   });
 
   it('says which file is wrong and how to start over', async () => {
@@ -166,7 +228,36 @@ describe('run directory', () => {
     expect(await message(RunDir.open(dir, 'sft'))).toMatch(/is in use by process \d+/);
     await writeFile(join(dir, 'LOCK'), '999999999\n'); // gone: taken over
     expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(1);
+    expect((await readFile(join(dir, 'LOCK'), 'utf8')).trim()).toBe(String(process.pid));
+    await writeFile(join(dir, 'LOCK'), 'not a pid\n'); // unreadable: taken over
+    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(1);
+    expect((await readdir(dir)).filter((e) => e.startsWith('LOCK'))).toEqual(['LOCK']);
   });
+
+  it('lets exactly one of two processes that open a run directory at the same moment in', async () => {
+    const dir = await runWith('race', [1]);
+    const script = `import { RunDir } from ${JSON.stringify(join(process.cwd(), 'src/cli/runDir.ts'))};
+const [dir, at] = process.argv.slice(2);
+while (Date.now() < Number(at)) {}
+try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) => setTimeout(r, 1500)); } catch (e) { console.log('refused: ' + e.message); }`;
+    const file = join(root, 'race.mts');
+    await writeFile(file, script);
+    const { spawn } = await import('node:child_process');
+    const once = (at: number) =>
+      new Promise<string>((resolve) => {
+        const p = spawn('npx', ['tsx', file, dir, String(at)], { cwd: process.cwd() });
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        p.on('close', () => resolve(out.trim()));
+      });
+    for (let round = 0; round < 3; round++) {
+      await rm(join(dir, 'LOCK'), { force: true });
+      const at = Date.now() + 4000; // both processes started by then, then both open at once
+      const outs = await Promise.all([once(at), once(at)]);
+      expect(outs.filter((o) => o === 'in'), outs.join(' | ')).toHaveLength(1);
+      expect(outs.find((o) => o !== 'in')).toMatch(/^refused: .* is in use by process \d+/);
+    }
+  }, 60_000);
 
   it('never replaces the committed save by a save of the same step', async () => {
     const dir = await runWith('same-step', [2]);

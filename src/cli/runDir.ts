@@ -16,9 +16,10 @@
  *
  * A save is written into `save-N.tmp-<pid>/`, flushed, renamed to `save-N/`, and committed by
  * renaming `LATEST.tmp-<pid>` over LATEST. A kill at any instant leaves LATEST naming one
- * complete save (or no LATEST: no save yet), whatever was half written next to it. Opening the
- * directory removes what is not the committed save (temporaries, uncommitted or older saves)
- * and re-links the views. Directories written before this layout (files at the top level,
+ * complete save (or no LATEST: no save yet), whatever was half written next to it. Opening a
+ * directory with LATEST removes what is not the committed save (temporaries, uncommitted or older
+ * saves) and re-links the views; opening one without LATEST removes nothing but temporaries whose
+ * process is gone, and continues from its newest save that loads (RunDir.open). Directories written before this layout (files at the top level,
  * state.json written last) are still read, and converted by their first new save.
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync } from 'node:fs';
@@ -58,8 +59,8 @@ export const ROW_FILES = ['metrics.jsonl', 'traces.jsonl'] as const;
 type RowFile = (typeof ROW_FILES)[number];
 const LEGACY_FILES = ['model.safetensors', 'config.json', 'tokenizer.json', 'tokenizer_config.json', 'selfcest.json', 'optimizer.safetensors', 'state.json'];
 const SAVE_NAME = /^save-(\d+)$/;
-/** Temporaries this module writes: `<save, LATEST, run.json or a row file>.tmp-<pid>`. */
-const OUR_TMP = /^(save-\d+|LATEST|LOCK|run\.json|metrics\.jsonl|traces\.jsonl)\.tmp-\d+$/;
+/** Temporaries this module writes: `<save, LATEST, run.json or a row file>.tmp-<pid>`, a stale lock moved aside `LOCK.stale-<pid>`. */
+const OUR_TMP = /^(save-\d+\.tmp|LATEST\.tmp|LOCK\.(?:tmp|stale)|run\.json\.tmp|metrics\.jsonl\.tmp|traces\.jsonl\.tmp)-(\d+)$/;
 /** The row files a kind of run keeps (sft logs no traces). */
 const rowFilesOf = (kind: RunState['kind']): readonly RowFile[] => (kind === 'train' ? ROW_FILES : ['metrics.jsonl']);
 
@@ -199,7 +200,12 @@ export class RunDir {
     private readonly rowFiles: readonly RowFile[],
   ) {}
 
-  /** Recovers `dir` (see the file comment) and loads its committed save, if any. */
+  /**
+   * Recovers `dir` (see the file comment) and loads its committed save, if any. With LATEST the
+   * state is clear, and what is not the committed save is removed. Without it (LATEST removed, a
+   * partial copy, a kill between a first save and its commit) nothing is removed: the newest save
+   * that loads is committed again by writing LATEST, and said so; none loading is refused.
+   */
   static async open(dir: string, kind: RunState['kind']): Promise<RunDir> {
     await checkOutDir(dir);
     await takeLock(dir);
@@ -207,31 +213,30 @@ export class RunDir {
     const latestPath = join(dir, LATEST);
     const recoverHint = `to start over, remove ${dir} or use a new --out`;
     if (entries.includes(LATEST)) {
+      if (!(await stat(latestPath)).isFile()) throw new UsageError(`${latestPath} is not a file: LATEST must hold the name of the committed save (e.g. save-000040); move it away`);
       const name = (await readFile(latestPath, 'utf8')).trim();
       if (!SAVE_NAME.test(name) || !entries.includes(name)) {
         throw new Error(`${latestPath} names ${JSON.stringify(name)}, which is not a save in ${dir}; ${recoverHint}`);
       }
       let saved: LoadedRun;
       try {
-        saved = await loadSave(join(dir, name), `cannot resume ${dir}`);
+        saved = await loadCommitted(dir, name, kind);
       } catch (e) {
         throw new Error(`${(e as Error).message}; the committed save ${join(dir, name)} is damaged; ${recoverHint}`);
       }
-      checkKind(saved, kind, dir);
-      if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}; ${recoverHint}`);
-      const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
-      if (missing.length > 0) throw new Error(`the committed save ${join(dir, name)} has no ${missing.join(', ')}: it is damaged; ${recoverHint}`);
       // Everything but the committed save and its views is left over from an interrupted save.
       for (const e of entries) {
         if (e === LATEST || e === name || e === RUN_JSON || e === LOCK || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
-        if (SAVE_NAME.test(e) || OUR_TMP.test(e) || LEGACY_FILES.includes(e)) await rm(join(dir, e), { recursive: true, force: true });
+        if (SAVE_NAME.test(e) || LEGACY_FILES.includes(e) || deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
       }
       const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
       return run;
     }
-    // No commit yet: temporaries and saves are leftovers of an interrupted first save.
-    for (const e of entries) if (SAVE_NAME.test(e) || OUR_TMP.test(e)) await rm(join(dir, e), { recursive: true, force: true });
+    // No LATEST: only temporaries whose writer is gone are removed.
+    for (const e of entries) if (deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
+    const saves = entries.filter((e) => SAVE_NAME.test(e)).sort((a, b) => b.localeCompare(a));
+    if (saves.length > 0) return RunDir.adopt(dir, saves, kind);
     if (entries.includes('state.json')) {
       // A run written before this layout: its top level is the save, rows past it are dropped.
       const saved = await loadSave(dir, `cannot resume ${dir}`);
@@ -245,6 +250,32 @@ export class RunDir {
       throw new Error(`${dir} holds ${stray.join(', ')} but no committed save (${LATEST}); a new run would mix with them: move them away or use a new --out`);
     }
     return new RunDir(dir, null, null, null, rowFilesOf(kind));
+  }
+
+  /** A directory without LATEST but with saves: the newest that loads becomes the committed one again; nothing is removed. */
+  private static async adopt(dir: string, saves: readonly string[], kind: RunState['kind']): Promise<RunDir> {
+    const refused: string[] = [];
+    for (const name of saves) {
+      let saved: LoadedRun;
+      try {
+        saved = await loadCommitted(dir, name, kind);
+      } catch (e) {
+        refused.push(`${name}: ${(e as Error).message}`);
+        continue;
+      }
+      const tmp = join(dir, `${LATEST}.tmp-${process.pid}`);
+      await writeDurable(tmp, name + '\n');
+      await rename(tmp, join(dir, LATEST));
+      syncPath(dir);
+      console.warn(`${dir} had no ${LATEST} (the name of its committed save): continuing from ${name}, its newest save that loads, which ${LATEST} now names; nothing was removed${saves.length > 1 ? ` (the other saves, ${saves.filter((n) => n !== name).join(', ')}, are kept)` : ''}`);
+      const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
+      await run.linkViews();
+      return run;
+    }
+    throw new UsageError(
+      `${dir} has no ${LATEST} (the name of its committed save), and none of its saves can be resumed:\n  ${refused.join('\n  ')}\n` +
+        `nothing was removed; restore LATEST (echo save-NNNNNN > ${join(dir, LATEST)}), or use a new --out`,
+    );
   }
 
   /**
@@ -293,7 +324,7 @@ export class RunDir {
       syncPath(this.dir);
     } catch (e) {
       await rm(tmp, { recursive: true, force: true });
-      throw new Error(`cannot save ${this.dir} at step ${state.step}: ${(e as Error).message} (the previous save is kept)`);
+      throw new Error(`cannot save ${this.dir} at step ${state.step}: ${(e as Error).message} (${this.keptNote()})`);
     }
     const latestTmp = join(this.dir, `${LATEST}.tmp-${process.pid}`);
     try {
@@ -303,7 +334,7 @@ export class RunDir {
       await rename(latestTmp, join(this.dir, LATEST));
       syncPath(this.dir);
     } catch (e) {
-      throw new Error(`cannot commit the save of step ${state.step} in ${this.dir}: ${(e as Error).message} (the previous save is kept)`);
+      throw new Error(`cannot commit the save of step ${state.step} in ${this.dir}: ${(e as Error).message} (${this.keptNote()})`);
     }
     const previous = this.committedName;
     this.committedName = name;
@@ -319,14 +350,23 @@ export class RunDir {
     savePoint('done');
   }
 
-  /** Loads the committed save's optimizer state into `optimizer`; errors name the file. */
+  /** What a failed save leaves: the committed save, or nothing committed yet. */
+  private keptNote(): string {
+    return this.committedName ? `the previous save, ${this.committedName}, is kept` : this.saved ? 'the run as it was is kept' : 'nothing was committed: this run has no save yet';
+  }
+
+  /**
+   * Loads the committed save's optimizer state into `optimizer`. A state no optimizer step could
+   * have written (AdamW.load) is bad input: refused naming the file and the tensor (exit 2), before
+   * any update, so nothing is committed from it.
+   */
   restoreOptimizer(optimizer: AdamW): void {
     if (!this.saved) return;
     const file = this.committedName ? join(this.dir, this.committedName, 'optimizer.safetensors') : join(this.dir, 'optimizer.safetensors');
     try {
       optimizer.load(this.saved.optimizerStep, this.saved.optimizerTensors);
     } catch (e) {
-      throw new Error(`${file}: ${(e as Error).message}; the run cannot resume from this save (remove ${this.dir} or use a new --out to start over)`);
+      throw new UsageError(`${file}: ${(e as Error).message}; the run cannot resume from this save (remove ${this.dir} or use a new --out to start over)`);
     }
   }
 
@@ -351,25 +391,71 @@ export class RunDir {
   }
 }
 
+/** A save named by LATEST (or about to be): loads, is of this kind and step, and has its row files. */
+async function loadCommitted(dir: string, name: string, kind: RunState['kind']): Promise<LoadedRun> {
+  const saved = await loadSave(join(dir, name), `cannot resume ${dir}`);
+  checkKind(saved, kind, dir);
+  if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}`);
+  const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
+  if (missing.length > 0) throw new Error(`${join(dir, name)} has no ${missing.join(', ')}`);
+  return saved;
+}
+
+/** A temporary this module writes (`<name>.tmp-<pid>`, `LOCK.stale-<pid>`) whose process is gone: no one can still be writing it. */
+function deadTemporary(entry: string): boolean {
+  const m = OUR_TMP.exec(entry);
+  if (!m) return false;
+  const pid = Number(m[2]);
+  return pid !== process.pid && !processAlive(pid);
+}
+
 export const LOCK = 'LOCK';
 
 /**
- * One process per run directory: LOCK holds the owner's pid. A lock whose process is gone (a
- * crash, a kill) is taken over; a live one is refused.
+ * One process per run directory: LOCK holds the owner's pid and is created exclusively (`wx`),
+ * so of two processes opening the directory at once exactly one gets it. A lock whose process is
+ * gone (a crash, a kill) is moved aside under a name of this process's own (only one taker can
+ * move it) and the exclusive create tried again; a live one is refused.
  */
 async function takeLock(dir: string): Promise<void> {
   const path = join(dir, LOCK);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      await writeFile(path, `${process.pid}\n`, { flag: 'wx' });
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new UsageError(`${path} cannot be created: ${(e as Error).message}`);
+    }
+    const owner = await lockOwner(path);
+    if (owner === process.pid) return;
+    if (owner !== null && processAlive(owner)) throw new UsageError(`${dir} is in use by process ${owner} (${path}); wait for it or stop it, or use another --out`);
+    // Stale (its process is gone) or unreadable: move it aside; of several takers one succeeds.
+    const aside = join(dir, `${LOCK}.stale-${process.pid}`);
+    try {
+      await rename(path, aside);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // another taker moved it first
+      throw e;
+    }
+    const moved = await lockOwner(aside);
+    if (moved !== owner && moved !== null && processAlive(moved)) {
+      // Between the read and the move the lock was taken afresh: that process keeps the directory.
+      await rename(aside, path).catch(() => undefined);
+      throw new UsageError(`${dir} is in use by process ${moved} (${path}); wait for it or stop it, or use another --out`);
+    }
+    await rm(aside, { force: true });
+  }
+  throw new UsageError(`${path}: could not take the lock after 5 tries (other processes keep taking it); use another --out`);
+}
+
+/** The pid a lock file holds, or null when it holds none. */
+async function lockOwner(path: string): Promise<number | null> {
   try {
     const pid = Number((await readFile(path, 'utf8')).trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
-      throw new UsageError(`${dir} is in use by process ${pid} (${path}); wait for it or stop it, or use another --out`);
-    }
-  } catch (e) {
-    if (e instanceof UsageError) throw e;
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
   }
-  const tmp = join(dir, `${LOCK}.tmp-${process.pid}`);
-  await writeFile(tmp, `${process.pid}\n`);
-  await rename(tmp, path);
 }
 
 function processAlive(pid: number): boolean {

@@ -95,6 +95,10 @@ describe('AdamW.load', () => {
     ['a second moment with Infinity', changed('v.h.0.bias', 1, Infinity), /^moment tensor v.h.0.bias contains Infinity at index 1 \(second moments must be finite\)$/],
     ['a negative second moment', changed('v.h.0.weight', 2, -1e-3), /^moment tensor v.h.0.weight contains -0.0010000000474974513 at index 2 \(second moments must be ≥ 0\)$/],
     ['an unexpected tensor', withTensor('m.h.1.weight', new Float32Array(6)), /^unexpected moment tensor m.h.1.weight \(not a parameter of this model\)$/],
+    // Finite but absurd: no run of 3 steps with gradients clipped to 1 writes these.
+    ['a first moment of 3e38', changed('m.h.0.weight', 0, 3e38), /^moment tensor m.h.0.weight holds 3.* at index 0, past what 3 optimizer steps can write \(\|m\| ≤ 0.2710 with gradients clipped to 1\): it was not written by this optimizer$/],
+    ['a second moment past the clip', changed('v.h.0.bias', 2, 5), /^moment tensor v.h.0.bias holds 5 at index 2, past what 3 optimizer steps can write \(v ≤ 0.02970 with gradients clipped to 1\)/],
+    ['a first moment too large for its second', changed('v.h.0.weight', 1, 0), /^moment tensor m.h.0.weight holds -?[\d.e-]+ at index 1 with v = 0 there: \|m\| ≤ 2.345·√v for any gradients \(β1 0.9, β2 0.99\)/],
   ];
 
   it.each(cases)('rejects %s, naming it, and leaves the optimizer untouched', async (_label, make, message) => {
@@ -107,6 +111,25 @@ describe('AdamW.load', () => {
     const after = await opt.state();
     expect(after.step).toBe(0);
     for (const data of after.tensors.values()) expect(Array.from(data).every((x) => x === 0)).toBe(true);
+    opt.dispose();
+    dispose(params);
+  });
+
+  it('takes what real updates write: a hundred steps of gradients far past the clip, tiny ones, zeros, and a restart', async () => {
+    const params = makeParams();
+    const opt = new AdamW(params, { ...ADAMW_DEFAULTS, gradClip: 0.5 });
+    for (let i = 0; i < 100; i++) {
+      const scale = i % 3 === 0 ? 1e4 : i % 3 === 1 ? 1e-21 : 0;
+      const g = new Map<string, tf.Tensor>([...grads()].map(([k, t]) => [k, tf.tidy(() => tf.mul(t, scale * (i % 7 === 0 ? -1 : 1)))]));
+      await opt.apply(g);
+      g.forEach((t) => t.dispose());
+      if (i % 10 === 9) {
+        const { step, tensors } = await opt.state();
+        const again = new AdamW(makeParams(), { ...ADAMW_DEFAULTS, gradClip: 0.5 });
+        expect(() => again.load(step, tensors)).not.toThrow();
+        again.dispose();
+      }
+    }
     opt.dispose();
     dispose(params);
   });

@@ -98,8 +98,8 @@ export class AdamW {
    * Restore saved moments and step. Everything is checked before anything is assigned, so a bad
    * file leaves the optimizer as it was: step a non-negative integer, exactly one `m.` and one
    * `v.` array per parameter with its size, first moments finite, second moments finite and ≥ 0
-   * (a negative one would put a NaN in the √v of the update). Errors name the tensor; the caller
-   * adds the file.
+   * (a negative one would put a NaN in the √v of the update), and both within what any run of
+   * `step` updates can hold (momentBounds). Errors name the tensor; the caller adds the file.
    */
   load(step: number, tensors: ReadonlyMap<string, Float32Array>): void {
     if (!Number.isSafeInteger(step) || step < 0) {
@@ -114,6 +114,7 @@ export class AdamW {
         checkMoment(key, kind, tensors.get(key), t.size);
       }
     }
+    for (const name of this.m.keys()) checkMomentBounds(name, tensors.get(`m.${name}`)!, tensors.get(`v.${name}`)!, step, this.cfg);
     const extra = [...tensors.keys()].filter((k) => !expected.has(k));
     if (extra.length > 0) {
       const shown = extra.slice(0, 5).join(', ') + (extra.length > 5 ? ` and ${extra.length - 5} more` : '');
@@ -144,6 +145,41 @@ function checkMoment(key: string, kind: 'm' | 'v', data: unknown, size: number):
       throw new Error(`moment tensor ${key} contains ${x} at index ${i} (${kind === 'm' ? 'first' : 'second'} moments must be finite)`);
     }
     if (kind === 'v' && x < 0) throw new Error(`moment tensor ${key} contains ${x} at index ${i} (second moments must be ≥ 0)`);
+  }
+}
+
+/**
+ * What `step` Adam updates can leave in a moment, whatever the gradients: with every clipped
+ * gradient element |g| ≤ gradClip, |m| ≤ gradClip·(1 − β1^t) and v ≤ gradClip²·(1 − β2^t); and
+ * always (Cauchy–Schwarz on the two averages of the same gradients, when β1² < β2)
+ * |m| ≤ ratio·√v with ratio = (1 − β1) / √((1 − β2)(1 − β1²/β2)). A moment past them was not
+ * written by an optimizer step: it would send the weights far out in one update.
+ */
+export function momentBounds(step: number, cfg: Pick<AdamWConfig, 'beta1' | 'beta2' | 'gradClip'>): { m: number; v: number; ratio: number } {
+  const { beta1, beta2, gradClip } = cfg;
+  const clip = gradClip > 0 ? gradClip : Infinity;
+  const ratio = beta1 * beta1 < beta2 ? (1 - beta1) / Math.sqrt((1 - beta2) * (1 - (beta1 * beta1) / beta2)) : Infinity;
+  return { m: clip * (1 - beta1 ** step), v: clip * clip * (1 - beta2 ** step), ratio };
+}
+
+/** Float32 rounding over many updates, and √v of a v that underflowed to 0. */
+const BOUND_SLACK = 1.001;
+const BOUND_FLOOR = 1e-18;
+
+function checkMomentBounds(name: string, m: Float32Array, v: Float32Array, step: number, cfg: AdamWConfig): void {
+  const b = momentBounds(step, cfg);
+  const what = `what ${step} optimizer step${step === 1 ? '' : 's'} can write`;
+  for (let i = 0; i < m.length; i++) {
+    const am = Math.abs(m[i]);
+    if (am > b.m * BOUND_SLACK + BOUND_FLOOR) {
+      throw new Error(`moment tensor m.${name} holds ${m[i]} at index ${i}, past ${what} (|m| ≤ ${b.m.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`);
+    }
+    if (v[i] > b.v * BOUND_SLACK + BOUND_FLOOR) {
+      throw new Error(`moment tensor v.${name} holds ${v[i]} at index ${i}, past ${what} (v ≤ ${b.v.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`);
+    }
+    if (am > b.ratio * Math.sqrt(v[i]) * BOUND_SLACK + BOUND_FLOOR) {
+      throw new Error(`moment tensor m.${name} holds ${m[i]} at index ${i} with v = ${v[i]} there: |m| ≤ ${b.ratio.toPrecision(4)}·√v for any gradients (β1 ${cfg.beta1}, β2 ${cfg.beta2}), so it was not written by this optimizer`);
+    }
   }
 }
 
