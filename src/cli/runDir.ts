@@ -398,7 +398,37 @@ async function loadCommitted(dir: string, name: string, kind: RunState['kind']):
   if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}`);
   const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
   if (missing.length > 0) throw new Error(`${join(dir, name)} has no ${missing.join(', ')}`);
+  for (const f of rowFilesOf(kind)) checkRows(join(dir, name, f), await readFile(join(dir, name, f), 'utf8'), f, saved.state.step);
   return saved;
+}
+
+/**
+ * A save's row file against its step: metrics.jsonl one JSON object per step 1..step, in order;
+ * traces.jsonl JSON objects (traces) of steps ≤ step, in order; no blank or cut-off line. What
+ * fails is named by file and line.
+ */
+export function checkRows(path: string, text: string, file: RowFile, step: number): void {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  else if (lines.length > 0) throw new Error(`${path}: line ${lines.length} has no line end (a cut-off write)`);
+  let last = 0;
+  lines.forEach((l, i) => {
+    const at = `${path}: line ${i + 1}`;
+    let row: unknown;
+    try {
+      row = JSON.parse(l);
+    } catch {
+      throw new Error(`${at} is not JSON${l.trim() === '' ? ' (blank)' : ''}`);
+    }
+    if (!isRecord(row)) throw new Error(`${at} is not a JSON object`);
+    const s = row.step;
+    if (!Number.isSafeInteger(s) || (s as number) < 1 || (s as number) > step) throw new Error(`${at}: step must be an integer in [1, ${step}] (the save's step; got ${JSON.stringify(s)})`);
+    if (file === 'metrics.jsonl' && s !== last + 1) throw new Error(`${at}: step ${s} where ${last + 1} comes next (one row per step)`);
+    if (file === 'traces.jsonl' && (s as number) < last) throw new Error(`${at}: step ${s} after step ${last} (rows are in step order)`);
+    if (file === 'traces.jsonl' && typeof row.schema !== 'string') throw new Error(`${at} is not a trace (no schema)`);
+    last = s as number;
+  });
+  if (file === 'metrics.jsonl' && last !== step) throw new Error(`${path} ends at step ${last}, the save is at step ${step}: rows are missing`);
 }
 
 /** A temporary this module writes (`<name>.tmp-<pid>`, `LOCK.stale-<pid>`) whose process is gone: no one can still be writing it. */

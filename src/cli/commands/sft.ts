@@ -24,15 +24,14 @@ export const sft = defineRunCommand(
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
     backend: BACKEND_FLAG,
   },
-  async ({ flags: f, config: rc, argv }) => {
+  async ({ flags: f, config: rc, given, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
     const mix = usageErrors(() => taskMixOf(rc), renames);
-    const cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
+    let cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
     await checkOutDir(f.out);
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
     const out = f.out;
 
     let policy: Policy;
@@ -41,6 +40,11 @@ export const sft = defineRunCommand(
     let tokensSeen = 0;
     const runDir = await RunDir.open(out, 'sft');
     const saved = runDir.saved;
+    // The warm-up is the run's, stored in its config when it started: a resume with more --steps
+    // keeps it (the default is derived from the step count); a --warmup given now must agree.
+    const savedWarmup = saved?.state.config.warmup;
+    if (typeof savedWarmup === 'number' && !given.has('sftWarmup')) cfg = { ...cfg, warmup: savedWarmup };
+    const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
     let optimizer: AdamW;
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], { limits: SFT_DEFAULTS.limits, teacher: 'expert' });
@@ -48,7 +52,8 @@ export const sft = defineRunCommand(
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       runDir.restoreOptimizer(optimizer);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
-      console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
+      const before = saved.state.config.steps;
+      console.log(`resuming ${out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`);
     } else {
       policy = f.init ? (await loadPolicy(f.init)).policy : freshPolicy(rc.preset, cfg.seed);
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
