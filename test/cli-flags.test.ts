@@ -79,6 +79,32 @@ describe('run command flags', () => {
     expect(sft.stderr).toMatch(/--lr must be a number in \[1e-7, 0\.1\] \(got 2\)/);
   });
 
+  it('refuses bad counts, texts and checkpoints with exit 2, naming the flag', async () => {
+    const ckpt = 'public/checkpoints/warmstart-tiny';
+    const notCkpt = join(dir, 'not-a-checkpoint');
+    await import('node:fs/promises').then((fs) => fs.mkdir(notCkpt, { recursive: true }));
+    await writeFile(join(notCkpt, 'config.json'), '{}');
+    const cases: [string[], RegExp][] = [
+      [['eval', '--checkpoint', ckpt, '--n', '1e12'], /--n must be in \[1, 100000\] \(got 1000000000000\)/],
+      [['eval', '--checkpoint', ckpt, '--n', '0x10'], /--n must be an integer \(got "0x10"\)/],
+      [['logits', '--checkpoint', ckpt, '--text', ''], /--text is empty/],
+      [['logits', '--checkpoint', ckpt, '--text', 'HELLO'], /--text "HELLO": text contains "H", which is not in the vocabulary/],
+      [['logits', '--checkpoint', ckpt, '--text', '<bogus>1'], /--text "<bogus>1": text contains "<"/],
+      [['logits', '--checkpoint', ckpt, '--text', '1+'.repeat(150)], /--text has 300 tokens; the model holds at most \d+/],
+      [['train', '--init', notCkpt, '--steps', '1', '--out', join(dir, 'never')], /--init .*not-a-checkpoint is not a checkpoint this model can load: /],
+      [['sft', '--init', notCkpt, '--steps', '1', '--out', join(dir, 'never')], /--init .*not-a-checkpoint is not a checkpoint this model can load: /],
+      [[...TRAIN, '--budgets', '', '--out', join(dir, 'never')], /--budgets must be a non-empty subset of [\d, ]+ \(got \[\]\)/],
+      [[...TRAIN, '--budgets', '8,x', '--out', join(dir, 'never')], /--budgets must be a non-empty subset of [\d, ]+ \(got \[8,"NaN"\]\)/],
+      [[...TRAIN, '--seed', '0x10', '--out', join(dir, 'never')], /--seed must be an integer in \[0, 2\^53/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await cli(args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+    expect(existsSync(join(dir, 'never', 'LATEST'))).toBe(false);
+  }, 180_000);
+
   it('checks output directories before any work', async () => {
     const cwd = await mkdtemp(join(dir, 'cwd-'));
     const empty = await cli([...TRAIN.map((a) => (a.startsWith('public/') ? join(process.cwd(), a) : a)), '--out', ''], cwd);

@@ -75,12 +75,15 @@ describe('cli', () => {
   it('the flag parser names what is wrong', () => {
     const specs = {
       out: { type: 'string', required: true, help: '' },
-      n: { type: 'int', min: 1, help: '' },
+      n: { type: 'int', min: 1, max: 1000, help: '' },
       gating: { type: 'bool', default: true, help: '' },
     } as const;
     expect(parseFlags(['--out', 'd', '--n', '3', '--no-gating'], specs)).toEqual({ out: 'd', n: 3, gating: false });
     expect(() => parseFlags(['--n', '3'], specs)).toThrow(/--out is required/);
-    expect(() => parseFlags(['--out', 'd', '--n', '0'], specs)).toThrow(/--n must be in \[1, ∞\]/);
+    expect(() => parseFlags(['--out', 'd', '--n', '0'], specs)).toThrow(/--n must be in \[1, 1000\] \(got 0\)/);
+    expect(() => parseFlags(['--out', 'd', '--n', '1e12'], specs)).toThrow(/--n must be in \[1, 1000\] \(got 1000000000000\)/);
+    // Decimal only: hex, octal, binary and Infinity are not numbers here, as they are not to a user.
+    for (const v of ['0x10', '0o7', '0b1', 'Infinity', '', ' ']) expect(() => parseFlags(['--out', 'd', '--n', v], specs), v).toThrow(/--n must be an integer/);
     expect(() => parseFlags(['--out', 'd', '--n', '2.5'], specs)).toThrow(/--n must be an integer/);
     expect(() => parseFlags(['--out'], specs)).toThrow(/--out needs a value/);
     expect(() => parseFlags(['--bogus'], specs)).toThrow(UsageError);
@@ -105,7 +108,7 @@ describe('cli', () => {
     await cli('init', '--preset', 'tiny', '--out', bad);
     await writeFile(join(bad, 'model.safetensors'), new Uint8Array([1, 2, 3]));
     const r = await cli('logits', '--checkpoint', bad, '--text', '1+1');
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/safetensors/);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--checkpoint .*bad is not a checkpoint this model can load: .*safetensors/);
   });
 });

@@ -6,13 +6,14 @@ import { statSync } from 'node:fs';
  * table (src/core/runConfig.ts) for `train` and `sft`. Anything unexpected is a UsageError,
  * which main.ts turns into exit code 2, naming the flag and its allowed range.
  */
-import { type RunConfig, type RunConfigKey, RunConfigError, checkField, fieldsOf, flagName, parseFieldText, rangeOf, validateRunConfig } from '../core/runConfig';
+import { type RunConfig, type RunConfigKey, RunConfigError, checkField, decimalNumber, fieldsOf, flagName, parseFieldText, rangeOf, validateRunConfig } from '../core/runConfig';
 
 export class UsageError extends Error {}
 
 export type FlagSpec =
   | { type: 'string'; required?: boolean; choices?: readonly string[]; default?: string; help: string; /** The value must name an existing directory. */ dir?: boolean }
-  | { type: 'int' | 'number'; required?: boolean; default?: number; min?: number; max?: number; help: string }
+  | { type: 'int'; required?: boolean; default?: number; min?: number; /** Every count has an upper bound. */ max: number; help: string }
+  | { type: 'number'; required?: boolean; default?: number; min?: number; max?: number; help: string }
   | { type: 'bool'; default?: boolean; help: string };
 
 export type FlagSpecs = Record<string, FlagSpec>;
@@ -97,8 +98,8 @@ export function parseCommandLine<S extends FlagSpecs>(argv: readonly string[], s
       }
       out[key] = raw;
     } else {
-      const v = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(v) || (spec.type === 'int' && !Number.isInteger(v))) {
+      const v = decimalNumber(raw);
+      if (!Number.isFinite(v) || (spec.type === 'int' && !Number.isInteger(v))) {
         throw new UsageError(`--${key} must be ${spec.type === 'int' ? 'an integer' : 'a number'} (got ${JSON.stringify(raw)})`);
       }
       if ((spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max)) {

@@ -87,6 +87,19 @@ export async function loadPolicy(dir: string, trainable = true): Promise<{ polic
   return { policy, meta: ckpt.selfcest };
 }
 
+/**
+ * A checkpoint named by a flag (`--init`, `--checkpoint`): what cannot be loaded is bad input,
+ * refused naming the flag and the problem (exit 2).
+ */
+export async function loadPolicyFlag(flag: string, dir: string, trainable = true): Promise<{ policy: Policy; meta: SelfcestMeta }> {
+  try {
+    return await loadPolicy(dir, trainable);
+  } catch (e) {
+    const message = (e as Error).message;
+    throw new UsageError(`--${flag} ${dir} is not a checkpoint this model can load: ${message}`);
+  }
+}
+
 export function freshPolicy(preset: string, seed: number): Policy {
   const config = presetConfig(preset);
   return { config, params: initParams(config, seed) };

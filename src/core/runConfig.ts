@@ -394,7 +394,9 @@ export function taskOptionsError(task: string, options: Record<string, unknown>,
  * field) and the allowed range, or null.
  */
 export function checkField(f: Field, value: unknown, name: string = f.key): string | null {
-  const got = ` (got ${typeof value === 'number' && !Number.isFinite(value) ? String(value) : (JSON.stringify(value) ?? String(value))})`;
+  // NaN and ±Infinity written as themselves, also inside a list (JSON would write null).
+  const shown = (v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v);
+  const got = ` (got ${typeof value === 'number' && !Number.isFinite(value) ? String(value) : (JSON.stringify(value, (_k, v: unknown) => shown(v)) ?? String(value))})`;
   const bad = () => `${name} must be ${rangeOf(f)}${got}`;
   switch (f.type) {
     case 'number': {
@@ -423,18 +425,26 @@ export function checkField(f: Field, value: unknown, name: string = f.key): stri
   }
 }
 
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A number written in decimal ("12", "-0.5", "3e-4"); NaN for anything else (hex, "Infinity", blanks), which Number() would read. */
+export function decimalNumber(text: string): number {
+  const t = text.trim();
+  return DECIMAL.test(t) ? Number(t) : NaN;
+}
+
 /** Text (a flag's value, a hash entry, a form field) → the field's value; NaN or the text when it does not parse. */
 export function parseFieldText(f: Field, text: string): unknown {
   switch (f.type) {
     case 'number':
     case 'seed':
-      return text.trim() === '' ? NaN : Number(text);
+      return decimalNumber(text);
     case 'optionalNumber':
-      return text.trim() === '' ? null : Number(text);
+      return text.trim() === '' ? null : decimalNumber(text);
     case 'bool':
       return text === 'true' ? true : text === 'false' ? false : text;
     case 'budgets':
-      return text.split(',').map((b) => (b.trim() === '' ? NaN : Number(b)));
+      return text.trim() === '' ? [] : text.split(',').map(decimalNumber);
     case 'json':
       try {
         return JSON.parse(text) as unknown;

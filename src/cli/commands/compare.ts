@@ -23,7 +23,7 @@ export const compare = defineCommand(
   'Compare training runs from their metrics.jsonl (or, without one, their traces: a run read back from verl): a table of the last steps and an SVG of the reward curves.',
   {
     runs: { type: 'string', required: true, help: 'comma list of run directories or traces .jsonl files (label=path to name one)' },
-    last: { type: 'int', default: 10, min: 1, help: 'average the final numbers over this many last steps' },
+    last: { type: 'int', default: 10, min: 1, max: 1_000_000, help: 'average the final numbers over this many last steps' },
     out: { type: 'string', help: 'write compare.md and reward.svg here' },
   },
   async (f) => {

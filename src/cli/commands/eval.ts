@@ -6,7 +6,7 @@ import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
@@ -17,14 +17,14 @@ export const evaluate = defineCommand(
   {
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
-    n: { type: 'int', default: 500, min: 1, help: 'number of problems' },
+    n: { type: 'int', default: 500, min: 1, max: 100_000, help: 'number of problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },
     options: OPTIONS_FLAG,
-    'min-operands': { type: 'int', help: 'arithmetic: fewest operands (over --options)' },
-    'max-operands': { type: 'int', help: 'arithmetic: most operands (up to 16)' },
+    'min-operands': { type: 'int', min: 1, max: 16, help: 'arithmetic: fewest operands (over --options)' },
+    'max-operands': { type: 'int', min: 1, max: 16, help: 'arithmetic: most operands (up to 16)' },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
@@ -38,7 +38,7 @@ export const evaluate = defineCommand(
     const { task, opts } = entry;
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { policy } = await loadPolicy(f.checkpoint, false);
+    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
     const cfg = validateRolloutConfig(
       f.temperature === undefined
         ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate' }

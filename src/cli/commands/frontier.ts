@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicy, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
@@ -15,7 +15,7 @@ export const frontierCommand = defineCommand(
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
     options: OPTIONS_FLAG,
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
-    n: { type: 'int', default: 200, min: 1, help: 'problems' },
+    n: { type: 'int', default: 200, min: 1, max: 100_000, help: 'problems' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
@@ -36,7 +36,7 @@ export const frontierCommand = defineCommand(
     const { task, opts } = taskFromFlags(f.task, f.options);
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { policy } = await loadPolicy(f.checkpoint, false);
+    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     const result = await frontier(

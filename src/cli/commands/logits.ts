@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { UsageError } from '../args';
+import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { forwardLogits } from '../../core/model/gpt';
 import { disposeParams } from '../../core/model/params';
 
@@ -14,12 +15,18 @@ export const logits = defineCommand(
     backend: BACKEND_FLAG,
   },
   async (f) => {
+    let tokens: number[];
+    try {
+      tokens = getTokenizer().encode(f.text);
+    } catch (e) {
+      throw new UsageError(`--text ${JSON.stringify(f.text)}: ${(e as Error).message}`);
+    }
+    if (tokens.length === 0) throw new UsageError('--text is empty: give the text whose logits to print (special tokens written <name>)');
     await setupBackend(f.backend);
-    const tokens = getTokenizer().encode(f.text);
-    if (tokens.length === 0) throw new Error('--text is empty');
-    const { policy } = await loadPolicy(f.checkpoint, false);
+    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
     if (tokens.length > policy.config.nPositions) {
-      throw new Error(`--text has ${tokens.length} tokens; the model holds ${policy.config.nPositions}`);
+      disposeParams(policy.params);
+      throw new UsageError(`--text has ${tokens.length} tokens; the model holds at most ${policy.config.nPositions}`);
     }
     const out = tf.tidy(() => forwardLogits(policy.params, policy.config, tf.tensor2d([tokens], [1, tokens.length], 'int32')));
     const rows = (await out.array())[0];

@@ -1,7 +1,7 @@
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
-import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { lookupProbe } from '../../core/eval/lookup';
 import { disposeParams } from '../../core/model/params';
 
@@ -23,7 +23,7 @@ export const lookup = defineCommand(
     const sizes = f.sizes.split(',').map((s) => Number(s.trim()));
     const bad = sizes.find((s) => !Number.isInteger(s) || s < 1 || s > 6);
     if (bad !== undefined) throw new UsageError(`--sizes: each chunk size must be an integer in [1, 6] (got ${JSON.stringify(f.sizes)})`);
-    const { policy } = await loadPolicy(f.checkpoint, false);
+    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
     const tok = getTokenizer();
     try {
       const rows = lookupProbe(policy.params, policy.config, (t) => tok.encode(t), sizes, f.n, f.seed, f.names, f.filler);

@@ -31,7 +31,7 @@ export const report = defineCommand(
   'The full comparison: each checkpoint × delegation, monolithic and self-consistency (k = 1, 2, 4, 8) × both tasks, in and out of distribution. Writes frontier.json, frontier.csv, frontier.svg and report.md.',
   {
     out: { type: 'string', required: true, help: 'output directory' },
-    n: { type: 'int', default: 100, min: 1, help: 'problems per setting' },
+    n: { type: 'int', default: 100, min: 1, max: 100_000, help: 'problems per setting' },
     seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem sets' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },

@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, OPTIONS_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend, taskFromFlags } from '../setup';
+import { BACKEND_FLAG, OPTIONS_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend, taskFromFlags } from '../setup';
 import { Rng } from '../../core/rng';
 import { PolicyDecoder, RolloutScheduler, formatEpisode, validateRolloutConfig } from '../../core/rollout';
 import { disposeParams } from '../../core/model/params';
@@ -25,7 +25,7 @@ export const rollout = defineCommand(
     const { task, opts } = taskFromFlags(f.task, f.options);
     await setupBackend(f.backend);
     const tok = getTokenizer();
-    const policy = f.checkpoint ? (await loadPolicy(f.checkpoint, false)).policy : freshPolicy('tiny', 0);
+    const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
     const cfg = validateRolloutConfig({ ...task.rolloutDefaults, temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
     const rng = new Rng(f.seed);
     const problem = task.generate(rng, opts, `seed${f.seed}`);

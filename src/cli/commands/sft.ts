@@ -3,7 +3,7 @@ import { usageErrors } from '../args';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
-import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
 import { SFT_DEFAULTS, sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
 import type { Task } from '../../core/tasks';
@@ -19,8 +19,8 @@ export const sft = defineRunCommand(
     init: { type: 'string', dir: true, help: 'start from this checkpoint instead of a random model' },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total optimisation steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
-    'save-every': { type: 'int', default: 50, min: 1, help: 'steps between saves' },
-    'log-every': { type: 'int', default: 10, min: 1, help: 'steps between progress lines' },
+    'save-every': { type: 'int', default: 50, min: 1, max: 10_000_000, help: 'steps between saves' },
+    'log-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between progress lines' },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
     backend: BACKEND_FLAG,
   },
@@ -55,7 +55,7 @@ export const sft = defineRunCommand(
       const before = saved.state.config.steps;
       console.log(`resuming ${out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`);
     } else {
-      policy = f.init ? (await loadPolicy(f.init)).policy : freshPolicy(rc.preset, cfg.seed);
+      policy = f.init ? (await loadPolicyFlag('init', f.init)).policy : freshPolicy(rc.preset, cfg.seed);
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       await runDir.describe(argv, runConfig);
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);

@@ -2,7 +2,7 @@ import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
-import { BACKEND_FLAG, getTokenizer, loadPolicy, setupBackend } from '../setup';
+import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
@@ -21,8 +21,8 @@ export const train = defineRunCommand(
     init: { type: 'string', dir: true, required: true, help: 'starting checkpoint (also the frozen KL reference)' },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total GRPO steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
-    'save-every': { type: 'int', default: 10, min: 1, help: 'steps between saves' },
-    'trace-every': { type: 'int', default: 1, min: 1, help: 'write the traces of every Nth step' },
+    'save-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between saves' },
+    'trace-every': { type: 'int', default: 1, min: 1, max: 10_000_000, help: 'write the traces of every Nth step' },
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
     'grad-workers': { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only)' },
@@ -36,7 +36,7 @@ export const train = defineRunCommand(
     const encode = (t: string) => tok.encode(t);
     const runConfig: Record<string, unknown> = { ...cfg, init: f.init };
     const out = f.out;
-    const start = await loadPolicy(f.init);
+    const start = await loadPolicyFlag('init', f.init);
     const preset = String(start.meta.preset ?? 'custom');
     let policy: Policy = start.policy;
     let step = 0;
