@@ -13,6 +13,7 @@
 import { PROTOCOL_VERSION } from '../protocol/grammar';
 import { paramSpecs, validateModelConfig, type ModelConfig, type ParamSpec } from '../model/config';
 import { VOCAB } from '../tokenizer/vocab';
+import { tokenizerJsonError } from '../tokenizer/tokenizerJson';
 import { fromHfConfig, toHfConfig } from './hfConfig';
 import { decodeSafetensors, encodeSafetensors, type DecodedTensor } from './safetensors';
 
@@ -250,19 +251,10 @@ function checkMeta(meta: SelfcestMeta): void {
   }
 }
 
-/** When tokenizer.json carries a vocabulary (model.vocab), it must give every token our id. */
+/** tokenizer.json by the one check every reader applies (tokenizerJsonError). */
 function checkTokenizer(tok: object): void {
-  const model = (tok as Record<string, unknown>).model;
-  if (model === undefined) return;
-  if (model === null || typeof model !== 'object' || Array.isArray(model)) fail(`tokenizer.json: model must be an object (got ${show(model)})`);
-  const vocab = (model as Record<string, unknown>).vocab;
-  if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab)) return;
-  const ids = vocab as Record<string, unknown>;
-  VOCAB.forEach((piece, id) => {
-    if (Object.hasOwn(ids, piece) && ids[piece] !== id) {
-      fail(`tokenizer.json: token ${JSON.stringify(piece)} has id ${JSON.stringify(ids[piece])}, expected ${id}`);
-    }
-  });
+  const error = tokenizerJsonError(tok, CHECKPOINT_FILES.tokenizer);
+  if (error) fail(error);
 }
 
 function checkTensors(config: ModelConfig, decoded: Map<string, DecodedTensor>): Map<string, Float32Array> {

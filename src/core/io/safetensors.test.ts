@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeSafetensors, encodeSafetensors, halfToFloat } from './safetensors';
+import { decodeSafetensors, duplicateKey, encodeSafetensors, halfToFloat } from './safetensors';
 
 /** A safetensors file from a header object (or raw header text) and raw data bytes. */
 function rawFile(header: unknown, data: Uint8Array = new Uint8Array(0)): Uint8Array {
@@ -131,6 +131,9 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
     ],
     ['a header that is not JSON', () => rawFile('{"t": {', f32x3), /header is not valid JSON/],
     ['a header that is not an object', () => rawFile('[1, 2]'), /header JSON must be an object/],
+    // JSON.parse would keep the second entry and silently drop the first.
+    ['a header naming a tensor twice', () => rawFile(`{"t": ${JSON.stringify(ok)}, "t": ${JSON.stringify(ok)}}`, f32x3), /header names "t" twice/],
+    ['a header naming a tensor twice, written with an escape', () => rawFile(`{"t": ${JSON.stringify(ok)}, "\\u0074": ${JSON.stringify(ok)}}`, f32x3), /header names "t" twice/],
     ['a tensor entry that is not an object', () => rawFile({ t: 3 }), /tensor t: entry must be an object/],
     [
       'an unknown dtype',
@@ -204,6 +207,12 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
 
   it.each(cases)('%s', (_label, make, message) => {
     expect(() => decodeSafetensors(make())).toThrow(message);
+  });
+
+  it('finds repeated keys only at the top level of the header (nested objects, strings with quotes and braces are not keys)', () => {
+    expect(duplicateKey('{"a": {"x": 1, "y": {"x": 2}}, "b": ["a", "a"], "c\\"}": 1}')).toBeNull();
+    expect(duplicateKey('{"a": 1, "b": {"a": 2}, "a" : 3}')).toBe('a');
+    expect(duplicateKey('{"__metadata__": {"k": "v"}, "__metadata__": {}}')).toBe('__metadata__');
   });
 
   it('prefixes every message with "safetensors:"', () => {

@@ -150,6 +150,9 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
     fail('header JSON must be an object mapping tensor names to {dtype, shape, data_offsets}');
   }
   const header = parsed as Record<string, unknown>;
+  // JSON.parse keeps the last of two equal keys: a header naming a tensor twice is refused, not half read.
+  const twice = duplicateKey(text);
+  if (twice !== null) fail(`header names ${JSON.stringify(twice)} twice`);
 
   const metadata = parseMetadata(header[METADATA_KEY]);
   const entries: Entry[] = [];
@@ -166,6 +169,35 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
     tensors.set(e.name, { dtype: e.dtype, shape: e.shape, data: toFloat32(e.dtype, data.subarray(e.begin, e.end)) });
   }
   return { tensors, metadata };
+}
+
+/**
+ * The first key given twice in the top-level object of a JSON text (already parsed, so valid),
+ * or null. Walks the text keeping the nesting depth; a string at depth 1 followed by `:` is a key.
+ */
+export function duplicateKey(text: string): string | null {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (depth === 1) {
+        let k = j + 1;
+        while (k < text.length && /\s/.test(text[k])) k++;
+        if (text[k] === ':') {
+          const key = JSON.parse(text.slice(i, j + 1)) as string;
+          if (seen.has(key)) return key;
+          seen.add(key);
+        }
+      }
+      i = j;
+    }
+  }
+  return null;
 }
 
 function parseMetadata(raw: unknown): Record<string, string> {

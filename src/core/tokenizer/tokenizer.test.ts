@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Tokenizer } from './tokenizer';
-import { buildTokenizerJson } from './tokenizerJson';
+import { buildTokenizerJson, tokenizerJsonError } from './tokenizerJson';
 import { T, VOCAB, VOCAB_SIZE, budgetOfToken, budgetToken } from './vocab';
 
 describe('tokenizer', () => {
@@ -40,7 +40,25 @@ describe('tokenizer', () => {
     const j = buildTokenizerJson();
     const swapped = { ...j, model: { ...j.model, vocab: { ...j.model.vocab, a: 0, '<pad>': VOCAB.indexOf('a') } } };
     expect(() => Tokenizer.fromJson(swapped)).toThrow(/has id/);
-    expect(() => Tokenizer.fromJson({})).toThrow(/missing model.vocab/);
+    expect(() => Tokenizer.fromJson({})).toThrow(/^tokenizer.json: model must be an object with the vocabulary \(got undefined\)$/);
+  });
+
+  it('takes a tokenizer.json by one check (tokenizerJsonError, which checkpoints use too): odd vocabularies and added tokens are refused by field', () => {
+    const j = buildTokenizerJson();
+    const cases: [unknown, RegExp][] = [
+      [{}, /model must be an object with the vocabulary/],
+      [{ ...j, model: { ...j.model, vocab: [...VOCAB] } }, /model\.vocab must be an object mapping each token to its id/],
+      // An extra token whose id collides with "a"'s.
+      [{ ...j, model: { ...j.model, vocab: { ...j.model.vocab, zz: VOCAB.indexOf('a') } } }, /model\.vocab has the token "zz" \(id \d+\), which is not in this vocabulary/],
+      [{ ...j, model: { ...j.model, vocab: Object.fromEntries(Object.entries(j.model.vocab).filter(([k]) => k !== 'q')) } }, /model\.vocab lacks 1 token of this vocabulary \("q"\)/],
+      [{ ...j, added_tokens: [{ ...j.added_tokens[0], id: 5 }] }, /added_tokens\[0\] gives "<pad>" the id 5, which is "<spawn>"'s|added_tokens\[0\] gives "<pad>" the id 5/],
+      [{ ...j, added_tokens: {} }, /added_tokens must be a list/],
+    ];
+    for (const [json, message] of cases) {
+      expect(tokenizerJsonError(json), JSON.stringify(message)).toMatch(message);
+      expect(() => Tokenizer.fromJson(json)).toThrow(message);
+    }
+    expect(tokenizerJsonError(j)).toBeNull();
   });
 
   it('ships the same tokenizer.json as it builds', () => {

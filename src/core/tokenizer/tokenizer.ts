@@ -7,7 +7,7 @@
  * the vocabulary is rejected rather than silently used.
  */
 import { PreTrainedTokenizer, env } from '@xenova/transformers';
-import { buildTokenizerConfig, buildTokenizerJson } from './tokenizerJson';
+import { buildTokenizerConfig, buildTokenizerJson, tokenizerJsonError } from './tokenizerJson';
 import { CHAR_TOKENS, SPECIAL_TOKENS, VOCAB, VOCAB_SIZE } from './vocab';
 
 env.allowRemoteModels = false;
@@ -72,18 +72,6 @@ export function pieceOf(id: number): string {
 }
 
 function checkMatchesVocab(json: unknown): void {
-  const model = (json as { model?: { type?: unknown; vocab?: unknown } } | null)?.model;
-  if (!model || typeof model.vocab !== 'object' || model.vocab === null) {
-    throw new Error('tokenizer.json: missing model.vocab');
-  }
-  const vocab = model.vocab as Record<string, unknown>;
-  const n = Object.keys(vocab).length;
-  if (n !== VOCAB_SIZE) {
-    throw new Error(`tokenizer.json: vocabulary has ${n} entries, expected ${VOCAB_SIZE}`);
-  }
-  VOCAB.forEach((piece, id) => {
-    if (vocab[piece] !== id) {
-      throw new Error(`tokenizer.json: ${JSON.stringify(piece)} has id ${String(vocab[piece])}, expected ${id}`);
-    }
-  });
+  const error = tokenizerJsonError(json);
+  if (error) throw new Error(error);
 }
