@@ -87,3 +87,36 @@ test('a reload restores the session, and the exported weights import at their po
   await expect(page.getByTestId('session-restored')).toHaveCount(0);
   expect(consoleErrors).toEqual([]);
 });
+
+/**
+ * A tab closed while training, at different moments: the restored session agrees with itself
+ * (the step of its record, the GRPO steps and policy version the status bar shows, the points of
+ * the curves), whatever the save in flight was doing.
+ */
+test('a tab closed while training restores a session whose step, policy version and curves agree', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'the session store does not depend on the backend');
+  test.setTimeout(300_000);
+  page.on('dialog', (d) => void d.accept()); // the unload warning while training: leave anyway
+  await openApp(`${TINY_RUN}&evalEvery=0`);
+  await waitForModel();
+  // Steps of the tiny preset take a fraction of a second: several per metrics batch and per save.
+  for (const [round, waitSteps] of [7, 23, 41].entries()) {
+    const trainButton = page.getByTestId('train');
+    await expect(trainButton).toBeEnabled({ timeout: 60_000 });
+    await trainButton.click();
+    const start = Number((await page.getByTestId('grpo-steps').textContent()) ?? '0');
+    await expect.poll(async () => Number(await page.getByTestId('grpo-steps').textContent()), { timeout: 120_000 }).toBeGreaterThanOrEqual(start + waitSteps);
+    // Closed in the middle of training (the reload stands for closing and reopening the tab).
+    await page.reload();
+    const restored = page.getByTestId('session-restored');
+    await expect(restored).toBeVisible({ timeout: 120_000 });
+    await waitForModel();
+    const step = await restored.getAttribute('data-step');
+    const version = await restored.getAttribute('data-policy-version');
+    expect(Number(step), `round ${round}`).toBeGreaterThan(0);
+    await expect(page.getByTestId('grpo-steps'), `round ${round}`).toHaveText(step!);
+    await expect(page.getByTestId('policy-version'), `round ${round}`).toHaveText(`v${version}`);
+    await expect(page.getByTestId('metrics-steps'), `round ${round}`).toHaveAttribute('data-steps', step!);
+  }
+  expect(consoleErrors).toEqual([]);
+});

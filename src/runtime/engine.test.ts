@@ -198,6 +198,20 @@ describe('engine', () => {
     ]);
   });
 
+  it('sends the rows of every step the exported weights took before the weights, while a run goes on', async () => {
+    events = [];
+    const training = client.request({ kind: 'train' });
+    for (let i = 0; i < 3; i++) {
+      while (ofKind('episodes').length < 2 * (i + 1)) await new Promise((r) => setTimeout(r, 5));
+      // What the page has seen when the reply arrives: the rows come first on the same port.
+      const { counters } = await client.request({ kind: 'exportWeights' });
+      const rows = ofKind('metrics').flatMap((e) => e.rows.map((r) => r.step));
+      expect(rows.at(-1), `export ${i}`).toBeGreaterThanOrEqual(counters.grpoSteps);
+    }
+    await client.request({ kind: 'pause' });
+    await training;
+  });
+
   it('evaluates the frontier in the rollout workers, and every evalEvery steps of a run', async () => {
     await expect(client.request({ kind: 'frontier', methods: ['delegate', 'sc0' as never], limits: [32] })).rejects.toThrow(/sc1 … sc64/);
     await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [0] })).rejects.toThrow(/limits: each must be an integer in \[1, 8192\] \(got 0\)/);

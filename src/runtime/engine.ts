@@ -288,6 +288,9 @@ export class Engine {
     exportWeights: async (req) => {
       const { model } = this.requireTraining();
       const which = req.origin === true ? 'origin' : 'current';
+      // The rows of every step these weights took go out before the reply (same port, in order):
+      // the page has them when the weights arrive, so a save holds weights and rows of one step.
+      if (which === 'current') this.flushMetrics();
       if (req.provenance !== undefined && !Array.isArray(req.provenance)) throw new Error('exportWeights: provenance must be an array of events');
       // Counters and weights are read in this same turn (exportFiles reads before its first await), so they agree.
       const provenance = req.provenance === undefined ? {} : { provenance: makeProvenance(model.counters(which), req.provenance) };

@@ -90,6 +90,24 @@ describe('autosave', () => {
     autosave.stop();
   });
 
+  it('never writes weights ahead of the rows the page has, however many tries: the record is of one step', async () => {
+    const autosave = startAutosave(engine, archive, 5000);
+    setState({ engineState: 'training' });
+    engineStep();
+    engineStep(false);
+    for (let i = 0; i < 10; i++) await settle(1300);
+    expect(saves).toHaveLength(0);
+    addMetrics([row(2)]);
+    await settle(1300);
+    for (const s of saves) {
+      expect(s.metrics.at(-1)?.metrics.step).toBe(s.counters.grpoSteps);
+      const lastSegment = s.provenance.at(-1);
+      expect(lastSegment?.kind === 'grpo' ? lastSegment.lastStep : null).toBe(s.counters.grpoSteps);
+    }
+    expect(saves.map((s) => s.counters.grpoSteps)).toEqual([2]);
+    autosave.stop();
+  });
+
   it('warns before unload only while work is in flight or a change waits for its save', async () => {
     const autosave = startAutosave(engine, archive, 5000);
     const { attachSession } = await import('./sessionActions');

@@ -4,11 +4,12 @@
  * changes during a save are saved after it.
  *
  * What is saved must belong together: weights from the engine (with their counters, read in the
- * same turn), history from the store. While training, the page's rows can lag the engine's
- * weights by a metrics batch (≤ 1 s), so a save whose counters do not match the rows the page has
- * seen is retried shortly; after a few tries it is saved as it is (weights a step ahead of the
- * curves, never behind). The optimizers' moments are saved with the weights (read in the same
- * turn), so a restored run's Adam goes on where it was.
+ * same turn), history from the store. The engine sends the rows of every step the weights took
+ * before it replies with them (exportWeights), so they are on the page when the weights arrive;
+ * a save whose counters still do not match the rows the page has (a step that ended between the
+ * two) is not written but tried again shortly, however often: a record's weights, counters,
+ * curves, provenance and kept rollouts are always of one step. The optimizers' moments are saved
+ * with the weights (read in the same turn), so a restored run's Adam goes on where it was.
  */
 import type { ModelCounters } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
@@ -21,7 +22,6 @@ import { type FileSet, SAVED_EPISODES, type SavedSession } from './session';
 /** Requests that replace the model: no save while one is in flight (its weights and history would not match). */
 const REPLACING: ReadonlySet<EngineRequestKind> = new Set(['init', 'loadUrl', 'loadFiles', 'setConfig', 'reset', 'randomInit']);
 const RETRY_MS = 1200;
-const MAX_TRIES = 3;
 
 export interface Autosave {
   /** A change is waiting to be saved, or a save is being written. */
@@ -109,7 +109,7 @@ export function startAutosave(engine: Pick<Engine, 'request'>, archive: SessionA
     }
     const s = getState();
     if (s.run !== runId || (s.pending !== null && REPLACING.has(s.pending))) return 'retry';
-    if (!inStep(s, origin.counters, current.counters) && tries < MAX_TRIES) return 'retry';
+    if (!inStep(s, origin.counters, current.counters)) return 'retry';
     const session = sessionOf(s, current, origin);
     const t0 = performance.now();
     const bytes = [...Object.values(session.weights), ...Object.values(origin.files)].reduce((n, b) => n + b.byteLength, 0);
@@ -183,7 +183,7 @@ function sessionOf(s: PlaygroundState, current: { files: FileSet; counters: Mode
     weights: current.files,
     counters: current.counters,
     origin: { id: origin.id, files: origin.files, counters: origin.counters },
-    // Rows of steps beyond the weights (a step that finished during the export) are left out.
+    // The rows end at the weights' step (inStep); the filters only keep that true of a record written otherwise.
     metrics: s.metrics.filter((m) => m.metrics.step <= current.counters.grpoSteps),
     sftMetrics: s.sftMetrics.filter((r) => r.step <= current.counters.sftSteps),
     frontier: s.frontier,
