@@ -107,6 +107,21 @@ describe('run directory', () => {
     }
   });
 
+  it('says that nothing was committed when the first save of a run fails, and what is kept when a later one does', async () => {
+    const dir = join(root, 'first-save-fails');
+    const run = await RunDir.open(dir, 'sft');
+    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    // LATEST's temporary cannot be written: a directory is in its way.
+    await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
+    expect(await message(run.save(policy, opt, state(1), 'tiny', { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(/cannot commit the save of step 1 .*\(nothing was committed: this run has no save yet\)/);
+    await rm(join(dir, `LATEST.tmp-${process.pid}`), { recursive: true });
+    const again = await RunDir.open(dir, 'sft');
+    await again.save(policy, opt, state(2), 'tiny', { 'metrics.jsonl': [{ step: 1 }, { step: 2 }] });
+    await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
+    expect(await message(again.save(policy, opt, state(3), 'tiny', { 'metrics.jsonl': [{ step: 3 }] }))).toMatch(/\(the previous save, save-000002, is kept\)/);
+    opt.dispose();
+  });
+
   it('names a LATEST that is a directory', async () => {
     const dir = join(root, 'latest-dir');
     await mkdir(join(dir, 'LATEST'), { recursive: true });
