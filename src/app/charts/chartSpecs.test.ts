@@ -7,7 +7,7 @@ import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, thinIndices, warmS
 import { sftMetricsRow } from '../../core/rl/sft';
 
 function row(step: number, extra: Record<string, number> = {}): MetricPoint {
-  const zero = { meanReward: 0.5, accuracy: 0.5, meanRootTokens: 20, meanCloneTokens: 10, meanCriticalPathTokens: 25, meanTotalTokens: 30, clonesPerEpisode: 1, delegationRate: 0.5, gateRate: 0, zeroVarianceFraction: 0 };
+  const zero = { meanReward: 0.5, accuracy: 0.5, meanRootTokens: 20, meanCloneTokens: 10, meanCriticalPathTokens: 25, meanTotalTokens: 30, clonesPerEpisode: 1, delegationRate: 0.5, gateRate: 0, gatedMassShare: 0, gatedCloneAdvantage: NaN, zeroVarianceFraction: 0 };
   const rest = { groupsSampled: 4, groupsDropped: 0, loss: 0, kl: 0, clipFraction: 0, dualClipFraction: 0, approxKl: 0, entropy: 1, gradNorm: 1, updates: 1, nonFiniteSkips: 0, trainedTokens: 100, rolloutTokensPerSec: 10, wallSec: 1 };
   const metrics: StepMetrics = { step, ...zero, ...rest, violations: emptyViolationCounts() };
   return { metrics: { ...metrics, ...extra }, episodes: 16 };

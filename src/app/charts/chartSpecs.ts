@@ -69,8 +69,15 @@ export const CHARTS: readonly ChartSpec[] = [
     legendColumns: 1,
     series: [
       { label: 'gated contexts', color: PALETTE[9], value: (p) => p.metrics.gateRate },
+      { label: 'gradient mass gated', color: PALETTE[2], value: (p) => p.metrics.gatedMassShare },
       { label: 'zero-variance groups', color: PALETTE[5], value: (p) => p.metrics.zeroVarianceFraction },
     ],
+  },
+  {
+    id: 'gate-bias',
+    title: "Gated clones' advantage, had they not been gated",
+    legendColumns: 1,
+    series: [{ label: 'mean advantage', color: PALETTE[6], value: (p) => p.metrics.gatedCloneAdvantage }],
   },
   {
     id: 'kl',

@@ -19,6 +19,8 @@ const fullRow = (step: number): StepMetrics => ({
   delegationRate: 0.5,
   violations: { ...emptyViolationCounts(), root_over_max: step },
   gateRate: 0.1,
+  gatedMassShare: 0.05,
+  gatedCloneAdvantage: -0.4,
   zeroVarianceFraction: 0.25,
   groupsSampled: 2,
   groupsDropped: 0,

@@ -28,6 +28,8 @@ const NUMERIC_FIELDS: Record<NumericKey, 'share' | 'number'> = {
   clonesPerEpisode: 'number',
   delegationRate: 'share',
   gateRate: 'share',
+  gatedMassShare: 'share',
+  gatedCloneAdvantage: 'number',
   zeroVarianceFraction: 'share',
   groupsSampled: 'number',
   groupsDropped: 'number',

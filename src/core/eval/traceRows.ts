@@ -57,6 +57,8 @@ export function rowsFromTraces(traces: readonly SteppedTrace[]): (StepMetrics & 
         delegationRate: s.delegationRate,
         violations: s.violations,
         gateRate: credited.length === 0 ? UNKNOWN : credited.filter((c) => c.credit!.gated).length / credited.length,
+        gatedMassShare: UNKNOWN,
+        gatedCloneAdvantage: UNKNOWN,
         zeroVarianceFraction: UNKNOWN,
         groupsSampled: UNKNOWN,
         groupsDropped: UNKNOWN,

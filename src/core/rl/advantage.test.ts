@@ -41,7 +41,30 @@ describe('advantages', () => {
     const dr = run({ stdNormalize: false }).credits;
     [0.675, 0.175, -0.325, -0.525].forEach((a, i) => expect(dr[i][0].advantage).toBeCloseTo(a, 12));
     // Reference gating catches the three clones over budget (episodes 0, 2, 3): 3 of 12 contexts.
-    expect(stats).toEqual({ groups: 1, zeroVarianceGroups: 0, gatedContexts: 3, contexts: 12 });
+    expect(stats).toMatchObject({ groups: 1, zeroVarianceGroups: 0, gatedContexts: 3, contexts: 12 });
+  });
+
+  it('measures what gating removes: the share of |A|·tokens in gated contexts, and the mean advantage gated clones would have had', () => {
+    const abs = A.map(Math.abs);
+    // Ungated advantages: roots A_i; clones A_i (factor 1) except at R = 0 (factor 0). Tokens: root 20,
+    // answered 9, over budget 16, no answer early 5, spawn early 3.
+    const total = abs[0] * (20 + 9 + 16 + 5) + abs[1] * 20 + abs[2] * 20 + abs[3] * (20 + 9 + 16 + 3);
+    const reference = run().stats;
+    expect(reference.gradientMass).toBeCloseTo(total, 12);
+    expect(reference.gatedMass).toBeCloseTo(16 * abs[0] + 16 * abs[3], 12);
+    expect(reference.gatedClones).toBe(3);
+    expect(reference.gatedCloneAdvantage / reference.gatedClones).toBeCloseTo((A[0] + 0 + A[3]) / 3, 12);
+    // The protocol gate also catches the clone without an answer and the one that spawned.
+    const protocol = run({ gateMode: 'protocol' }).stats;
+    expect(protocol.gatedMass).toBeCloseTo((16 + 5) * abs[0] + (16 + 3) * abs[3], 12);
+    expect(protocol.gatedCloneAdvantage / protocol.gatedClones).toBeCloseTo((2 * A[0] + 0 + 2 * A[3]) / 5, 12);
+    // With gating off nothing is gated, and the figures say what the gate would have removed.
+    const off = run({ gating: false }).stats;
+    expect(off.gatedContexts).toBe(0);
+    expect([off.gradientMass, off.gatedMass, off.gatedClones]).toEqual([reference.gradientMass, reference.gatedMass, 3]);
+    // A group without signal has no mass.
+    const flat = computeAdvantages(episodes, [1, 1, 1, 1], groups, ADVANTAGE_DEFAULTS).stats;
+    expect([flat.gradientMass, flat.gatedMass, flat.gatedClones]).toEqual([0, 0, 0]);
   });
 
   it('ratio credit: r_clone = R for an ungated clone (factor 1 at R > 0 and R < 0, 0 at R = 0), 0 for a gated one', () => {

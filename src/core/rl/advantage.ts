@@ -92,6 +92,17 @@ export interface GroupStats {
   zeroVarianceGroups: number;
   gatedContexts: number;
   contexts: number;
+  /**
+   * Policy-gradient mass of the batch before gating: Σ |A| · generated tokens over the contexts of
+   * groups with signal, each with the advantage it has ungated (the loss is a token mean, so a
+   * context weighs by its tokens).
+   */
+  gradientMass: number;
+  /** The part of gradientMass in contexts the gate catches (with gating off: would catch, under its mode). */
+  gatedMass: number;
+  /** Σ and count of the advantages gated clones would have had ungated (with gating off: the clones it would catch). */
+  gatedCloneAdvantage: number;
+  gatedClones: number;
 }
 
 /** A group's baseline: mean and sample standard deviation (N − 1) of its rewards, and whether they are all equal (the group is skipped). */
@@ -126,6 +137,10 @@ export function computeAdvantages(
   }
   let gatedContexts = 0;
   let contexts = 0;
+  let gradientMass = 0;
+  let gatedMass = 0;
+  let gatedCloneAdvantage = 0;
+  let gatedClones = 0;
   const credits = episodes.map((ep, i) =>
     ep.contexts.map((ctx): ContextCredit => {
       contexts++;
@@ -133,6 +148,19 @@ export function computeAdvantages(
       const A = rootAdvantage[i];
       const gated = isGated(ctx, c);
       if (gated) gatedContexts++;
+      if (!skipped[i]) {
+        // What gating takes from this step (or would, with gating off): the context's ungated advantage.
+        const ungated = ctx.role === 'root' || c.credit !== 'ratio' ? A : A * ratioFactor(R, R, c.ratioClamp);
+        const mass = Math.abs(ungated) * ctx.generatedTokens;
+        gradientMass += mass;
+        if (isGated(ctx, { ...c, gating: true })) {
+          gatedMass += mass;
+          if (ctx.role === 'clone') {
+            gatedCloneAdvantage += ungated;
+            gatedClones++;
+          }
+        }
+      }
       const weight = skipped[i] || (gated && !c.gatedKl) ? 0 : 1;
       if (ctx.role === 'root') return { advantage: gated ? 0 : A, weight, gated, reward: R };
       const rClone = gated ? 0 : R;
@@ -141,5 +169,5 @@ export function computeAdvantages(
       return { advantage, weight, gated, reward: rClone };
     }),
   );
-  return { credits, stats: { groups: groups.length, zeroVarianceGroups, gatedContexts, contexts } };
+  return { credits, stats: { groups: groups.length, zeroVarianceGroups, gatedContexts, contexts, gradientMass, gatedMass, gatedCloneAdvantage, gatedClones } };
 }

@@ -127,6 +127,13 @@ export interface StepMetrics {
   delegationRate: number;
   violations: Record<Violation, number>;
   gateRate: number;
+  /**
+   * Share of the step's policy-gradient mass (Σ |A|·tokens, advantages as if ungated) in the
+   * contexts the gate catches: what gating removes (with gating off, what it would remove).
+   */
+  gatedMassShare: number;
+  /** Mean advantage the gated clones would have had ungated (the bias gating removes); NaN when the gate caught no clone. */
+  gatedCloneAdvantage: number;
   /** Share of the sampled groups whose rewards were all equal (before any filtering). */
   zeroVarianceFraction: number;
   /** Prompt groups rolled out in this step (B, or more with dynamic sampling). */
@@ -422,6 +429,8 @@ export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: n
       delegationRate: summary.delegationRate,
       violations: summary.violations,
       gateRate: stats.contexts === 0 ? 0 : stats.gatedContexts / stats.contexts,
+      gatedMassShare: stats.gradientMass === 0 ? 0 : stats.gatedMass / stats.gradientMass,
+      gatedCloneAdvantage: stats.gatedClones === 0 ? NaN : stats.gatedCloneAdvantage / stats.gatedClones,
       zeroVarianceFraction: stats.groups === 0 ? 0 : stats.zeroVarianceGroups / stats.groups,
       groupsSampled: groups.length,
       groupsDropped: groups.length - batch.length,
