@@ -105,6 +105,25 @@ describe('run command flags', () => {
     expect(existsSync(join(dir, 'never', 'LATEST'))).toBe(false);
   }, 180_000);
 
+  it('a warm start told its limit (--root-limit-min) records it, and eval tells its root the limit (auto), not an older checkpoint\'s', async () => {
+    const out = join(dir, 'limit-sft');
+    const r = await cli(['sft', '--preset', 'tiny', '--steps', '2', '--batch-tokens', '256', '--micro-tokens', '256', '--teacher', 'naive', '--root-limit-min', '32', '--root-max-tokens', '96', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const state = JSON.parse(await readFile(join(out, 'save-000002', 'state.json'), 'utf8'));
+    expect(state.config.rootLimits).toEqual({ min: 32, max: 96 });
+    const evalOf = async (ckpt: string, ...more: string[]) => {
+      const e = await cli(['eval', '--checkpoint', ckpt, '--n', '2', '--root-limit', '48', '--json', ...more]);
+      expect(e.code, e.stderr).toBe(0);
+      return JSON.parse(e.stdout.trim().split('\n').at(-1)!) as { limitInPrompt: boolean };
+    };
+    expect((await evalOf(out)).limitInPrompt).toBe(true);
+    expect((await evalOf(out, '--limit-in-prompt', 'no')).limitInPrompt).toBe(false);
+    expect((await evalOf('public/checkpoints/warmstart-tiny')).limitInPrompt).toBe(false);
+    const bad = await cli(['sft', '--steps', '1', '--root-limit-min', '100', '--root-max-tokens', '96', '--out', join(dir, 'never')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--root-limit-min must be at most --root-max-tokens = 96 \(got 100\)/);
+  }, 180_000);
+
   it('checks output directories before any work', async () => {
     const cwd = await mkdtemp(join(dir, 'cwd-'));
     const empty = await cli([...TRAIN.map((a) => (a.startsWith('public/') ? join(process.cwd(), a) : a)), '--out', ''], cwd);

@@ -15,6 +15,26 @@ import type { TaskEntry } from '../core/tasks';
 import { taskEntryOf } from '../core/runConfigTargets';
 
 /** The `--backend` flag of every command that runs the model. */
+/** Whether evaluation writes the root's limit in its prompt: as the checkpoint was trained (auto), or as told. */
+export const LIMIT_IN_PROMPT_FLAG = {
+  type: 'string',
+  choices: ['auto', 'yes', 'no'],
+  default: 'auto',
+  help: "write the root's token limit in its prompt (<root>#48 …): auto = when the checkpoint was trained so (its selfcest.json training config), yes, no",
+} as const;
+
+/** Whether a checkpoint's root was trained knowing its limit (a warm start with rootLimits, a GRPO run with rollout.rootLimitMin). */
+export function knowsItsLimit(meta: Pick<SelfcestMeta, 'training'>): boolean {
+  const t = meta.training ?? {};
+  const rollout = t.rollout as Record<string, unknown> | undefined;
+  return (t.rootLimits !== undefined && t.rootLimits !== null) || (rollout?.rootLimitMin !== undefined && rollout.rootLimitMin !== null);
+}
+
+/** The rollout setting that writes the limit in the root prompt, per LIMIT_IN_PROMPT_FLAG. */
+export function limitInPrompt(flag: string, meta: Pick<SelfcestMeta, 'training'>): { rootLimitMin?: number } {
+  return flag === 'yes' || (flag === 'auto' && knowsItsLimit(meta)) ? { rootLimitMin: 1 } : {};
+}
+
 export const BACKEND_FLAG = {
   type: 'string',
   choices: BACKENDS,

@@ -19,7 +19,8 @@ export function limitsOf(c: RunConfig): ProtocolLimits {
 }
 
 export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  return validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, ...limitsOf(c), rootMaxTokens: c.rootMaxTokens, temperature: c.temperature, ...overrides });
+  const knowsLimit = c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin } : {};
+  return validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, ...limitsOf(c), rootMaxTokens: c.rootMaxTokens, temperature: c.temperature, ...knowsLimit, ...overrides });
 }
 
 /**
@@ -108,5 +109,6 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     delegateFraction: c.sftDelegateFraction,
     teacher: c.sftTeacher,
     limits: limitsOf(c),
+    ...(c.rootLimitMin !== null ? { rootLimits: { min: c.rootLimitMin, max: c.rootMaxTokens } } : {}),
   };
 }

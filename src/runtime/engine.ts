@@ -341,6 +341,8 @@ export class Engine {
   private async liveFrontier(step: number): Promise<void> {
     const every = this.config.evalEvery;
     if (every === 0 || step % every !== 0) return;
+    // The page has the rows of every finished step before an evaluation keeps the loop busy.
+    this.flushMetrics();
     const training = this.requireTraining();
     this.activity = `the evaluation at step ${step}`;
     await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint, (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total));

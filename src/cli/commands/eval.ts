@@ -6,7 +6,7 @@ import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import { BACKEND_FLAG, LIMIT_IN_PROMPT_FLAG, OPTIONS_FLAG, getTokenizer, limitInPrompt, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
@@ -29,6 +29,7 @@ export const evaluate = defineCommand(
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
     'root-limit': { type: 'int', default: ROLLOUT_DEFAULTS.rootMaxTokens, min: 1, max: 8192, help: 'tokens the root may generate' },
+    'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },
   async (f) => {
     const entry = taskFromFlags(f.task, f.options, {
@@ -38,11 +39,12 @@ export const evaluate = defineCommand(
     const { task, opts } = entry;
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
+    const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
+    const told = limitInPrompt(f['limit-in-prompt'], meta);
     const cfg = validateRolloutConfig(
       f.temperature === undefined
-        ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate' }
-        : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate' },
+        ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate', ...told }
+        : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate', ...told },
     );
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     let traces;
@@ -58,6 +60,8 @@ export const evaluate = defineCommand(
       split: f.split,
       seed: f.seed,
       rootLimit: f['root-limit'],
+      /** Whether the root was told its limit in its prompt. */
+      limitInPrompt: told.rootLimitMin !== undefined,
       accuracy: s.accuracy,
       /** Wilson 95% interval of the accuracy. */
       interval: wilsonInterval(Math.round(s.accuracy * s.n), s.n),

@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, OPTIONS_FLAG, getTokenizer, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import { BACKEND_FLAG, LIMIT_IN_PROMPT_FLAG, OPTIONS_FLAG, getTokenizer, limitInPrompt, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
@@ -23,6 +23,7 @@ export const frontierCommand = defineCommand(
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
+    'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },
   async (f) => {
     let methods: Method[];
@@ -36,14 +37,15 @@ export const frontierCommand = defineCommand(
     const { task, opts } = taskFromFlags(f.task, f.options);
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { policy } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
+    const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
+    const told = limitInPrompt(f['limit-in-prompt'], meta);
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
     const result = await frontier(
       decoder,
       task,
       problems,
-      { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed },
+      { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed, rollout: { ...FRONTIER_DEFAULTS.rollout, ...told } },
       (t) => tok.encode(t),
       f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
     );

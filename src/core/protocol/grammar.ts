@@ -240,9 +240,16 @@ export function joinInjection(answers: readonly (string | null)[], maxChars: num
   return out;
 }
 
-export function rootPrompt(promptText: string, encode: (text: string) => number[]): number[] {
-  return [T.root, ...encode(promptText), T.sep];
+/**
+ * The root's prompt: `<root>`, its limit when it is told it (`#<limit> `, e.g. `<root>#48 1+2<sep>`),
+ * the task's prompt, `<sep>`.
+ */
+export function rootPrompt(promptText: string, encode: (text: string) => number[], limit: number | null = null): number[] {
+  return [T.root, ...(limit === null ? [] : encode(rootLimitText(limit))), ...encode(promptText), T.sep];
 }
+
+/** How a root prompt states its token limit (after `<root>`). */
+export const rootLimitText = (limit: number): string => `#${limit} `;
 
 /**
  * The final answer of a finished token sequence: the text of the last complete

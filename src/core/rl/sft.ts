@@ -11,11 +11,11 @@ import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGra
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
-import { type ProtocolLimits } from '../protocol/grammar';
+import { type ProtocolLimits, rootLimitText } from '../protocol/grammar';
 import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
-import type { AnyTaskOptions, Task, TaskEntry, TeacherStyle } from '../tasks';
+import type { AnyTaskOptions, Demonstration, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { AdamW, cosineLr } from './optim';
 import { type Claims, type Patience, computeQueue } from './shares';
 import { type PaddedBatch, type TrainSequence, demoSequence, groupPlan, padBatch } from './sequences';
@@ -39,6 +39,11 @@ export interface SftConfig {
   limits: ProtocolLimits;
   /** Which teacher writes the delegations: `expert` (a strategy) or `naive` (none; TeacherStyle). */
   teacher: TeacherStyle;
+  /**
+   * A root that knows its limit (RolloutConfig.rootLimitMin): each demonstration's limit is drawn
+   * from [min, max], written in its root prompt, and kept to (rootLimitDemo). Absent: no limit.
+   */
+  rootLimits?: { min: number; max: number };
   seed: number;
 }
 
@@ -103,7 +108,13 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   while (tokens < cfg.batchTokens) {
     const { task, opts } = mix.length === 1 ? mix[0] : mix[pickMixEntry(mix, rng)];
     const problem = drawProblem(task, rng, opts, `sft-${step}-${n++}`, 'train');
-    const demo = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
+    let demo: Demonstration | null = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
+    if (cfg.rootLimits) {
+      // Its own stream: runs without a limit draw the same data as before.
+      const limitRng = Rng.stream(cfg.seed, 'sft-root-limit', step, n);
+      demo = rootLimitDemo(demo, limitRng.int(cfg.rootLimits.min, cfg.rootLimits.max), () => task.teacherDelegate(problem, limitRng, cfg.limits, cfg.teacher), () => task.teacherMono(problem, limitRng), encode);
+      if (demo === null) continue;
+    }
     const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));
     if (demoSeqs.some((q) => q.tokens.length > maxPositions)) {
       if (++tooLong > 1000 && seqs.length === 0) {
@@ -117,6 +128,46 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
     }
   }
   return seqs;
+}
+
+/** Tokens the root of a demonstration generates (its generated segments). */
+export function rootGeneratedTokens(demo: Demonstration, encode: (t: string) => number[]): number {
+  const root = demo.contexts.find((c) => c.role === 'root');
+  return (root?.segments ?? []).filter((s) => s.kind === 'generated').reduce((n, s) => n + encode(s.text).length, 0);
+}
+
+/**
+ * A demonstration for a root told its limit `limit`: the one drawn if its root keeps to the limit,
+ * else a delegation (up to 8 draws), else the monolithic chain, whichever keeps to it first; its
+ * root prompt then states the limit (`<root>#48 …`). Null when none keeps to it (the problem is
+ * not demonstrated at this limit). The choice between chain and delegation stays at random where
+ * both fit: when to delegate is left to RL.
+ */
+export function rootLimitDemo(
+  drawn: Demonstration,
+  limit: number,
+  delegate: () => Demonstration | null,
+  mono: () => Demonstration,
+  encode: (t: string) => number[],
+): Demonstration | null {
+  const fits = (d: Demonstration | null): d is Demonstration => d !== null && rootGeneratedTokens(d, encode) <= limit;
+  let demo: Demonstration | null = fits(drawn) ? drawn : null;
+  for (let i = 0; demo === null && i < 8; i++) {
+    const d = delegate();
+    if (d === null) break;
+    if (fits(d)) demo = d;
+  }
+  if (demo === null) {
+    const m = mono();
+    if (fits(m)) demo = m;
+  }
+  if (demo === null) return null;
+  return {
+    ...demo,
+    contexts: demo.contexts.map((c) =>
+      c.role !== 'root' ? c : { ...c, segments: c.segments.map((s, i) => (i === 0 && s.kind === 'prompt' && s.text.startsWith('<root>') ? { ...s, text: `<root>${rootLimitText(limit)}${s.text.slice('<root>'.length)}` } : s)) },
+    ),
+  };
 }
 
 /** One micro-batch's gradients, weighted by its share of the step's trained tokens; its scalar is its part of the loss. */

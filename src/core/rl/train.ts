@@ -164,6 +164,19 @@ export interface StepMetrics {
   wallSec: number;
 }
 
+/**
+ * The limits a prompt's episodes run under: the task's (a mix's), and, for a root that knows its
+ * limit (rollout.rootLimitMin), a limit drawn for the prompt from [rootLimitMin, its rootMaxTokens]
+ * by its own stream, so runs without it draw the same problems as before.
+ */
+export function promptLimits(cfg: Pick<GrpoConfig, 'rollout' | 'taskRollout' | 'seed'>, task: string, step: number, prompt: number): Partial<EpisodeLimits> | undefined {
+  const own = cfg.taskRollout?.[task];
+  const min = cfg.rollout.rootLimitMin;
+  if (min === undefined) return own;
+  const max = own?.rootMaxTokens ?? cfg.rollout.rootMaxTokens;
+  return { ...own, rootMaxTokens: Rng.stream(cfg.seed, 'grpo-root-limit', step, prompt).int(Math.min(min, max), max) };
+}
+
 export interface TrainerDeps<O> {
   policy: Policy;
   /** Frozen reference weights for the KL term (null when β = 0). */
@@ -277,8 +290,9 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
         // Prompt ids number the step's prompts across rounds: train-<step>-<index>.
         const problem = drawProblem(task, rng, opts, `train-${step}-${firstGroup + b}`, 'train');
         const members: number[] = [];
+        const limits = promptLimits(cfg, task.name, step, firstGroup + b);
         for (let g = 0; g < cfg.group; g++) {
-          const i = scheduler.addEpisode(task, problem, rng.fork(), cfg.taskRollout?.[task.name]);
+          const i = scheduler.addEpisode(task, problem, rng.fork(), limits);
           problems[i] = problem;
           tasks[i] = task;
           members.push(offset + i);

@@ -13,6 +13,12 @@ export interface RolloutConfig extends ProtocolLimits {
   greedy: boolean;
   /** False = monolithic: spawn-grammar tokens are masked out at sampling. */
   allowSpawn: boolean;
+  /**
+   * A root that knows its limit: when set, the root's token limit is written in its prompt
+   * (rootPrompt), and a GRPO step draws each prompt's limit from [rootLimitMin, rootMaxTokens].
+   * Absent: the prompt has no limit (checkpoints trained before it).
+   */
+  rootLimitMin?: number;
 }
 
 /** The limits one episode runs under: its spawn limits and the root's token limit. */
@@ -40,6 +46,9 @@ export function validateRolloutConfig(partial: Partial<RolloutConfig>): RolloutC
   intIn('rootMaxTokens', 1, 8192);
   intIn('answerMaxChars', 1, 256);
   intIn('topK', 0, 1 << 20);
+  if (c.rootLimitMin !== undefined && !(Number.isInteger(c.rootLimitMin) && c.rootLimitMin >= 1 && c.rootLimitMin <= c.rootMaxTokens)) {
+    throw new Error(`rootLimitMin must be an integer in [1, rootMaxTokens = ${c.rootMaxTokens}] (got ${c.rootLimitMin})`);
+  }
   if (!c.greedy && !(c.temperature > 0 && c.temperature <= 10)) {
     throw new Error(`temperature must be in (0, 10] (got ${c.temperature})`);
   }

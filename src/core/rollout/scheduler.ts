@@ -101,13 +101,14 @@ export class RolloutScheduler {
   addEpisode<O>(task: Task<O>, problem: Problem, rng: Rng, limits: Partial<EpisodeLimits> = {}): number {
     // Long-context tasks give the monolithic root the whole context instead of the keys.
     const promptText = this.cfg.allowSpawn ? problem.prompt : (problem.monoPrompt ?? problem.prompt);
-    const prompt = rootPrompt(promptText, this.opts.encode);
     const own: EpisodeLimits = {
       budgets: limits.budgets ?? this.cfg.budgets,
       maxClonesPerRound: limits.maxClonesPerRound ?? this.cfg.maxClonesPerRound,
       maxRounds: limits.maxRounds ?? this.cfg.maxRounds,
       rootMaxTokens: limits.rootMaxTokens ?? this.cfg.rootMaxTokens,
     };
+    // A root that knows its limit is told this episode's.
+    const prompt = rootPrompt(promptText, this.opts.encode, this.cfg.rootLimitMin !== undefined ? own.rootMaxTokens : null);
     const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng, own);
     episode.root = this.openContext(episode, {
       role: 'root',
