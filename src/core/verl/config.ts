@@ -104,15 +104,18 @@ export function verlConfig(cfg: GrpoConfig, e: VerlExportSettings, recipe: VerlR
   return recipe === 'reference' ? referenceConfig(cfg, e, given) : playgroundConfig(cfg, e);
 }
 
+/** What both recipes' configs start with: verl's defaults to build on (found in the installed package; a checkout can name its folder instead). */
+const CONFIG_HEAD = { hydra: { searchpath: ['pkg://verl.trainer.config'] }, defaults: ['ppo_trainer', '_self_'] } as const;
+
+/** The export's data files as the verl machine sees them. */
+const dataFiles = (e: VerlExportSettings) => ({ train_files: `${e.dir}/train.parquet`, val_files: `${e.dir}/test.parquet` });
+
 function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings): { [key: string]: YamlValue } {
   const reward = `${e.dir}/selfcest_reward.py`;
   return {
-    // verl's own defaults, found in the installed package (a checkout can name its folder instead).
-    hydra: { searchpath: ['pkg://verl.trainer.config'] },
-    defaults: ['ppo_trainer', '_self_'],
+    ...CONFIG_HEAD,
     data: {
-      train_files: `${e.dir}/train.parquet`,
-      val_files: `${e.dir}/test.parquet`,
+      ...dataFiles(e),
       prompt_key: 'prompt',
       reward_fn_key: 'data_source',
       return_raw_chat: true,
@@ -206,11 +209,9 @@ function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: Readonly
     optim: { lr: cfg.lr, lr_warmup_steps: 10, lr_scheduler_type: 'constant', ...(has('weightDecay') ? { weight_decay: cfg.weightDecay } : {}) },
   };
   return {
-    hydra: { searchpath: ['pkg://verl.trainer.config'] },
-    defaults: ['ppo_trainer', '_self_'],
+    ...CONFIG_HEAD,
     data: {
-      train_files: `${e.dir}/train.parquet`,
-      val_files: `${e.dir}/test.parquet`,
+      ...dataFiles(e),
       train_batch_size: cfg.batch,
       max_prompt_length: e.promptLength,
       max_response_length: e.responseLength,
