@@ -53,3 +53,17 @@ test('the config panel validates fields and keeps the applied config in the URL 
   await expect.poll(() => page.evaluate(() => location.hash)).toContain('gating=false');
   expect(consoleErrors).toEqual([]);
 });
+
+test('a link that sets a batch smaller than the default mini-batch opens: the mini-batch follows it, and the page says so', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'the config panel does not depend on the backend');
+  await openApp('preset=tiny&group=2&batch=2&workers=1');
+  await waitForModel();
+  await expect(page.getByTestId('engine-state')).not.toHaveAttribute('data-state', 'failed');
+  await expect(page.getByTestId('hash-notes')).toContainText('miniBatch set to 2: the default 4 does not divide batch = 2');
+  await expect(page.getByTestId('hash-errors')).toHaveCount(0);
+  await expect(page.getByTestId('config-miniBatch')).toHaveValue('2');
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
+  await page.getByTestId('hash-notes').screenshot({ path: test.info().outputPath('link-note.png') });
+  expect(consoleErrors).toEqual([]);
+});

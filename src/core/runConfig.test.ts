@@ -84,7 +84,7 @@ describe('the run-config table', () => {
     const c = { ...PAGE_DEFAULTS, lr: 3e-5, gating: false, budgets: [16, 32], sftLr: 1e-3, seed: 2 ** 40 };
     const hash = configToHash(c);
     expect(hash).toBe('seed=1099511627776&lr=0.00003&gating=false&budgets=16%2C32&sftLr=0.001');
-    expect(configFromHash(`#${hash}`)).toEqual({ config: c, errors: [] });
+    expect(configFromHash(`#${hash}`)).toEqual({ config: c, errors: [], notes: [] });
     const { config, errors } = configFromHash('#lr=0&gating=maybe&nope=1&group=3');
     expect(config.group).toBe(3);
     expect(config.lr).toBe(PAGE_DEFAULTS.lr);
@@ -97,6 +97,12 @@ describe('the run-config table', () => {
     const mb = configFromHash('#batch=8&miniBatch=3');
     expect(mb.config).toMatchObject({ batch: 8, miniBatch: PAGE_DEFAULTS.miniBatch });
     expect(mb.errors).toEqual(['miniBatch must divide batch = 8 (got 3)']);
+    // A link that sets only the batch: the mini-batch follows it (the largest divisor up to the default), and a note says so.
+    const small = configFromHash('#preset=tiny&group=2&batch=2');
+    expect(small.config).toMatchObject({ batch: 2, miniBatch: 2 });
+    expect(small.errors).toEqual([]);
+    expect(small.notes).toEqual([`miniBatch set to 2: the default ${PAGE_DEFAULTS.miniBatch} does not divide batch = 2`]);
+    expect(configFromHash('#batch=6').config.miniBatch).toBe(3);
     // Machine defaults (the page's rollout workers) are neither written nor lost.
     expect(configToHash({ ...PAGE_DEFAULTS, workers: 2 }, { workers: 3 })).toBe('workers=2');
     expect(configFromHash('#', { workers: 3 }).config.workers).toBe(3);
@@ -113,7 +119,7 @@ describe('task options in the table', () => {
     const long = { ...runConfigDefaults('page', 'multihop'), taskOptions: { chunks: 6, perChunk: 4, filler: 24 } };
     const hash = configToHash(long);
     expect(hash).toBe(`task=multihop&taskOptions=${encodeURIComponent('{"chunks":6,"perChunk":4,"filler":24}')}`);
-    expect(configFromHash(`#${hash}`)).toEqual({ config: long, errors: [] });
+    expect(configFromHash(`#${hash}`)).toEqual({ config: long, errors: [], notes: [] });
     expect(validateRunConfig({ task: 'multihop', taskOptions: { perChunk: 4 } }, 'page').taskOptions).toEqual({ perChunk: 4 });
     // A bad value is named by the task's own check; an unknown field with the fields there are.
     const bad = configFromHash(`#task=multihop&taskOptions=${encodeURIComponent('{"perChunk":9}')}`);

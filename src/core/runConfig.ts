@@ -569,7 +569,7 @@ function decoded(text: string): string | null {
  * URL hash → config. Bad values are reported (field, range) and replaced by defaults, so a
  * mangled link still opens; the caller shows the errors. `defaults` as for configToHash.
  */
-export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}): { config: RunConfig; errors: string[] } {
+export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}): { config: RunConfig; errors: string[]; notes: string[] } {
   const raw = hash.replace(/^#/, '');
   const entries = (raw ? raw.split('&') : []).map((part) => {
     const eq = part.indexOf('=');
@@ -597,11 +597,22 @@ export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}):
     if (err) errors.push(err);
     else config[f.key] = value;
   }
+  const notes: string[] = [];
+  const given = new Set(entries.map(([k]) => k));
   for (const e of crossFieldErrors(config as RunConfig, 'page')) {
+    // A link that sets the batch but not the mini-batch: the mini-batch follows it, and the page says so.
+    if (e.key === 'miniBatch' && !given.has('miniBatch')) {
+      const batch = config.batch as number;
+      const want = start.miniBatch ?? batch;
+      const fit = Array.from({ length: Math.min(want, batch) }, (_, i) => Math.min(want, batch) - i).find((d) => batch % d === 0)!;
+      config.miniBatch = fit;
+      notes.push(`miniBatch set to ${fit}: the default ${want} does not divide batch = ${batch}`);
+      continue;
+    }
     errors.push(e.message);
     config[e.key] = start[e.key];
   }
-  return { config: config as RunConfig, errors };
+  return { config: config as RunConfig, errors, notes };
 }
 
 /**

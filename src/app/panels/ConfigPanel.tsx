@@ -79,6 +79,7 @@ function Field({ prop, value, error, changed, onChange, draft, onDraft }: { prop
 export function ConfigPanel() {
   const config = usePlayground((s) => s.config);
   const hashErrors = usePlayground((s) => s.hashErrors);
+  const hashNotes = usePlayground((s) => s.hashNotes);
   const pending = usePlayground((s) => s.pending);
   const engineState = usePlayground((s) => s.engineState);
   const [draft, setDraft] = useState<Draft>(() => draftOf(config));
@@ -95,6 +96,13 @@ export function ConfigPanel() {
         <ul className="error hash-errors" data-testid="hash-errors">
           {hashErrors.map((e) => (
             <li key={e}>URL: {e} (default kept)</li>
+          ))}
+        </ul>
+      )}
+      {hashNotes.length > 0 && (
+        <ul className="muted small hash-notes" data-testid="hash-notes">
+          {hashNotes.map((n) => (
+            <li key={n}>URL: {n}</li>
           ))}
         </ul>
       )}

@@ -92,7 +92,7 @@ export async function applyConfig(config: RunConfig): Promise<void> {
   }
   const model = await send({ kind: 'setConfig', config }, { replaces: config.preset !== before.preset });
   if (!model) return;
-  setState({ config, hashErrors: [] });
+  setState({ config, hashErrors: [], hashNotes: [] });
   writeHash(config);
   // A preset switch replaces the model (the engine random-inits it): load the new preset's start
   // checkpoint (auto: tiny → warmstart-tiny), or say why it is a random init.

@@ -79,7 +79,7 @@ describe('config form', () => {
     const hash = configToHash(applied);
     expect(hash).toBe('task=multihop&taskOptions=%7B%22chunks%22%3A6%2C%22perChunk%22%3A4%2C%22filler%22%3A24%7D');
     const back = configFromHash(`#${hash}`);
-    expect(back).toEqual({ config: applied, errors: [] });
+    expect(back).toEqual({ config: applied, errors: [], notes: [] });
     expect(presetOfDraft(draftOf(back.config))).toBe('long-context');
   });
 

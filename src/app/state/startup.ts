@@ -22,7 +22,7 @@ export async function startPlayground(createEngine: () => Engine, store: KeyValu
   const saved: LoadResult = archive === null ? { kind: 'none' } : await archive.load().catch((e: unknown) => ({ kind: 'unreadable' as const, savedAt: null, message: `saved session: could not be read (${errorText(e)})` }));
   // A restored session runs with the config it was saved with; a link that asks for another is applied after.
   const config = saved.kind === 'ok' ? saved.session.config : link.config;
-  setState({ config, hashErrors: saved.kind === 'ok' ? [] : link.errors });
+  setState({ config, hashErrors: saved.kind === 'ok' ? [] : link.errors, hashNotes: saved.kind === 'ok' ? [] : link.notes });
   let engine: Engine;
   try {
     engine = createEngine();
@@ -57,14 +57,14 @@ export async function startPlayground(createEngine: () => Engine, store: KeyValu
     // Opening a link of another config over a restored session is a config change (it asks before discarding).
     if (asked) {
       await applyConfig(link.config);
-      setState({ hashErrors: link.errors });
+      setState({ hashErrors: link.errors, hashNotes: link.notes });
     }
   }
 }
 
 /** A link edited by hand: report its problems, apply the good values. */
 function onHashChange(): void {
-  const { config, errors } = configFromHash(location.hash, machineDefaults());
-  setState({ hashErrors: errors });
-  void applyConfig(config).then(() => setState({ hashErrors: errors }));
+  const { config, errors, notes } = configFromHash(location.hash, machineDefaults());
+  setState({ hashErrors: errors, hashNotes: notes });
+  void applyConfig(config).then(() => setState({ hashErrors: errors, hashNotes: notes }));
 }

@@ -76,6 +76,8 @@ export interface PlaygroundState {
   config: RunConfig;
   /** Problems with the URL hash: reported, the bad values not applied. */
   hashErrors: string[];
+  /** What the page changed of a link so that it runs (a mini-batch that follows the link's batch), said beside the config. */
+  hashNotes: string[];
   backend: BackendReport | null;
   /** Rollout and gradient workers the engine runs (null before it reports). */
   workers: { rollout: number; gradient: number } | null;
@@ -134,6 +136,7 @@ export const INITIAL_STATE: PlaygroundState = {
   stepperRun: 0,
   config: { ...PAGE_DEFAULTS, budgets: [...PAGE_DEFAULTS.budgets] },
   hashErrors: [],
+  hashNotes: [],
   backend: null,
   workers: null,
   model: null,
