@@ -23,7 +23,7 @@
  * state.json written last) are still read, and converted by their first new save.
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync } from 'node:fs';
-import { access, copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, copyFile, link, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { encodeCheckpoint } from '../core/io';
@@ -442,19 +442,26 @@ function deadTemporary(entry: string): boolean {
 export const LOCK = 'LOCK';
 
 /**
- * One process per run directory: LOCK holds the owner's pid and is created exclusively (`wx`),
- * so of two processes opening the directory at once exactly one gets it. A lock whose process is
+ * One process per run directory: LOCK holds the owner's pid and is created exclusively (a hard
+ * link of a file already holding the pid, which fails when LOCK exists), so of two processes
+ * opening the directory at once exactly one gets it. A lock whose process is
  * gone (a crash, a kill) is moved aside under a name of this process's own (only one taker can
  * move it) and the exclusive create tried again; a live one is refused.
  */
 async function takeLock(dir: string): Promise<void> {
   const path = join(dir, LOCK);
   for (let attempt = 0; attempt < 5; attempt++) {
+    // The pid is written first and the file linked into place: a LOCK is never seen empty (a
+    // half-written one read as stale let two processes in), and the link fails if LOCK exists.
+    const tmp = join(dir, `${LOCK}.tmp-${process.pid}`);
+    await writeFile(tmp, `${process.pid}\n`);
     try {
-      await writeFile(path, `${process.pid}\n`, { flag: 'wx' });
+      await link(tmp, path);
       return;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new UsageError(`${path} cannot be created: ${(e as Error).message}`);
+    } finally {
+      await rm(tmp, { force: true });
     }
     const owner = await lockOwner(path);
     if (owner === process.pid) return;
