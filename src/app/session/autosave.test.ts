@@ -82,11 +82,13 @@ describe('autosave', () => {
     addMetrics([row(2)]);
     await settle(1300);
     expect(saves.map((s) => [s.counters.grpoSteps, s.metrics.length])).toEqual([[2, 2]]);
-    // A row of a step the saved weights do not have yet is left out of the save.
+    // A row of a step the saved weights do not have yet is left out of the save, with its provenance.
     addMetrics([row(3)]);
     await settle(5000);
     expect(saves.at(-1)?.counters.grpoSteps).toBe(2);
     expect(saves.at(-1)?.metrics.map((m) => m.metrics.step) ?? []).not.toContain(3);
+    const last = saves.at(-1)!.provenance.at(-1)!;
+    expect(last.kind === 'grpo' ? last.lastStep : null).toBe(2);
     autosave.stop();
   });
 

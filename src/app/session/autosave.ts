@@ -6,12 +6,13 @@
  * What is saved must belong together: weights from the engine (with their counters, read in the
  * same turn), history from the store. The engine sends the rows of every step the weights took
  * before it replies with them (exportWeights), so they are on the page when the weights arrive;
- * a save whose counters still do not match the rows the page has (a step that ended between the
- * two) is not written but tried again shortly, however often: a record's weights, counters,
- * curves, provenance and kept rollouts are always of one step. The optimizers' moments are saved
+ * a save whose rows do not reach the weights' step is not written but tried again shortly, and
+ * rows of steps past the weights (finished while the reply travelled) are cut from the record with
+ * their provenance: a record's weights, counters, curves, provenance and kept rollouts are always
+ * of one step. The optimizers' moments are saved
  * with the weights (read in the same turn), so a restored run's Adam goes on where it was.
  */
-import type { ModelCounters } from '../../core/io/provenance';
+import type { ModelCounters, ProvenanceEvent } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
 import type { EngineRequestKind } from '../../runtime/protocol';
 import type { Engine } from '../engine/engine';
@@ -166,11 +167,25 @@ export function pristine(s: Pick<PlaygroundState, 'metrics' | 'sftMetrics' | 'fr
   return name === null ? s.model.source.startsWith('random init') : s.model.source.replace(/\/?$/, '/').endsWith(`checkpoints/${name}/`);
 }
 
-/** Whether the page has seen every step the saved weights took (its rows end where the counters are). */
+/**
+ * Whether the page has seen every step the saved weights took: its GRPO rows reach the weights'
+ * step (rows of later steps, finished while the reply travelled, are cut from the record), its
+ * warm-start rows end there.
+ */
 function inStep(s: PlaygroundState, origin: ModelCounters, counters: ModelCounters): boolean {
   const grpo = Math.max(origin.grpoSteps, s.metrics.at(-1)?.metrics.step ?? 0);
   const sft = Math.max(origin.sftSteps, s.sftMetrics.at(-1)?.step ?? 0);
-  return grpo === counters.grpoSteps && sft === counters.sftSteps;
+  return grpo >= counters.grpoSteps && sft === counters.sftSteps;
+}
+
+/** The provenance up to GRPO step `last`: later GRPO steps (one version each) cut off. */
+function provenanceUpTo(events: readonly ProvenanceEvent[], last: number): ProvenanceEvent[] {
+  const out: ProvenanceEvent[] = [];
+  for (const e of events) {
+    if (e.kind !== 'grpo' || e.lastStep <= last) out.push(e);
+    else if (e.firstStep <= last) out.push({ ...e, lastStep: last, toVersion: e.fromVersion + (last - e.firstStep + 1) });
+  }
+  return out;
 }
 
 function sessionOf(s: PlaygroundState, current: { files: FileSet; counters: ModelCounters }, origin: OriginCache): SavedSession {
@@ -183,11 +198,11 @@ function sessionOf(s: PlaygroundState, current: { files: FileSet; counters: Mode
     weights: current.files,
     counters: current.counters,
     origin: { id: origin.id, files: origin.files, counters: origin.counters },
-    // The rows end at the weights' step (inStep); the filters only keep that true of a record written otherwise.
+    // Rows of steps past the weights (finished while the reply travelled) are left out.
     metrics: s.metrics.filter((m) => m.metrics.step <= current.counters.grpoSteps),
     sftMetrics: s.sftMetrics.filter((r) => r.step <= current.counters.sftSteps),
     frontier: s.frontier,
     episodes: s.episodes.filter((e) => e.step <= current.counters.grpoSteps).slice(0, SAVED_EPISODES).map((e) => ({ step: e.step, trace: e.trace })),
-    provenance: s.provenance,
+    provenance: provenanceUpTo(s.provenance, current.counters.grpoSteps),
   };
 }
