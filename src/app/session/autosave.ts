@@ -12,7 +12,7 @@
  * of one step. The optimizers' moments are saved
  * with the weights (read in the same turn), so a restored run's Adam goes on where it was.
  */
-import type { ModelCounters, ProvenanceEvent } from '../../core/io/provenance';
+import { type ModelCounters, provenanceUpTo } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
 import type { EngineRequestKind } from '../../runtime/protocol';
 import type { Engine } from '../engine/engine';
@@ -176,16 +176,6 @@ function inStep(s: PlaygroundState, origin: ModelCounters, counters: ModelCounte
   const grpo = Math.max(origin.grpoSteps, s.metrics.at(-1)?.metrics.step ?? 0);
   const sft = Math.max(origin.sftSteps, s.sftMetrics.at(-1)?.step ?? 0);
   return grpo >= counters.grpoSteps && sft === counters.sftSteps;
-}
-
-/** The provenance up to GRPO step `last`: later GRPO steps (one version each) cut off. */
-function provenanceUpTo(events: readonly ProvenanceEvent[], last: number): ProvenanceEvent[] {
-  const out: ProvenanceEvent[] = [];
-  for (const e of events) {
-    if (e.kind !== 'grpo' || e.lastStep <= last) out.push(e);
-    else if (e.firstStep <= last) out.push({ ...e, lastStep: last, toVersion: e.fromVersion + (last - e.firstStep + 1) });
-  }
-  return out;
 }
 
 function sessionOf(s: PlaygroundState, current: { files: FileSet; counters: ModelCounters }, origin: OriginCache): SavedSession {

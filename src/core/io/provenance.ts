@@ -120,6 +120,16 @@ export function recordSteps(events: readonly ProvenanceEvent[], kind: TrainingKi
   return out;
 }
 
+/** The provenance up to GRPO step `last`: later GRPO steps (one version each) cut off. */
+export function provenanceUpTo(events: readonly ProvenanceEvent[], last: number): ProvenanceEvent[] {
+  const out: ProvenanceEvent[] = [];
+  for (const e of events) {
+    if (e.kind !== 'grpo' || e.lastStep <= last) out.push(e);
+    else if (e.firstStep <= last) out.push({ ...e, lastStep: last, toVersion: e.fromVersion + (last - e.firstStep + 1) });
+  }
+  return out;
+}
+
 /** What Reset returns to: the list up to and including the last load (the model's origin). */
 export function originProvenance(events: readonly ProvenanceEvent[]): ProvenanceEvent[] {
   let i = events.length - 1;
