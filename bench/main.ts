@@ -10,6 +10,7 @@ import { BACKEND_FLAG, setupBackend } from '../src/cli/setup';
 import type { BackendName } from '../src/runtime/backend';
 import { runCoresBench } from './cores';
 import { runDecodeBench } from './decode';
+import { runFirstVisitBench } from './firstvisit';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
 import { runProfileBench } from './profile';
@@ -20,6 +21,7 @@ import { runSftBench } from './sft';
 const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise<void>) | { own: (args: string[]) => Promise<void> }> = {
   cores: { own: runCoresBench },
   decode: runDecodeBench,
+  firstvisit: { own: runFirstVisitBench },
   page: { own: runPageBench },
   pool: runPoolBench,
   profile: runProfileBench,

@@ -23,6 +23,8 @@ import { parseFlags } from '../src/cli/args';
 import { intList } from './workloads';
 
 const PORT = 4176; // not 4190: fetch refuses it (a blocked port, ManageSieve)
+/** Where startPreview serves the build. */
+export const PREVIEW_URL = `http://127.0.0.1:${PORT}/`;
 
 interface PageStepResult {
   workers: number;
@@ -44,7 +46,7 @@ const FLAGS = {
   against: { type: 'string', default: '', help: 'a second production build (its dist folder, e.g. of an earlier commit) measured in the same run, alternating with dist/' },
 } as const;
 
-async function startPreview(dist: string): Promise<ChildProcess> {
+export async function startPreview(dist: string): Promise<ChildProcess> {
   if (!existsSync(`${dist}/index.html`)) throw new Error(`bench page: ${dist}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
   const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort', '--outDir', dist], { stdio: 'ignore', detached: true });
   for (let i = 0; i < 200; i++) {
@@ -62,7 +64,7 @@ async function startPreview(dist: string): Promise<ChildProcess> {
 }
 
 /** npx starts vite as its child: end the whole process group, and wait until it has gone (the port is free). */
-async function stopPreviewAndWait(server: ChildProcess): Promise<void> {
+export async function stopPreviewAndWait(server: ChildProcess): Promise<void> {
   const gone = new Promise<void>((resolve) => (server.exitCode !== null || server.signalCode !== null ? resolve() : server.once('exit', () => resolve())));
   stopPreview(server);
   await Promise.race([gone, new Promise((r) => setTimeout(r, 5000))]);

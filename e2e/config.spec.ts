@@ -12,12 +12,17 @@ test('the config panel validates fields and keeps the applied config in the URL 
   await expect(page.getByTestId('config-lr')).toHaveValue('0.00002');
   await expect(page.getByTestId('config-group')).toHaveValue('2');
 
+  // The essentials are in view; the rest is folded by what it sets.
+  await expect(page.getByTestId('config-lr')).toBeVisible();
+  await expect(page.getByTestId('config-clip')).toBeHidden();
+  await page.getByTestId('config-fold-ppo').locator('summary').click();
   // A field error names the field and its range, and blocks Apply.
   await page.getByTestId('config-clip').fill('1.5');
   await expect(page.getByTestId('config-error-clip')).toHaveText('clip must be a number in [0.01, 0.99] (got 1.5)');
   await expect(page.getByTestId('config-apply')).toBeDisabled();
   await page.getByTestId('config-clip').fill('0.1');
   await expect(page.getByTestId('config-error-clip')).toHaveCount(0);
+  await page.getByTestId('config-fold-advantage').locator('summary').click();
   await page.getByTestId('config-credit').selectOption('broadcast');
   await page.getByTestId('config-apply').click();
   await expect(page.getByTestId('config-apply')).toBeDisabled();

@@ -22,6 +22,9 @@ test('two GRPO steps run in the workers and every curve gains points', async ({ 
   // The updates are shared with a gradient worker (a nested module worker, as the rollout workers).
   await expect(page.getByTestId('workers')).toHaveText('1 rollout · 1 gradient worker');
   expect(page.workers().some((w) => w.url().includes('grad.worker'))).toBe(true);
+  // Learning and cost are open; protocol and optimizer are folds, drawn once opened.
+  await expect(page.getByTestId('chart-svg-gate')).toHaveCount(0);
+  for (const group of ['protocol', 'optimizer']) await page.getByTestId(`chart-group-${group}`).locator('summary').click();
   for (const id of ['reward', 'accuracy', 'tokens', 'clones', 'violations', 'gate', 'kl']) {
     expect(await chartPoints(page, id)).toBe(0);
   }
@@ -125,6 +128,21 @@ test('training keeps the main thread free: no long task over 200 ms', async ({ p
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'paused');
   // The run's starting point and (on wasm) its first step's points were evaluated and drawn.
   expect(Number(await page.getByTestId('frontier-svg').getAttribute('data-points'))).toBeGreaterThanOrEqual(backend === 'webgpu' ? 2 : 4);
+  // The story on top reads the same evaluations: each reading an element with its interval.
+  const readings = await page.getByTestId('heldout-reading').evaluateAll((els) =>
+    els.map((e) => ({ step: Number(e.getAttribute('data-step')), method: e.getAttribute('data-method'), acc: Number(e.getAttribute('data-accuracy')), lo: Number(e.getAttribute('data-lo')), hi: Number(e.getAttribute('data-hi')), n: Number(e.getAttribute('data-n')) })),
+  );
+  expect(readings.length).toBeGreaterThanOrEqual(backend === 'webgpu' ? 2 : 4);
+  expect(readings.filter((r) => r.step === 0).map((r) => r.method)).toEqual(['delegate', 'mono']);
+  for (const r of readings) {
+    expect(r.n).toBe(2);
+    expect(r.lo).toBeLessThanOrEqual(r.acc);
+    expect(r.acc).toBeLessThanOrEqual(r.hi);
+  }
+  if (backend === 'wasm') await expect(page.getByTestId('story-summary')).toHaveAttribute('data-ready', 'true');
+  // Nothing was picked: the tree follows the newest rollout, drawn without a click.
+  await expect(page.getByTestId('tree-following')).toHaveAttribute('data-following', 'true');
+  await expect(page.getByTestId('tree-panel').locator('[data-testid="tree-node"][data-role="root"]')).toBeVisible();
   const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
   expect(longTasks.filter((d) => d > 200)).toEqual([]);
   expect(consoleErrors).toEqual([]);

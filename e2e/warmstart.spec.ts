@@ -81,7 +81,7 @@ test('the multihop long-context setting is picked from the task options, applied
 
   // Multihop offers its settings; the long context fills the JSON.
   await page.getByTestId('config-task').selectOption('multihop');
-  await expect(preset.locator('option')).toHaveText(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', 'out of distribution (8 chunks, 3 hops)']);
+  await expect(preset.locator('option')).toHaveText(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', '4 × 5 among filler (the first-visit demo)', 'out of distribution (8 chunks, 3 hops)']);
   await preset.selectOption('long-context');
   await expect(options).toHaveValue('{"chunks":6,"perChunk":4,"filler":24}');
 

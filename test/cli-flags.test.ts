@@ -122,6 +122,9 @@ describe('run command flags', () => {
     const bad = await cli(['sft', '--steps', '1', '--root-limit-min', '100', '--root-max-tokens', '96', '--out', join(dir, 'never')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--root-limit-min must be at most --root-max-tokens = 96 \(got 100\)/);
+    const straddle = await cli(['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '1', '--root-limit-straddle', '0.5', '--out', join(dir, 'never')]);
+    expect(straddle.code).toBe(2);
+    expect(straddle.stderr).toMatch(/--root-limit-straddle needs a root limit drawn per prompt \(--root-limit-min\)/);
   }, 180_000);
 
   it('checks output directories before any work', async () => {

@@ -1,4 +1,8 @@
-/** Page layout: status line on top; run controls and config on the left; curves, kept runs, rollouts, tree, frontier, the slow-motion step and the stepper on the right. */
+/**
+ * Page layout: status line on top; run controls and config on the left; on the right what the run
+ * is learning (held-out sentence and charts) and the live delegation tree first, then the curves in
+ * folds, kept runs, the rollout table, the frontier, the slow-motion step and the stepper.
+ */
 import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
@@ -10,6 +14,7 @@ import { RunsPanel } from './panels/RunsPanel';
 import { SlowMotionPanel } from './panels/SlowMotionPanel';
 import { StatusBar } from './panels/StatusBar';
 import { StepperPanel } from './panels/StepperPanel';
+import { StoryPanel } from './panels/StoryPanel';
 import { TreePanel } from './panels/TreePanel';
 
 export function App() {
@@ -24,12 +29,13 @@ export function App() {
           <LogPanel />
         </aside>
         <div className="main">
-          <ChartsPanel />
-          <RunsPanel />
-          <div className="split">
-            <RolloutTable />
+          <div className="top">
+            <StoryPanel />
             <TreePanel />
           </div>
+          <ChartsPanel />
+          <RunsPanel />
+          <RolloutTable />
           <FrontierPanel />
           <SlowMotionPanel />
           <StepperPanel />

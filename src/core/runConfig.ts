@@ -75,6 +75,7 @@ export interface RunConfig {
   maxRounds: number;
   rootMaxTokens: number;
   rootLimitMin: number | null;
+  rootLimitStraddle: number;
   // held-out evaluation during training
   evalEvery: number;
   evalN: number;
@@ -185,7 +186,6 @@ const ALL: readonly Surface[] = ['page', 'train', 'sft'];
 const GRPO: readonly Surface[] = ['page', 'train'];
 const SFT: readonly Surface[] = ['page', 'sft'];
 const TRAIN_ONLY: readonly Surface[] = ['train'];
-const TRAIN_SFT: readonly Surface[] = ['train', 'sft'];
 const PAGE_ONLY: readonly Surface[] = ['page'];
 
 /** Every field, in display order. */
@@ -232,7 +232,8 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   { key: 'maxClones', type: 'number', min: 1, max: 30, int: true, label: 'Clones per round', help: 'clones one spawn round may start (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 4, taskDefault: taskRolloutDefaults('maxClonesPerRound') },
   { key: 'maxRounds', type: 'number', min: 0, max: 10, int: true, label: 'Spawn rounds', help: 'spawn rounds per episode (teacher and rollouts)', target: 'rollout', surfaces: ALL, default: 3, taskDefault: taskRolloutDefaults('maxRounds') },
   { key: 'rootMaxTokens', type: 'number', min: 1, max: 8192, int: true, label: 'Root token limit', help: 'tokens the root may generate in an episode (arithmetic 48: a long monolithic chain does not fit, so delegation pays; multihop 224: a spawn per chunk per hop)', target: 'rollout', surfaces: ALL, default: 48, taskDefault: taskRolloutDefaults('rootMaxTokens') },
-  { key: 'rootLimitMin', type: 'optionalNumber', min: 1, max: 8192, int: true, label: 'Root limit drawn from', help: 'a root that knows its limit: the limit is written in the root prompt (<root>#48 …), each GRPO prompt draws it from [this, the root token limit], and the warm start demonstrates under a drawn one (empty: no limit in the prompt)', target: 'rollout', surfaces: TRAIN_SFT, default: null },
+  { key: 'rootLimitMin', type: 'optionalNumber', min: 1, max: 8192, int: true, label: 'Root limit drawn from', help: 'a root that knows its limit: the limit is written in the root prompt (<root>#48 …), each GRPO prompt draws it from [this, the root token limit], and the warm start demonstrates under a drawn one (empty: no limit in the prompt)', target: 'rollout', surfaces: ALL, default: null },
+  { key: 'rootLimitStraddle', type: 'number', min: 0, max: 1, label: 'Limits below the chain', help: 'with a root limit drawn per prompt: the share of GRPO prompts whose limit is drawn below the tokens of the problem\'s monolithic chain (the teacher\'s), so the chain does not fit and delegation is what can pay; the rest draw from the whole range', target: 'rollout', surfaces: GRPO, default: 0 },
   { key: 'evalEvery', type: 'number', min: 0, max: 100000, int: true, label: 'Held-out eval every (steps)', help: 'steps between held-out evaluations (0 = off; the page adds frontier points)', target: 'eval', surfaces: ALL, default: 0, pageDefault: 10 },
   { key: 'evalN', type: 'number', min: 1, max: 2000, int: true, label: 'Held-out eval problems', help: 'problems per held-out evaluation (a fixed set)', target: 'eval', surfaces: ['page', 'train', 'sft'], default: 64, pageDefault: 32 },
   { key: 'sftLr', type: 'number', min: 1e-7, max: 0.1, flag: 'lr', label: 'Warm-start learning rate', help: 'peak learning rate of the warm start (cosine schedule)', target: 'sft', surfaces: SFT, default: 3e-3 },
@@ -511,6 +512,9 @@ export function crossFieldErrors(c: RunConfig, surface: Surface, names: Partial<
   if (mb) out.push({ key: 'miniBatch', message: mb });
   if (surface !== 'sft' && c.restartOptimizer && c.tokenRateAfter === 0) {
     out.push({ key: 'restartOptimizer', message: `${names.restartOptimizer ?? 'restartOptimizer'} restarts Adam at the step the token cost starts, so it needs ${names.tokenRateAfter ?? 'tokenRateAfter'} > 0 (got 0)` });
+  }
+  if (c.rootLimitStraddle > 0 && c.rootLimitMin === null) {
+    out.push({ key: 'rootLimitStraddle', message: `${names.rootLimitStraddle ?? 'rootLimitStraddle'} needs a root limit drawn per prompt (${names.rootLimitMin ?? 'rootLimitMin'})` });
   }
   if (c.rootLimitMin !== null && c.rootLimitMin > c.rootMaxTokens) {
     out.push({ key: 'rootLimitMin', message: `${names.rootLimitMin ?? 'rootLimitMin'} must be at most ${names.rootMaxTokens ?? 'rootMaxTokens'} = ${c.rootMaxTokens} (got ${c.rootLimitMin})` });

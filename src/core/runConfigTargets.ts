@@ -19,7 +19,7 @@ export function limitsOf(c: RunConfig): ProtocolLimits {
 }
 
 export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  const knowsLimit = c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin } : {};
+  const knowsLimit = c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin, ...(c.rootLimitStraddle > 0 ? { rootLimitStraddle: c.rootLimitStraddle } : {}) } : {};
   return validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, ...limitsOf(c), rootMaxTokens: c.rootMaxTokens, temperature: c.temperature, ...knowsLimit, ...overrides });
 }
 

@@ -15,6 +15,9 @@ import { installDecodeKernels } from './wasmKernels/decodeLayer';
 export const BACKENDS = ['wasm', 'cpu', 'webgpu'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
+/** A backend asked for: one by name, or 'auto' (chosen by measured speed, runtime/selectBackend.ts). */
+export type BackendPreference = 'auto' | BackendName;
+
 export interface InitBackendOptions {
   /**
    * Folder (ending in '/') holding the .wasm binaries: a URL in the page. Node finds them next to

@@ -9,12 +9,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { BackendReport } from './protocol';
-import { initBackend } from './backend';
+import { type BackendPreference, initBackend } from './backend';
 import { type AdapterFacts, webgpuPassedOver } from './softwareAdapter';
 import { fastBatchMatMulActive } from './wasmKernels/batchMatMul';
 
 export type BackendName = BackendReport['backend'];
-export type BackendPreference = 'auto' | BackendName;
+export type { BackendPreference };
 
 export const BACKEND_ORDER: readonly BackendName[] = ['webgpu', 'wasm', 'cpu'];
 

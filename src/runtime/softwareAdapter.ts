@@ -7,7 +7,7 @@
  * wasm (measured: 448 s against 3–4.5 s a GRPO step, after ~7 silent minutes of the step-0
  * evaluation). So 'auto' passes it over for wasm and says why; an explicit 'webgpu' still gets it.
  */
-import type { BackendPreference } from './selectBackend';
+import type { BackendPreference } from './backend';
 
 /** What the page can learn about an adapter: `isFallbackAdapter` and GPUAdapterInfo's strings, each maybe missing. */
 export interface AdapterFacts {

@@ -7,7 +7,9 @@ import { colourOf } from '../../core/eval/frontierSvg';
 import { VIOLATIONS } from '../../core/protocol/violations';
 import type { SftMetricsRow } from '../../core/rl/sft';
 import type { StepMetrics } from '../../core/rl/train';
-import type { MetricPoint } from '../state/store';
+import type { HeldOutFields, MetricPoint } from '../runs/metricsRows';
+
+export type { HeldOutFields };
 
 export interface SeriesSpec {
   label: string;
@@ -15,9 +17,20 @@ export interface SeriesSpec {
   value: (p: MetricPoint) => number;
 }
 
+/** The chart groups, in the order the panel shows them (each a fold). */
+export const CHART_GROUPS = [
+  { id: 'learning', title: 'Learning' },
+  { id: 'cost', title: 'Cost and delegation' },
+  { id: 'protocol', title: 'Protocol and gating' },
+  { id: 'optimizer', title: 'Optimizer' },
+] as const;
+
+export type ChartGroup = (typeof CHART_GROUPS)[number]['id'];
+
 export interface ChartSpec {
   id: string;
   title: string;
+  group: ChartGroup;
   series: SeriesSpec[];
   /** Fixed y bounds where the quantity has them (rates); otherwise from the data. */
   yMin?: number;
@@ -32,10 +45,11 @@ export interface ChartSpec {
 const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
 
 export const CHARTS: readonly ChartSpec[] = [
-  { id: 'reward', title: 'Mean reward', series: [{ label: 'reward', color: PALETTE[0], value: (p) => p.metrics.meanReward }] },
-  { id: 'accuracy', title: 'Accuracy (exact)', yMin: 0, yMax: 1, series: [{ label: 'accuracy', color: PALETTE[4], value: (p) => p.metrics.accuracy }] },
+  { id: 'reward', group: 'learning', title: 'Mean reward', series: [{ label: 'reward', color: PALETTE[0], value: (p) => p.metrics.meanReward }] },
+  { id: 'accuracy', group: 'learning', title: 'Accuracy (exact)', yMin: 0, yMax: 1, series: [{ label: 'accuracy', color: PALETTE[4], value: (p) => p.metrics.accuracy }] },
   {
     id: 'tokens',
+    group: 'cost',
     title: 'Generated tokens / episode',
     yMin: 0,
     series: [
@@ -46,6 +60,7 @@ export const CHARTS: readonly ChartSpec[] = [
   },
   {
     id: 'clones',
+    group: 'cost',
     title: 'Clones / episode',
     yMin: 0,
     series: [
@@ -55,6 +70,7 @@ export const CHARTS: readonly ChartSpec[] = [
   },
   {
     id: 'violations',
+    group: 'protocol',
     title: 'Violations / episode, by class',
     yMin: 0,
     hideZero: true,
@@ -63,6 +79,7 @@ export const CHARTS: readonly ChartSpec[] = [
   },
   {
     id: 'gate',
+    group: 'protocol',
     title: 'Gate rate',
     yMin: 0,
     yMax: 1,
@@ -75,29 +92,34 @@ export const CHARTS: readonly ChartSpec[] = [
   },
   {
     id: 'gate-bias',
+    group: 'protocol',
     title: "Gated clones' advantage, had they not been gated",
     legendColumns: 1,
     series: [{ label: 'mean advantage', color: PALETTE[6], value: (p) => p.metrics.gatedCloneAdvantage }],
   },
   {
     id: 'kl',
+    group: 'optimizer',
     title: 'KL to reference (k3)',
     series: [{ label: 'kl', color: PALETTE[3], value: (p) => p.metrics.kl }],
   },
   {
     id: 'ppo-kl',
+    group: 'optimizer',
     title: 'PPO KL (behaviour ‖ current, k3)',
     yMin: 0,
     series: [{ label: 'approx KL', color: PALETTE[6], value: (p) => p.metrics.approxKl }],
   },
   {
     id: 'entropy',
+    group: 'optimizer',
     title: 'Policy entropy (nats / token)',
     yMin: 0,
     series: [{ label: 'entropy', color: PALETTE[2], value: (p) => p.metrics.entropy }],
   },
   {
     id: 'loss',
+    group: 'optimizer',
     title: 'Loss, clip fraction',
     series: [
       { label: 'loss', color: PALETTE[8], value: (p) => p.metrics.loss },
@@ -149,16 +171,6 @@ export function chartDataOf(spec: ChartSpec, points: readonly MetricPoint[]): Ch
   };
 }
 
-/**
- * The fields the CLI's `train --eval-every` adds to a metrics row on the steps where it evaluated
- * the monitor set (greedy): accuracy, mean tokens, mean reward; `evalN` where the row says it.
- */
-export interface HeldOutFields {
-  evalAccuracy: number;
-  evalTokens: number;
-  evalReward: number;
-  evalN: number;
-}
 
 const finiteOr = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
 

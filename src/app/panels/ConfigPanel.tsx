@@ -1,12 +1,14 @@
 /**
- * The run configuration, one field per page field of the run-config table. Edits are checked field by field;
- * Apply sends the whole config to the engine and writes it into the URL hash.
+ * The run configuration, one field per page field of the run-config table: the essentials in view,
+ * the rest in folds by what they set (a fold with a changed or wrong field opens by itself). Edits
+ * are checked field by field; Apply sends the whole config to the engine and writes it into the URL hash.
  */
 import { useEffect, useMemo, useState } from 'react';
+import type { Field as TableField } from '../../core/runConfig';
 import { RUN_RECIPES, TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe, type ConfigProp, type Draft } from '../state/configForm';
+import { ESSENTIAL_FIELDS, FOLD_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe, type ConfigProp, type Draft } from '../state/configForm';
 import { usePlayground } from '../state/store';
 
 /** The task options: JSON typed, or a named setting of the draft's task picked beside it ("custom" when it is none). */
@@ -76,6 +78,48 @@ function Field({ prop, value, error, changed, onChange, draft, onDraft }: { prop
   );
 }
 
+interface GridProps {
+  draft: Draft;
+  errors: Partial<Record<string, string>>;
+  changed: ReadonlySet<string>;
+  setDraft: React.Dispatch<React.SetStateAction<Draft>>;
+}
+
+function FieldGrid({ fields, draft, errors, changed, setDraft }: GridProps & { fields: readonly TableField[] }) {
+  return (
+    <div className="config-grid">
+      {fields.map((p) => (
+        <Field
+          key={p.key}
+          prop={p}
+          value={draft[p.key]}
+          error={errors[p.key]}
+          changed={changed.has(p.key)}
+          onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))}
+          draft={draft}
+          onDraft={setDraft}
+        />
+      ))}
+    </div>
+  );
+}
+
+/** A fold of fields; it opens by itself while one of its fields is changed or wrong, so nothing asked of the user is hidden. */
+function ConfigFold({ id, title, fields, grid }: { id: string; title: string; fields: readonly TableField[]; grid: GridProps }) {
+  const [open, setOpen] = useState(false);
+  const wrong = fields.filter((f) => grid.errors[f.key] !== undefined).length;
+  const edited = fields.filter((f) => grid.changed.has(f.key)).length;
+  const shown = open || wrong > 0 || edited > 0;
+  return (
+    <details className="fold config-fold" data-testid={`config-fold-${id}`} open={shown} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>
+        {title} <span className="muted small">({fields.length}{edited > 0 ? `, ${edited} changed` : ''}{wrong > 0 ? `, ${wrong} to fix` : ''})</span>
+      </summary>
+      <FieldGrid fields={fields} {...grid} />
+    </details>
+  );
+}
+
 export function ConfigPanel() {
   const config = usePlayground((s) => s.config);
   const hashErrors = usePlayground((s) => s.hashErrors);
@@ -89,6 +133,7 @@ export function ConfigPanel() {
   const recipes = useMemo(() => recipesOfDraft(draft), [draft]);
   const next = configOfDraft(draft, config);
   const idle = engineState === 'idle' || engineState === 'paused';
+  const grid: GridProps = { draft, errors, changed, setDraft };
   return (
     <section className="panel" aria-label="Configuration">
       <h2>Config</h2>
@@ -123,20 +168,10 @@ export function ConfigPanel() {
           {recipes.length === 0 && <option value="custom">custom</option>}
         </select>
       </div>
-      <div className="config-grid">
-        {PAGE_FIELDS.map((p) => (
-          <Field
-            key={p.key}
-            prop={p}
-            value={draft[p.key]}
-            error={errors[p.key]}
-            changed={changed.has(p.key)}
-            onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))}
-            draft={draft}
-            onDraft={setDraft}
-          />
-        ))}
-      </div>
+      <FieldGrid fields={ESSENTIAL_FIELDS} {...grid} />
+      {FOLD_FIELDS.map((fold) => (
+        <ConfigFold key={fold.id} id={fold.id} title={fold.title} fields={fold.fields} grid={grid} />
+      ))}
       <div className="buttons">
         <button type="button" data-testid="config-apply" disabled={!next || changed.size === 0 || !idle || pending !== null} onClick={() => next && void applyConfig(next)} title={idle ? 'Send to the engine and write into the URL' : 'Pause first'}>
           Apply{changed.size > 0 ? ` (${changed.size})` : ''}

@@ -5,10 +5,12 @@ import { pause, reset, step, train, warmStart } from '../state/actions';
 import { canStartWork, usePlayground, type SftProgress } from '../state/store';
 import { planParts, warmStartPlan } from '../state/warmStartPlan';
 
-/** Brings a field of the config form into view and puts the cursor there. */
+/** Brings a field of the config form into view (opening its fold) and puts the cursor there. */
 function editField(key: RunConfigKey): void {
   const el = document.getElementById(`config-${key}`);
   if (!el) return;
+  const fold = el.closest('details');
+  if (fold && !fold.open) fold.open = true;
   el.scrollIntoView({ block: 'center', behavior: 'smooth' });
   el.focus({ preventScroll: true });
 }
@@ -87,8 +89,9 @@ function FirstUseHint() {
   return (
     <div className="hint small" data-testid="first-use-hint" role="note">
       <b>First time here?</b> <b>Train</b> runs GRPO on the loaded warm start (the recipe in Config) until Pause; <b>Step</b> takes one step.
-      Watch <i>Curves</i> (reward, held-out accuracy), click a row under <i>Rollouts</i> for its delegation tree, and try <i>Step in slow motion</i> to see one step stage by
-      stage. Runs are saved in this browser; hover a config field for its meaning.{' '}
+      On the right, <i>What the run is learning</i> says in a sentence what the held-out evaluations show, and the <i>Delegation tree</i> draws the newest rollout
+      as it arrives. Click a row under <i>Rollouts</i> to hold one, and try <i>Step in slow motion</i> to see one step stage by stage. Runs are saved in this
+      browser; hover a config field for its meaning.{' '}
       <button type="button" className="link" data-testid="hint-dismiss" onClick={dismiss}>
         Got it
       </button>

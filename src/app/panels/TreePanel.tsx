@@ -2,11 +2,12 @@
 import { useEffect, useMemo, useRef } from 'react';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import { DelegationTree, TreeLegend } from '../tree/DelegationTree';
-import { openContext } from '../state/actions';
+import { followNewest, openContext } from '../state/actions';
+import { newestRollout } from '../state/newestRollout';
 import { usePlayground } from '../state/store';
 import { ContextView } from './ContextView';
 
-function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>; label: string } {
+function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>; label: string; following: boolean } {
   const tree = usePlayground((s) => s.tree);
   const episodes = usePlayground((s) => s.episodes);
   const stepper = usePlayground((s) => s.stepper);
@@ -15,16 +16,19 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
     if (tree?.kind === 'kept') {
       const run = keptRuns.find((r) => r.id === tree.run);
       const trace = run?.rollouts?.[tree.index];
-      if (run && trace) return { trace, live: new Set<number>(), label: `kept run "${run.name}"${trace.step !== undefined ? `, step ${trace.step}` : ''}` };
+      if (run && trace) return { trace, live: new Set<number>(), label: `kept run "${run.name}"${trace.step !== undefined ? `, step ${trace.step}` : ''}`, following: false };
     }
     if (tree?.kind === 'stepper' && stepper) {
-      return { trace: stepper.trace, live: new Set(stepper.live.map((l) => l.context)), label: 'stepper rollout' };
+      return { trace: stepper.trace, live: new Set(stepper.live.map((l) => l.context)), label: 'stepper rollout', following: false };
     }
     if (tree?.kind === 'episode') {
       const row = episodes.find((e) => e.key === tree.key);
-      if (row) return { trace: row.trace, live: new Set<number>(), label: `GRPO step ${row.step}` };
+      if (row) return { trace: row.trace, live: new Set<number>(), label: `GRPO step ${row.step}`, following: false };
     }
-    return { trace: null, live: new Set<number>(), label: '' };
+    // Nothing picked: the newest rollout, redrawn as steps arrive.
+    const newest = tree === null ? newestRollout(episodes) : null;
+    if (newest) return { trace: newest.trace, live: new Set<number>(), label: `newest rollout (GRPO step ${newest.step}${newest.trace.contexts.length > 1 ? ', its last that delegated' : ''})`, following: true };
+    return { trace: null, live: new Set<number>(), label: '', following: false };
   }, [tree, episodes, stepper, keptRuns]);
 }
 
@@ -71,14 +75,25 @@ function useScrollIntoViewOnOpen(ref: React.RefObject<HTMLElement | null>): void
 }
 
 export function TreePanel() {
-  const { trace, live, label } = useTreeTrace();
+  const { trace, live, label, following } = useTreeTrace();
   const selected = usePlayground((s) => s.context);
+  const tree = usePlayground((s) => s.tree);
   const ctx = trace?.contexts.find((c) => c.id === selected) ?? null;
   const panel = useRef<HTMLElement>(null);
   useScrollIntoViewOnOpen(panel);
   return (
     <section className="panel tree-panel" aria-label="Delegation tree" data-testid="tree-panel" ref={panel}>
-      <h2>Delegation tree</h2>
+      <h2>
+        Delegation tree{' '}
+        <span className="muted" data-testid="tree-following" data-following={following}>
+          {following ? '· live: follows the newest rollout (pick a row of the rollout table to hold one)' : ''}
+        </span>
+        {!following && tree !== null && (
+          <button type="button" className="small" data-testid="tree-follow" onClick={followNewest} title="Show the newest rollout again, redrawn as training goes on">
+            Follow newest
+          </button>
+        )}
+      </h2>
       {trace ? (
         <>
           <Summary trace={trace} label={label} />
@@ -89,7 +104,7 @@ export function TreePanel() {
           {ctx && <ContextView ctx={ctx} />}
         </>
       ) : (
-        <p className="muted">Pick a rollout in the table, or open the stepper's rollout.</p>
+        <p className="muted">Press Train: the newest rollout's tree is drawn here (root, clones with their budgets, answers and gates). Or pick a rollout in the table, or open the stepper's rollout.</p>
       )}
     </section>
   );

@@ -11,10 +11,11 @@
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { type ProvenanceEvent, PROVENANCE_FORMAT, PROVENANCE_VERSION, originCounters, parseProvenance } from '../../core/io/provenance';
 import { type RunConfig, validateRunConfig } from '../../core/runConfig';
-import type { MetricPoint, PlaygroundState } from '../state/store';
 import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
 import type { SteppedTrace } from '../../core/eval/traceRows';
-import { MetricsRowError, checkMetricsRows } from './metricsRows';
+import { type MetricPoint, MetricsRowError, checkMetricsRows } from './metricsRows';
+import type { ModelReport } from '../../runtime/protocol';
+import type { SftMetricsRow } from '../../core/rl/sft';
 
 export const KEPT_RUN_FORMAT = 'selfcest-kept-run';
 export const KEPT_RUN_VERSION = 1;
@@ -110,7 +111,20 @@ export function pageHeldOut(frontier: readonly FrontierPoint[]): HeldOutReading[
   return [...byStep.values()].sort((a, b) => a.step - b.step);
 }
 
-type PageRunState = Pick<PlaygroundState, 'config' | 'model' | 'metrics' | 'sftMetrics' | 'frontier' | 'provenance' | 'policyVersion'>;
+/** The page's state a kept run is made from (the store's PlaygroundState has these fields). */
+export interface PageRunState {
+  /** The config the engine runs with (and the URL hash shows). */
+  config: RunConfig;
+  model: ModelReport | null;
+  metrics: MetricPoint[];
+  /** Warm-start steps of this model (the CLI's sft rows). */
+  sftMetrics: SftMetricsRow[];
+  /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
+  frontier: FrontierPoint[];
+  /** What produced the current weights, oldest first (core/io/provenance.ts). */
+  provenance: ProvenanceEvent[];
+  policyVersion: number;
+}
 
 /** The page's current run as a kept run (copies: later steps do not change it). Throws without a model. */
 export function pageRunOf(s: PageRunState, meta: { id: string; name: string; keptAt: string; hash: string }): KeptRun {
@@ -240,7 +254,7 @@ function checkOrigin(o: unknown, fail: (message: string) => never): RunOrigin {
 }
 
 /** The name offered for the current run: what usually tells runs apart (model, task, lr, gating, steps). */
-export function suggestedRunName(s: Pick<PlaygroundState, 'config' | 'model' | 'metrics'>): string {
+export function suggestedRunName(s: Pick<PageRunState, 'config' | 'model' | 'metrics'>): string {
   const c = s.config;
   const steps = s.metrics.at(-1)?.metrics.step ?? 0;
   return `${s.model?.preset ?? c.preset} ${c.task}, lr ${c.lr}${c.gating ? '' : ', no gating'}, step ${steps}`.slice(0, MAX_NAME);

@@ -7,9 +7,25 @@
  */
 import { VIOLATIONS, type Violation } from '../../core/protocol/violations';
 import type { StepMetrics } from '../../core/rl/train';
-import type { HeldOutFields } from '../charts/chartSpecs';
 
 /** A metrics row as the charts read it: the step's metrics and, on evaluation steps, the CLI's held-out fields. */
+/**
+ * The fields the CLI's `train --eval-every` adds to a metrics row on the steps where it evaluated
+ * the monitor set (greedy): accuracy, mean tokens, mean reward; `evalN` where the row says it.
+ */
+export interface HeldOutFields {
+  evalAccuracy: number;
+  evalTokens: number;
+  evalReward: number;
+  evalN: number;
+}
+
+/** One step's metrics and how many episodes it averaged over (for violation rates). */
+export interface MetricPoint {
+  metrics: StepMetrics;
+  episodes: number;
+}
+
 export type MetricsRow = StepMetrics & Partial<HeldOutFields>;
 
 type NumericKey = Exclude<keyof StepMetrics, 'step' | 'violations'>;

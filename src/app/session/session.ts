@@ -14,7 +14,7 @@ import type { SftMetricsRow } from '../../core/rl/sft';
 import { type RunConfig, validateRunConfig } from '../../core/runConfig';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { ModelReport } from '../../runtime/protocol';
-import type { MetricPoint } from '../state/store';
+import type { MetricPoint } from '../runs/metricsRows';
 
 export const SESSION_FORMAT = 'selfcest-page-session';
 export const SESSION_VERSION = 1;

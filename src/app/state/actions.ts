@@ -273,6 +273,11 @@ export function openTree(source: TreeSource): void {
   setState({ tree: source, context: 0 });
 }
 
+/** The tree panel follows the newest rollout again (nothing picked). */
+export function followNewest(): void {
+  setState({ tree: null, context: null });
+}
+
 export function openContext(id: number): void {
   setState({ context: id });
 }

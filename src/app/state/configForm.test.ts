@@ -60,6 +60,7 @@ describe('config form', () => {
       ['default', 'default (6 chunks × 3)'],
       ['long-context', 'long context (6 × 4 among filler, does not fit one window)'],
       ['filler', '6 × 3 among filler (fits one window)'],
+      ['demo', '4 × 5 among filler (the first-visit demo)'],
       ['ood', 'out of distribution (8 chunks, 3 hops)'],
     ]);
     expect(optionPresetsOf('arithmetic').map((p) => p.name)).toEqual(['default']);

@@ -12,6 +12,31 @@ export type ConfigKey = RunConfigKey;
 /** The page's fields, in display order. */
 export const PAGE_FIELDS: readonly Field[] = fieldsOf('page');
 
+/** The fields always in view: what a newcomer sets first (task, start, learning rate, sizes, gating). */
+export const ESSENTIAL_KEYS: readonly ConfigKey[] = ['task', 'taskOptions', 'checkpoint', 'lr', 'group', 'batch', 'gating'];
+
+/** The other page fields, folded by what they set; each page field is in the essentials or in one fold. */
+export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly ConfigKey[] }[] = [
+  { id: 'model', title: 'Model and data', keys: ['preset', 'seed'] },
+  { id: 'ppo', title: 'GRPO and PPO', keys: ['miniBatch', 'beta', 'clip', 'dualClip', 'temperature', 'dynamicSampling', 'oversample', 'sampleRounds', 'restartOptimizer'] },
+  { id: 'advantage', title: 'Advantage, credit and gating', keys: ['gateMode', 'gatedKl', 'credit', 'std'] },
+  { id: 'reward', title: 'Reward', keys: ['partialCredit', 'rootTau', 'rootPmax', 'cloneTau', 'clonePmax', 'callRate', 'budgetRate', 'tokenRate', 'tokenRateAfter'] },
+  { id: 'rollout', title: 'Rollout limits', keys: ['budgets', 'maxClones', 'maxRounds', 'rootMaxTokens', 'rootLimitMin', 'rootLimitStraddle'] },
+  { id: 'eval', title: 'Held-out evaluation', keys: ['evalEvery', 'evalN'] },
+  { id: 'sft', title: 'Warm start', keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher'] },
+  { id: 'workers', title: 'Workers and backend', keys: ['workers', 'gradWorkers', 'backend'] },
+];
+
+const pageField = (k: ConfigKey): Field => {
+  const f = PAGE_FIELDS.find((p) => p.key === k);
+  if (!f) throw new Error(`config form: ${k} is not a page field`);
+  return f;
+};
+
+/** The essentials and each fold, as fields in the order above. */
+export const ESSENTIAL_FIELDS: readonly Field[] = ESSENTIAL_KEYS.map(pageField);
+export const FOLD_FIELDS: readonly { id: string; title: string; fields: readonly Field[] }[] = CONFIG_FOLDS.map((f) => ({ id: f.id, title: f.title, fields: f.keys.map(pageField) }));
+
 /** What the form holds per field: text for numbers (so "1e-4" can be typed), else the value. */
 export type Draft = Partial<Record<ConfigKey, string | boolean | number[]>>;
 

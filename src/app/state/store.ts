@@ -2,16 +2,15 @@
  * The page's one state table (zustand). Controls call actions (actions.ts), actions send engine
  * requests, replies and engine events land here, and panels render from here: one direction.
  */
-import type { SftMetricsRow } from '../../core/rl/sft';
 import { create } from 'zustand';
-import type { FrontierPoint } from '../../core/eval/frontier';
-import type { ProvenanceEvent } from '../../core/io/provenance';
-import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
+import { PAGE_DEFAULTS } from '../../core/runConfig';
 import type { StepAnatomy } from '../../core/rl/anatomy';
-import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { BackendReport, EngineRequestKind, ModelReport, StepperState } from '../../runtime/protocol';
-import type { KeptRun } from '../runs/keptRun';
+import type { BackendReport, EngineRequestKind, StepperState } from '../../runtime/protocol';
+import type { KeptRun, PageRunState } from '../runs/keptRun';
+import type { MetricPoint } from '../runs/metricsRows';
+
+export type { MetricPoint };
 import type { UnreadableRun } from '../runs/keptRunStore';
 
 /** The engine's status, plus the page's own 'starting' and 'failed'; 'pausing' is set the moment Pause is pressed. */
@@ -32,11 +31,6 @@ export function engineStateText(state: EngineState, finishing: string | null): s
   return state === 'pausing' ? `pausing…${finishing ? ` (finishing ${finishing})` : ''}` : state;
 }
 
-/** One step's metrics and how many episodes it averaged over (for violation rates). */
-export interface MetricPoint {
-  metrics: StepMetrics;
-  episodes: number;
-}
 
 export interface EpisodeRow {
   /** Unique over the page's life; stable across new arrivals. */
@@ -67,13 +61,12 @@ export interface LogLine {
   message: string;
 }
 
-export interface PlaygroundState {
+/** The page's state; the fields a kept run is made from are PageRunState's (runs/keptRun.ts). */
+export interface PlaygroundState extends PageRunState {
   /** Bumped whenever the model or its history is replaced; replies from older runs are dropped. */
   run: number;
   /** Bumped by every stepperStart; advances of an older rollout are dropped. */
   stepperRun: number;
-  /** The config the engine runs with (and the URL hash shows). */
-  config: RunConfig;
   /** Problems with the URL hash: reported, the bad values not applied. */
   hashErrors: string[];
   /** What the page changed of a link so that it runs (a mini-batch that follows the link's batch), said beside the config. */
@@ -81,7 +74,6 @@ export interface PlaygroundState {
   backend: BackendReport | null;
   /** Rollout and gradient workers the engine runs (null before it reports). */
   workers: { rollout: number; gradient: number } | null;
-  model: ModelReport | null;
   /** Why the model is what it is, when that needs saying (e.g. no shipped warm start). */
   modelNote: string | null;
   engineState: EngineState;
@@ -89,7 +81,6 @@ export interface PlaygroundState {
   finishing: string | null;
   /** Where the running step or evaluation is ('progress' events); null once the engine settles. */
   progress: { what: string; done: number; total: number } | null;
-  policyVersion: number;
   /** The control request in flight, if any (buttons wait for it). */
   pending: EngineRequestKind | null;
   /** The last failed request, shown in the status bar. */
@@ -97,7 +88,6 @@ export interface PlaygroundState {
   importError: string | null;
   /** What the last import loaded and which picked files it ignored. */
   importNote: string | null;
-  metrics: MetricPoint[];
   /** Newest first. */
   episodes: EpisodeRow[];
   tree: TreeSource | null;
@@ -107,15 +97,9 @@ export interface PlaygroundState {
   sft: SftProgress | null;
   /** The warm start in progress: its steps (one cosine schedule) and the step it began at, once known (provenance records both). */
   warmStart: { steps: number; firstStep: number | null } | null;
-  /** Warm-start steps of this model (the CLI's sft rows). */
-  sftMetrics: SftMetricsRow[];
-  /** Accuracy–cost points of this model: its evaluations and the training run's periodic ones. */
-  frontier: FrontierPoint[];
   /** The last slow-motion step of this model, stage by stage (core/rl/anatomy.ts). */
   anatomy: StepAnatomy | null;
   log: LogLine[];
-  /** What produced the current weights, oldest first (core/io/provenance.ts). */
-  provenance: ProvenanceEvent[];
   /** The note about the saved session shown under the checkpoint (null: nothing to say). */
   session: SessionNote | null;
   /** The last completed save of this session in the browser (null: none yet), or why saving failed. */

@@ -33,6 +33,8 @@ export interface FrontierPoint {
    * a delegating root.
    */
   meanRootContextTokens?: number;
+  /** Share of problems whose root started at least one clone (any sample's, for self-consistency: 0). */
+  delegationRate?: number;
   /** Optional label of the weights (e.g. "warmstart", "grpo", "step 20"). */
   checkpoint?: string;
   /** The GRPO step of the weights, for points evaluated during a training run. */
@@ -140,7 +142,9 @@ export async function frontierPoint<O>(
   let critical = 0;
   let root = 0;
   let rootContext = 0;
+  let delegated = 0;
   groups.forEach((traces, i) => {
+    if (traces.some((t) => t.contexts.length > 1)) delegated++;
     const answer = k === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
     if (task.verify(problems[i], answer).correct) correct++;
     tokens += traces.reduce((a, t) => a + t.tokens.total, 0);
@@ -160,6 +164,7 @@ export async function frontierPoint<O>(
     interval: wilsonInterval(correct, n),
     meanRootTokens: mean(root),
     meanRootContextTokens: mean(rootContext),
+    delegationRate: mean(delegated),
   };
 }
 

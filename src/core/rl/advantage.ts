@@ -23,7 +23,7 @@
  *   advantage 0; without it, weight 0: it leaves the batch and gives no gradient at all.
  */
 import type { Violation } from '../protocol/violations';
-import type { ContextTrace } from '../rollout/trace';
+import type { ContextCredit, ContextTrace } from '../rollout/trace';
 
 export type CloneCredit = 'broadcast' | 'ratio';
 export type GateMode = 'reference' | 'protocol';
@@ -77,15 +77,7 @@ export function ratioFactor(rClone: number, R: number, clamp: number): number {
   return Math.min(clamp, Math.max(-clamp, rClone / d));
 }
 
-export interface ContextCredit {
-  /** The effective advantage of the policy-gradient term (0 for a gated context). */
-  advantage: number;
-  /** Loss weight: 1 = in the batch (a gated context with its KL term kept included), 0 = skipped group, or gated without KL. */
-  weight: number;
-  gated: boolean;
-  /** The reward this context is credited with (R for roots, r_clone for clones). */
-  reward: number;
-}
+export type { ContextCredit };
 
 export interface GroupStats {
   groups: number;

@@ -26,7 +26,7 @@
  * short problem; a per-token cost can, and lets a root learn that delegation pays only where a
  * monolithic chain does not fit.
  */
-import type { ContextTrace, EpisodeTrace, TokenCounts } from '../rollout/trace';
+import type { ContextTrace, EpisodeTrace, RewardBreakdown, TokenCounts } from '../rollout/trace';
 
 export interface RewardConfig {
   rootTau: number;
@@ -100,17 +100,7 @@ export type RewardedEpisode = Pick<EpisodeTrace, 'correct' | 'rounds'> & {
   contexts: readonly Pick<ContextTrace, 'role' | 'budget' | 'generatedTokens'>[];
 };
 
-export interface RewardBreakdown {
-  reward: number;
-  score: number;
-  rootPenalty: number;
-  clonePenalty: number;
-  callPenalty: number;
-  /** budgetRate · unused reserved clone budget. */
-  budgetPenalty: number;
-  /** tokenRate · generated tokens; absent in traces written before the token cost existed (read as 0). */
-  tokenPenalty?: number;
-}
+export type { RewardBreakdown };
 
 /**
  * Reward of one episode. `value` and `truthValue` are the parsed numeric answer and truth

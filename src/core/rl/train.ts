@@ -33,7 +33,7 @@ import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAd
 import * as tf from '@tensorflow/tfjs';
 import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRlPlan, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
 import type { AdamW } from './optim';
-import { type TaskMixEntry, pickMixEntry } from './sft';
+import { type TaskMixEntry, pickMixEntry, rootGeneratedTokens } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
 
 export interface DynamicSamplingConfig {
@@ -167,14 +167,33 @@ export interface StepMetrics {
 /**
  * The limits a prompt's episodes run under: the task's (a mix's), and, for a root that knows its
  * limit (rollout.rootLimitMin), a limit drawn for the prompt from [rootLimitMin, its rootMaxTokens]
- * by its own stream, so runs without it draw the same problems as before.
+ * by its own stream, so runs without it draw the same problems as before. A share
+ * rollout.rootLimitStraddle of the prompts draws instead from [rootLimitMin, chain − 1], where
+ * `chain` (called only then) is the root tokens of the problem's monolithic chain: the chain does
+ * not fit, and delegation is what can pay. A problem whose chain fits under rootLimitMin draws
+ * from the whole range.
  */
-export function promptLimits(cfg: Pick<GrpoConfig, 'rollout' | 'taskRollout' | 'seed'>, task: string, step: number, prompt: number): Partial<EpisodeLimits> | undefined {
+export function promptLimits(
+  cfg: Pick<GrpoConfig, 'rollout' | 'taskRollout' | 'seed'>,
+  task: string,
+  step: number,
+  prompt: number,
+  chain?: () => number,
+): Partial<EpisodeLimits> | undefined {
   const own = cfg.taskRollout?.[task];
   const min = cfg.rollout.rootLimitMin;
   if (min === undefined) return own;
   const max = own?.rootMaxTokens ?? cfg.rollout.rootMaxTokens;
-  return { ...own, rootMaxTokens: Rng.stream(cfg.seed, 'grpo-root-limit', step, prompt).int(Math.min(min, max), max) };
+  const lo = Math.min(min, max);
+  const rng = Rng.stream(cfg.seed, 'grpo-root-limit', step, prompt);
+  const straddle = cfg.rollout.rootLimitStraddle ?? 0;
+  // The share is decided by its own draw after the plain one, so a run without it draws as before.
+  const plain = rng.int(lo, max);
+  if (straddle > 0 && chain !== undefined && rng.next() < straddle) {
+    const hi = Math.min(max, chain() - 1);
+    if (hi >= lo) return { ...own, rootMaxTokens: Rng.stream(cfg.seed, 'grpo-root-limit-straddle', step, prompt).int(lo, hi) };
+  }
+  return { ...own, rootMaxTokens: plain };
 }
 
 export interface TrainerDeps<O> {
@@ -290,7 +309,7 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
         // Prompt ids number the step's prompts across rounds: train-<step>-<index>.
         const problem = drawProblem(task, rng, opts, `train-${step}-${firstGroup + b}`, 'train');
         const members: number[] = [];
-        const limits = promptLimits(cfg, task.name, step, firstGroup + b);
+        const limits = promptLimits(cfg, task.name, step, firstGroup + b, () => rootGeneratedTokens(task.teacherMono(problem, Rng.stream(cfg.seed, 'grpo-root-limit-chain', step, firstGroup + b)), encode));
         for (let g = 0; g < cfg.group; g++) {
           const i = scheduler.addEpisode(task, problem, rng.fork(), limits);
           problems[i] = problem;

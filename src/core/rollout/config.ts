@@ -19,6 +19,12 @@ export interface RolloutConfig extends ProtocolLimits {
    * Absent: the prompt has no limit (checkpoints trained before it).
    */
   rootLimitMin?: number;
+  /**
+   * With rootLimitMin: the share of GRPO prompts whose limit is drawn below the tokens of the
+   * problem's monolithic chain (the teacher's), so that the chain does not fit; the others draw
+   * from the whole range. 0 (or absent): every prompt draws from the whole range.
+   */
+  rootLimitStraddle?: number;
 }
 
 /** The limits one episode runs under: its spawn limits and the root's token limit. */
@@ -48,6 +54,9 @@ export function validateRolloutConfig(partial: Partial<RolloutConfig>): RolloutC
   intIn('topK', 0, 1 << 20);
   if (c.rootLimitMin !== undefined && !(Number.isInteger(c.rootLimitMin) && c.rootLimitMin >= 1 && c.rootLimitMin <= c.rootMaxTokens)) {
     throw new Error(`rootLimitMin must be an integer in [1, rootMaxTokens = ${c.rootMaxTokens}] (got ${c.rootLimitMin})`);
+  }
+  if (c.rootLimitStraddle !== undefined && !(c.rootLimitStraddle >= 0 && c.rootLimitStraddle <= 1)) {
+    throw new Error(`rootLimitStraddle must be in [0, 1] (got ${c.rootLimitStraddle})`);
   }
   if (!c.greedy && !(c.temperature > 0 && c.temperature <= 10)) {
     throw new Error(`temperature must be in (0, 10] (got ${c.temperature})`);

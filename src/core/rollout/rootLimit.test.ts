@@ -60,6 +60,31 @@ describe('a root that knows its limit', () => {
     expect(promptLimits({ ...mix, rollout: off.rollout }, 'multihop', 3, 7)).toEqual({ rootMaxTokens: 64, maxRounds: 4 });
   });
 
+  it('draws a share rootLimitStraddle of the prompts below their monolithic chain, the rest as without it', () => {
+    const cfg = { ...GRPO_DEFAULTS, seed: 5, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32 }) };
+    const half = { ...cfg, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 0.5 }) };
+    const all = { ...cfg, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 1 }) };
+    const limit = (c: typeof cfg, p: number, chain: number) => promptLimits(c, 'arithmetic', 3, p, () => chain)!.rootMaxTokens!;
+    const ps = Array.from({ length: 400 }, (_, p) => p);
+    // Every prompt of share 1 draws below its chain of 60 tokens, over the whole of [32, 59].
+    const below = ps.map((p) => limit(all, p, 60));
+    expect(Math.min(...below)).toBe(32);
+    expect(Math.max(...below)).toBe(59);
+    // Share 0.5: about half; the others draw what a run without it draws.
+    const mixed = ps.map((p) => limit(half, p, 60));
+    const plain = ps.map((p) => limit(cfg, p, 60));
+    const changed = ps.filter((p) => mixed[p] !== plain[p]).length;
+    expect(changed).toBeGreaterThan(120);
+    expect(changed).toBeLessThan(220);
+    // A chain that fits under the smallest limit cannot be straddled: the plain draw.
+    expect(ps.slice(0, 50).map((p) => limit(all, p, 30))).toEqual(plain.slice(0, 50));
+    // Share 0 never asks for the chain.
+    let asked = 0;
+    promptLimits(cfg, 'arithmetic', 3, 1, () => ++asked);
+    expect(asked).toBe(0);
+    expect(() => validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 1.5 })).toThrow(/rootLimitStraddle must be in \[0, 1\] \(got 1.5\)/);
+  });
+
   it('warm-starts under a drawn limit: each root prompt states it and its root keeps to it; without it, the data are as before', () => {
     const base = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const };
     const told = sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, rootLimits: { min: 32, max: 64 } }, 2, encode);

@@ -3,8 +3,30 @@
  * One trace per JSONL line; docs/FORMATS.md documents every field.
  */
 import type { Violation } from '../protocol/violations';
-import type { ContextCredit } from '../rl/advantage';
-import type { RewardBreakdown } from '../rl/reward';
+
+/** A context's part of the loss, as the advantage step decided it (core/rl/advantage.ts). */
+export interface ContextCredit {
+  /** The effective advantage of the policy-gradient term (0 for a gated context). */
+  advantage: number;
+  /** Loss weight: 1 = in the batch (a gated context with its KL term kept included), 0 = skipped group, or gated without KL. */
+  weight: number;
+  gated: boolean;
+  /** The reward this context is credited with (R for roots, r_clone for clones). */
+  reward: number;
+}
+
+/** An episode's reward and its parts (core/rl/reward.ts computes it). */
+export interface RewardBreakdown {
+  reward: number;
+  score: number;
+  rootPenalty: number;
+  clonePenalty: number;
+  callPenalty: number;
+  /** budgetRate · unused reserved clone budget. */
+  budgetPenalty: number;
+  /** tokenRate · generated tokens; absent in traces written before the token cost existed (read as 0). */
+  tokenPenalty?: number;
+}
 
 export const TRACE_SCHEMA = 'selfcest-episode/1';
 

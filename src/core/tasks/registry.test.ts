@@ -34,7 +34,7 @@ describe('task registry', () => {
       expect(new Set(presets.map((p) => p.name)).size, name).toBe(presets.length);
       for (const p of presets) expect(withOptions(name, p.options).opts, `${name} ${p.name}`).toEqual({ ...defaultOptions, ...p.options });
     }
-    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', 'out of distribution (8 chunks, 3 hops)']);
+    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', '4 × 5 among filler (the first-visit demo)', 'out of distribution (8 chunks, 3 hops)']);
     // Long context: the monolithic prompt outgrows every preset's positions, while the delegating root's fits easily.
     const long = withOptions('multihop', multihop.presets[1].options).opts;
     const tok = Tokenizer.builtin();

@@ -260,6 +260,9 @@ export const multihop: Task<MultihopOptions> = {
     { name: 'long-context', label: 'long context (6 × 4 among filler, does not fit one window)', options: { chunks: 6, perChunk: 4, filler: 24 } },
     // Fits one window (about 235 tokens), where the delegating root's episode (at most 110) is under half of it.
     { name: 'filler', label: '6 × 3 among filler (fits one window)', options: { filler: 16 } },
+    // Four chunks of five assignments among filler: the warm start was taught six chunks of three, and
+    // the monolithic prompt outgrows the window (the mono method scores 0); the page's first-visit demo.
+    { name: 'demo', label: '4 × 5 among filler (the first-visit demo)', options: { chunks: 4, perChunk: 5, filler: 24 } },
     // More chunks and more hops than the warm start is taught (6 chunks, 2 hops); the root's episode still fits.
     { name: 'ood', label: 'out of distribution (8 chunks, 3 hops)', options: { chunks: 8, hops: 3 } },
   ],
