@@ -15,7 +15,7 @@ const SYSTEM_CHROMIUM = '/usr/bin/chromium';
 
 /**
  * Headless Chromium has a real (software, SwiftShader) WebGPU adapter only with these flags.
- * Without the Vulkan/SwiftShader ones, readbacks on WebGPU return zeros (DESIGN §8). The rest
+ * Without the Vulkan/SwiftShader ones, readbacks on WebGPU return zeros (docs/DECISIONS.md, Runtime). The rest
  * keep the browser from reaching the network.
  */
 export const CHROMIUM_ARGS: readonly string[] = [

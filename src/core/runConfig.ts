@@ -284,7 +284,7 @@ export const PAGE_DEFAULTS: RunConfig = runConfigDefaults('page');
 /**
  * Named recipes the page offers over its config: each sets only the fields it names (the rest
  * stay as they are). `recipe` is the project's, as the defaults have it (docs/TRAINING.md);
- * `reference` the paper's reference settings (DESIGN §1: G 4, batch 32 in mini-batches of 8
+ * `reference` the paper's reference settings (the reference's clone_tool_grpo_alt.yaml: G 4, batch 32 in mini-batches of 8
  * prompts, clip 0.1, dual clip 3, KL k3 5e-4; token mean, grad clip 1 and one epoch are the
  * page's fixed values already; its lr 6e-7 is a 4B model's and is not copied); the ablation arm
  * turns gating off; Dr. GRPO drops the std. Page fields only.

@@ -161,9 +161,3 @@ export type EngineEvent =
   | { kind: 'sftMetrics'; rows: SftMetricsRow[] }
   | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };
 
-export type EngineMessage =
-  | { type: 'reply'; id: number; ok: true; result: unknown }
-  | { type: 'reply'; id: number; ok: false; error: string }
-  | { type: 'event'; event: EngineEvent };
-
-export type EngineEnvelope = { type: 'request'; id: number; request: EngineRequest };

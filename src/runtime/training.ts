@@ -11,6 +11,7 @@
  * rebuilds the weights from the host copy made at the last broadcast (optimizer moments restart).
  */
 import { heldOutProblems } from '../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../core/eval/splits';
 import { type FrontierPoint, type Method, frontierPoint } from '../core/eval/frontier';
 import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
@@ -37,8 +38,6 @@ const MAX_ATTEMPTS = 3;
 const PROGRESS_EVERY_MS = 250;
 /** The page trains open-ended: prompts come from (seed, step), `steps` only bounds the schedule. */
 const OPEN_ENDED_STEPS = 10_000_000;
-/** Seed of the page's fixed monitored set (the `monitor` split; the CLI's evaluations default to the `final` split). */
-export const FRONTIER_SEED = 12345;
 
 export class Training {
   private decoder: PooledDecoder;
@@ -239,8 +238,8 @@ export class Training {
     await this.syncPool();
     // The configured options (the long-context multihop setting, say), not the task's defaults.
     const [{ task, opts }] = taskMixOf(this.config);
-    const problems = heldOutProblems(task, opts, n, FRONTIER_SEED, 'monitor');
-    const spec = { temperature: this.config.temperature, seed: FRONTIER_SEED, batch: 64, rollout: rolloutConfigOf(this.config) };
+    const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
+    const spec = { temperature: this.config.temperature, seed: HELD_OUT_SEED, batch: 64, rollout: rolloutConfigOf(this.config) };
     const points: FrontierPoint[] = [];
     for (const method of methods) {
       for (const limit of limits) {

@@ -2,7 +2,7 @@ import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
 import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
 import { arithmeticProbe, strategyOf } from '../../core/eval/strategy';
-import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
+import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
@@ -18,7 +18,7 @@ export const evaluate = defineCommand(
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, max: 100_000, help: 'number of problems' },
-    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
+    seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },

@@ -1,5 +1,5 @@
 import { TASK_NAMES } from '../../core/tasks';
-import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
+import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
 import { BACKEND_FLAG, LIMIT_IN_PROMPT_FLAG, OPTIONS_FLAG, getTokenizer, limitInPrompt, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
@@ -16,7 +16,7 @@ export const frontierCommand = defineCommand(
     options: OPTIONS_FLAG,
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, max: 100_000, help: 'problems' },
-    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
+    seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },

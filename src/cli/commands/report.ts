@@ -1,4 +1,4 @@
-import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
+import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -32,7 +32,7 @@ export const report = defineCommand(
   {
     out: { type: 'string', required: true, help: 'output directory' },
     n: { type: 'int', default: 100, min: 1, max: 100_000, help: 'problems per setting' },
-    seed: { type: 'int', default: 12345, min: 0, max: SEED_MAX, help: 'seed of the problem sets' },
+    seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the problem sets' },
     split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
     checkpoints: { type: 'string', default: 'warmstart=public/checkpoints/warmstart,grpo=public/checkpoints/selfcest-arith', help: 'comma list of label=dir (missing dirs are skipped and noted)' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'root token limits' },

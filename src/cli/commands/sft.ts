@@ -9,6 +9,7 @@ import { SFT_DEFAULTS, sftMetricsRow, sftMixSequences, sftStep } from '../../cor
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 
@@ -124,9 +125,9 @@ export const sft = defineRunCommand(
 
 const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
 
-/** Greedy accuracy with and without delegation on a fixed held-out set (seed 12345). */
+/** Greedy accuracy with and without delegation on a fixed held-out set (HELD_OUT_SEED). */
 async function quickEval<O>(policy: Policy, task: Task<O>, opts: O, n: number, greedy: RolloutConfig, encode: (t: string) => number[]) {
-  const problems = heldOutProblems(task, opts, n, 12345, 'monitor');
+  const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
   const decoder = new PolicyDecoder(policy);
   try {
     const row: Record<string, number> = {};

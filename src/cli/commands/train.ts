@@ -10,6 +10,7 @@ import { grpoStep, restartsOptimizerAt, rewardAt } from '../../core/rl/train';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
@@ -95,7 +96,7 @@ export const train = defineRunCommand(
         const local = rollouts ? null : new PolicyDecoder(policy);
         const readings: { accuracy: number; tokens: number; reward: number }[] = [];
         for (const { task, opts } of mix) {
-          const problems = heldOutProblems(task, opts, rc.evalN, 12345, 'monitor');
+          const problems = heldOutProblems(task, opts, rc.evalN, HELD_OUT_SEED, 'monitor');
           const evalCfg = rolloutConfigOf(rc, { greedy: true, ...cfg.taskRollout?.[task.name] });
           const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, evalCfg, 1, encode, 64, step);
           const s = summarize(evalTraces);

@@ -1,5 +1,5 @@
 /**
- * The accuracy–cost frontier (DESIGN §6): delegation, monolithic, and self-consistency over
+ * The accuracy–cost frontier: delegation, monolithic, and self-consistency over
  * k monolithic samples (majority vote), each at a sweep of generation limits, on the same
  * problems and weights. Every point carries n and a Wilson interval; the Pareto set is taken
  * over all points of a comparison.

@@ -14,6 +14,9 @@ export type Split = 'train' | 'monitor' | 'final';
 export const EVAL_SPLITS = ['monitor', 'final'] as const;
 export type EvalSplit = (typeof EVAL_SPLITS)[number];
 
+/** The seed of the held-out problem sets every evaluation draws by default: the page's live one, `train --eval-every`, `sft --eval-every`, `eval`, `frontier` and `report`. */
+export const HELD_OUT_SEED = 12345;
+
 /** Draws before giving up on a set (a task whose options leave almost no problems in it). */
 const MAX_DRAWS = 10_000;
 

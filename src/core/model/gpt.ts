@@ -62,13 +62,6 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tens
   return (b === undefined ? matMulFast(x, w) : linearFast(x, w, b)) as tf.Tensor2D;
 }
 
-/** LayerNorm over the last axis with biased variance, as torch computes it (forward only). */
-export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, eps: number): tf.Tensor2D {
-  const centred = tf.sub(x, tf.mean(x, -1, true));
-  const variance = tf.mean(tf.square(centred), -1, true);
-  return tf.add(tf.mul(tf.mul(centred, tf.rsqrt(tf.add(variance, eps))), gain), bias);
-}
-
 type LayerNormOp = (x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor) => tf.Tensor;
 const layerNormOps = new Map<number, LayerNormOp>();
 

@@ -1,5 +1,5 @@
 /**
- * Advantages for the root and clone contexts of a batch of episodes (DESIGN §1, §5), as the
+ * Advantages for the root and clone contexts of a batch of episodes, as the
  * reference computes them (`_compute_grpo_advantage_with_clones`, clone_reward_2.py).
  *
  * - GRPO over each prompt's group of G episodes: A = (R − mean) / (std + ε), with the

@@ -1,5 +1,5 @@
 /**
- * The policy-gradient update (DESIGN §5): vanilla PPO with an optional dual clip, as verl's
+ * The policy-gradient update: vanilla PPO with an optional dual clip, as verl's
  * `compute_policy_loss`. Per trainable token, with ρ = π / π_old (π_old: the behaviour policy
  * that sampled the rollout; log ρ clamped to [−20, 20] as verl does):
  *

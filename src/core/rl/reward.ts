@@ -1,5 +1,5 @@
 /**
- * The SELFCEST episode reward (DESIGN §1), plus a budget cost of our own:
+ * The SELFCEST episode reward, plus a budget cost of our own:
  *
  *   R = s − P(root generated; τr, ρr, Pr) − max over rounds P(longest clone of the round; τc, ρc, Pc)
  *         − max(0, callRate·#spawn calls − callFree) − budgetRate·Σ_clones max(0, budget − generated)

@@ -4,7 +4,6 @@
  * choose them, so they must not be learned as its behaviour.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { ContextTrace } from '../rollout/trace';
 import type { DemoContext } from '../tasks/types';
 
 export interface TrainSequence {
@@ -24,13 +23,6 @@ export function demoSequence(ctx: DemoContext, encode: (text: string) => number[
     for (let i = 0; i < ids.length; i++) trained.push(seg.kind === 'generated');
   }
   return { tokens, weights: trained.slice(1).map((t) => (t ? 1 : 0)) };
-}
-
-/** A rollout context → a training sequence with weight 1 on generated tokens. */
-export function traceSequence(ctx: ContextTrace, weight = 1): TrainSequence {
-  const weights: number[] = [];
-  for (let i = 1; i < ctx.tokens.length; i++) weights.push(ctx.writers[i] === 'g' ? weight : 0);
-  return { tokens: ctx.tokens, weights };
 }
 
 export interface PaddedBatch {

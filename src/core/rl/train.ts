@@ -3,7 +3,7 @@
  * rollout engine, score them, compute advantages (group baseline, clone credit, gating),
  * and update the shared weights on every root and clone path at once.
  *
- * PPO as the reference runs it (DESIGN §5): the rollout batch is split into mini-batches of
+ * PPO as the reference runs it: the rollout batch is split into mini-batches of
  * whole prompt groups (`miniBatch` prompts each), one optimizer update per mini-batch, for
  * `innerEpochs` passes, each pass reshuffling the prompts with Rng.stream(seed,
  * 'grpo-minibatch', step, epoch). π_old stays the behaviour policy of the rollout, so from

@@ -1,5 +1,5 @@
 /**
- * The episode trace: a serialisable record of one root and its clones (DESIGN §7).
+ * The episode trace: a serialisable record of one root and its clones.
  * One trace per JSONL line; docs/FORMATS.md documents every field.
  */
 import type { Violation } from '../protocol/violations';

@@ -30,8 +30,6 @@ export const SPECIAL_TOKENS = [
   '<unk>', // 20: stands for a character outside the vocabulary (HF tokenizer's unk_token)
 ] as const;
 
-export type SpecialToken = (typeof SPECIAL_TOKENS)[number];
-
 /** Plain characters, one token each, after the special tokens. */
 export const CHAR_TOKENS: readonly string[] = [
   ...'0123456789',
@@ -68,7 +66,6 @@ export const T = {
 
 /** Budget buckets in tokens, and the token that names each. */
 export const BUDGET_BUCKETS = [8, 16, 32, 64, 128] as const;
-export type BudgetBucket = (typeof BUDGET_BUCKETS)[number];
 export const BUDGET_TOKEN_IDS: readonly number[] = BUDGET_BUCKETS.map((b) => tokenId(`<b${b}>`));
 
 /** Budget named by a token id, or undefined when the id is not a budget token. */
@@ -83,6 +80,3 @@ export function budgetToken(budget: number): number {
   return BUDGET_TOKEN_IDS[i];
 }
 
-export function isSpecial(id: number): boolean {
-  return id >= 0 && id < SPECIAL_TOKENS.length;
-}
