@@ -1,5 +1,5 @@
 /**
- * The screenshots in docs/screenshots/, taken from the real page after a short run:
+ * The panel screenshots in docs/screenshots/ (the first-visit views are bench/firstvisit.ts's), taken from the real page after a short run:
  * `SCREENSHOTS=1 npx playwright test e2e/screenshots.spec.ts --project wasm` (after `npm run build`).
  * Skipped otherwise (the suite does not rewrite docs).
  */
@@ -8,18 +8,13 @@ import { expect, test } from './chromium';
 
 const OUT = 'docs/screenshots';
 
-async function shoot(page: Page, name: string, testId?: string): Promise<void> {
-  if (testId === undefined) {
-    await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: `${OUT}/${name}.png` });
-    return;
-  }
+async function shoot(page: Page, name: string, testId: string): Promise<void> {
   const panel = page.getByTestId(testId);
   await panel.scrollIntoViewIfNeeded();
   await panel.screenshot({ path: `${OUT}/${name}.png` });
 }
 
-test('screenshots of the main views at 1280×720 and 1440×900', async ({ page, backend, openApp, waitForModel }) => {
+test('screenshots of the tree, slow-motion and frontier panels', async ({ page, backend, openApp, waitForModel }) => {
   test.skip(backend !== 'wasm' || !process.env.SCREENSHOTS, 'set SCREENSHOTS=1 to rewrite docs/screenshots/');
   test.setTimeout(900_000);
   await page.setViewportSize({ width: 1280, height: 720 });
@@ -32,14 +27,12 @@ test('screenshots of the main views at 1280×720 and 1440×900', async ({ page, 
   await page.getByTestId('rollout-filter').selectOption('delegating');
   await page.getByTestId('rollout-row').first().click();
   await page.getByTestId('tree-node').nth(1).click();
-  await shoot(page, 'overview-1280x720');
   await shoot(page, 'tree-1280', 'tree-panel');
   await page.getByTestId('slow-step').click();
   await expect(page.getByTestId('slow-summary')).toBeVisible({ timeout: 120_000 });
   await page.getByTestId('slow-stage-4').click();
   await shoot(page, 'slow-motion-1280', 'slow-panel');
   await page.setViewportSize({ width: 1440, height: 900 });
-  await shoot(page, 'overview-1440x900');
   await page.getByTestId('frontier-methods').fill('delegate,mono,sc2');
   await page.getByTestId('frontier-limits').fill('48,96');
   await page.getByTestId('frontier-n').fill('32');
