@@ -11,7 +11,13 @@ import { startNodeWorker } from '../src/runtime/node/startWorker';
 
 const ENTRY = new URL('./coresProbe.ts', import.meta.url);
 const KINDS = ['matmul-l2', 'matmul-train', 'stream', 'scalar', 'train-item'] as const;
-const UNITS: Record<(typeof KINDS)[number], string> = { 'matmul-l2': 'GFLOP/s', 'matmul-train': 'GFLOP/s', stream: 'GB/s', scalar: 'G iterations/s', 'train-item': 'thousand tokens/s' };
+const UNITS: Record<(typeof KINDS)[number], string> = {
+  'matmul-l2': 'GFLOP/s',
+  'matmul-train': 'GFLOP/s',
+  stream: 'GB/s',
+  scalar: 'G iterations/s',
+  'train-item': 'thousand tokens/s',
+};
 
 export async function runCoresBench(args: string[]): Promise<void> {
   const f = parseFlags(args, {
@@ -20,7 +26,9 @@ export async function runCoresBench(args: string[]): Promise<void> {
     rounds: { type: 'int', default: 2, min: 1, max: 50, help: 'rounds of one thread then two; the best of each is printed' },
   } as const);
   const kinds = f.kinds.split(',').map((k) => k.trim());
-  for (const k of kinds) if (!(KINDS as readonly string[]).includes(k)) throw new UsageError(`bench cores: --kinds: unknown probe ${JSON.stringify(k)} (known: ${KINDS.join(', ')})`);
+  for (const k of kinds)
+    if (!(KINDS as readonly string[]).includes(k))
+      throw new UsageError(`bench cores: --kinds: unknown probe ${JSON.stringify(k)} (known: ${KINDS.join(', ')})`);
   const workers = [startNodeWorker(ENTRY, 'cores-0'), startNodeWorker(ENTRY, 'cores-1')];
   const ask = (i: number, kind: string) =>
     new Promise<number>((resolve, reject) => {

@@ -73,7 +73,10 @@ function trainItemRate(ms: number): number {
   const config = presetConfig('small');
   const params = initParams(config, 0);
   const seqs = trainingSequences(16, 64, config.vocabSize, new Rng(7));
-  const batch = padBatch(seqs, seqs.map((_, i) => i));
+  const batch = padBatch(
+    seqs,
+    seqs.map((_, i) => i),
+  );
   let tokens = 0;
   const t0 = performance.now();
   while (performance.now() - t0 < ms) {

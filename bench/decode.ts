@@ -39,7 +39,11 @@ const AGAINST_ROUNDS = 3;
 
 const FLAGS = {
   profile: { type: 'bool', default: false, help: 'add the kernel time of one decode step per op type' },
-  against: { type: 'string', default: '', help: 'another checkout of this project (e.g. an earlier commit in a worktree) whose cached decode is measured in the same run' },
+  against: {
+    type: 'string',
+    default: '',
+    help: 'another checkout of this project (e.g. an earlier commit in a worktree) whose cached decode is measured in the same run',
+  },
 } as const;
 
 /** Tokens/s of one cached run of CONTEXTS × NEW_TOKENS that took `seconds`. */
@@ -56,7 +60,10 @@ async function cachedRun(params: GPTParams, contexts: number, newTokens: number,
   const decoder = new BatchedDecoder(params, config, { capacity: contexts });
   const start = performance.now();
   const slots = Array.from({ length: contexts }, () => decoder.open());
-  let logits = await decoder.feed(slots, slots.map(() => prompt(rng, V)));
+  let logits = await decoder.feed(
+    slots,
+    slots.map(() => prompt(rng, V)),
+  );
   let stepTime = 0;
   for (let i = 1; i < newTokens; i++) {
     const next = slots.map((_, s) => [sampleFromLogits(logits, s * V, V, SAMPLING, rng, BANNED).id]);
@@ -92,10 +99,20 @@ async function profileStep(params: GPTParams, rng: Rng): Promise<void> {
   const V = config.vocabSize;
   const decoder = new BatchedDecoder(params, config, { capacity: CONTEXTS });
   const slots = Array.from({ length: CONTEXTS }, () => decoder.open());
-  await decoder.feed(slots, slots.map(() => prompt(rng, V)));
-  for (let i = 0; i < 64; i++) await decoder.feed(slots, slots.map(() => [rng.int(21, V - 1)]));
+  await decoder.feed(
+    slots,
+    slots.map(() => prompt(rng, V)),
+  );
+  for (let i = 0; i < 64; i++)
+    await decoder.feed(
+      slots,
+      slots.map(() => [rng.int(21, V - 1)]),
+    );
   const info = await tf.profile(async () => {
-    await decoder.feed(slots, slots.map(() => [rng.int(21, V - 1)]));
+    await decoder.feed(
+      slots,
+      slots.map(() => [rng.int(21, V - 1)]),
+    );
   });
   const byKernel = new Map<string, { ms: number; count: number }>();
   for (const k of info.kernels) {
@@ -141,7 +158,9 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
   if (fusedLayer) {
     // The same cached decode with each layer composed of tfjs ops (~60 kernel calls a layer).
     const { on, off } = await alternating(setFusedDecodeLayer, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
-    console.log(`one kernel a decode layer: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with the layer composed of tfjs ops: ${(off / on).toFixed(2)}×`);
+    console.log(
+      `one kernel a decode layer: ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with the layer composed of tfjs ops: ${(off / on).toFixed(2)}×`,
+    );
   }
   // The two comparisons below are of the composed layer (the fused one runs neither tfjs's
   // matMul kernels nor the scatter), so it is off while they run.
@@ -150,12 +169,16 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
     if (fastBatchMatMulActive()) {
       // The same cached decode with tfjs's own wasm kernels for every matMul (the same graph).
       const { on, off } = await alternating(setFastBatchMatMul, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
-      console.log(`project's matMul kernel (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's own kernels for the same graph: ${(off / on).toFixed(2)}×`);
+      console.log(
+        `project's matMul kernel (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's own kernels for the same graph: ${(off / on).toFixed(2)}×`,
+      );
     }
     if (inPlaceCacheWriteAvailable()) {
       // The same cached decode with the cache written by tfjs's scatter (a copy of the cache per write).
       const { on, off } = await alternating(setInPlaceCacheWrite, () => cachedRun(params, CONTEXTS, NEW_TOKENS, new Rng(1)));
-      console.log(`in-place cache writes (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`);
+      console.log(
+        `in-place cache writes (composed layers): ${rate(on).toFixed(0)} tokens/s against ${rate(off).toFixed(0)} with tfjs's scatter (a cache copy a write): ${(off / on).toFixed(2)}×`,
+      );
     }
   } finally {
     setFusedDecodeLayer(fusedLayer);
@@ -169,7 +192,8 @@ export async function runDecodeBench(args: string[], backend: BackendName): Prom
 function againstRoot(dir: string): string {
   const root = resolve(dir);
   if (!existsSync(join(root, 'bench', 'main.ts'))) throw new Error(`bench decode: --against ${dir}: no bench/main.ts there`);
-  if (!existsSync(join(root, 'node_modules', '.bin', 'tsx'))) throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
+  if (!existsSync(join(root, 'node_modules', '.bin', 'tsx')))
+    throw new Error(`bench decode: --against ${dir}: no node_modules/.bin/tsx there (link this checkout's node_modules)`);
   return root;
 }
 
@@ -185,13 +209,20 @@ async function againstCheckout(root: string, backend: BackendName, run: () => Pr
   for (let round = 1; round <= AGAINST_ROUNDS; round++) {
     const child = spawnSync(tsx, ['bench/main.ts', 'decode', '--backend', backend], { cwd: root, encoding: 'utf8', timeout: 600_000 });
     const m = /cached batched: (\d+) tokens\/s/.exec(child.stdout ?? '');
-    if (child.status !== 0 || m === null) throw new Error(`bench decode: --against ${root}: its bench failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').slice(-3).join(' | ')}`);
+    if (child.status !== 0 || m === null)
+      throw new Error(
+        `bench decode: --against ${root}: its bench failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').slice(-3).join(' | ')}`,
+      );
     const best = await bestSeconds(run);
     theirs.push(Number(m[1]));
     ours.push(rate(best));
-    console.log(`against ${root}, round ${round}: theirs ${theirs[round - 1]} tokens/s, this checkout ${ours[round - 1].toFixed(0)} tokens/s: ${(ours[round - 1] / theirs[round - 1]).toFixed(2)}×`);
+    console.log(
+      `against ${root}, round ${round}: theirs ${theirs[round - 1]} tokens/s, this checkout ${ours[round - 1].toFixed(0)} tokens/s: ${(ours[round - 1] / theirs[round - 1]).toFixed(2)}×`,
+    );
   }
-  console.log(`against ${root}: median ${median(ours).toFixed(0)} / ${median(theirs).toFixed(0)} tokens/s = ${(median(ours) / median(theirs)).toFixed(2)}× (cached, ${CONTEXTS} rows)`);
+  console.log(
+    `against ${root}: median ${median(ours).toFixed(0)} / ${median(theirs).toFixed(0)} tokens/s = ${(median(ours) / median(theirs)).toFixed(2)}× (cached, ${CONTEXTS} rows)`,
+  );
 }
 
 /** The best of ROUNDS runs, in seconds. */

@@ -87,11 +87,16 @@ export async function runFirstVisitBench(args: string[]): Promise<void> {
     if (dir) await shots(page, dir, `after-${flags.minutes}min`);
     await page.getByTestId('pause').click();
     console.log(`first visit: ${hash}, backend ${backend}, ${wallSec.toFixed(0)} s after Train, ${steps} GRPO steps`);
-    for (const r of got) console.log(`  step ${String(r.step).padStart(3)} ${r.method.padEnd(8)} ${pct(r.accuracy)} [${pct(r.lo)}, ${pct(r.hi)}] n=${r.n}${r.delegated !== null ? ` delegated ${pct(r.delegated)}` : ''}`);
+    for (const r of got)
+      console.log(
+        `  step ${String(r.step).padStart(3)} ${r.method.padEnd(8)} ${pct(r.accuracy)} [${pct(r.lo)}, ${pct(r.hi)}] n=${r.n}${r.delegated !== null ? ` delegated ${pct(r.delegated)}` : ''}`,
+      );
     const own = got.filter((r) => r.method === 'delegate');
     if (own.length >= 2) {
       const [a, b] = [own[0], own[own.length - 1]];
-      console.log(`delegate: ${pct(a.accuracy)} at step ${a.step} → ${pct(b.accuracy)} at step ${b.step}: ${((b.accuracy - a.accuracy) * 100).toFixed(1)} points; last low end ${pct(b.lo)} ${b.lo > a.hi ? '>' : '≤'} first high end ${pct(a.hi)}`);
+      console.log(
+        `delegate: ${pct(a.accuracy)} at step ${a.step} → ${pct(b.accuracy)} at step ${b.step}: ${((b.accuracy - a.accuracy) * 100).toFixed(1)} points; last low end ${pct(b.lo)} ${b.lo > a.hi ? '>' : '≤'} first high end ${pct(a.hi)}`,
+      );
     } else console.log(`delegate: ${own.length} reading(s), no change to report`);
     console.log(`the page says: ${sentence}`);
     if (errors.length > 0) console.log(`console errors: ${errors.join(' | ')}`);

@@ -43,12 +43,19 @@ const FLAGS = {
   steps: { type: 'int', default: 10, min: 1, max: 1000, help: 'timed steps per worker count (after one untimed step)' },
   workers: { type: 'string', default: '1,3', help: 'comma list of rollout-worker counts' },
   hash: { type: 'string', default: '', help: 'extra config entries for the page, as in its URL hash (k=v&...)' },
-  against: { type: 'string', default: '', help: 'a second production build (its dist folder, e.g. of an earlier commit) measured in the same run, alternating with dist/' },
+  against: {
+    type: 'string',
+    default: '',
+    help: 'a second production build (its dist folder, e.g. of an earlier commit) measured in the same run, alternating with dist/',
+  },
 } as const;
 
 export async function startPreview(dist: string): Promise<ChildProcess> {
   if (!existsSync(`${dist}/index.html`)) throw new Error(`bench page: ${dist}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
-  const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort', '--outDir', dist], { stdio: 'ignore', detached: true });
+  const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort', '--outDir', dist], {
+    stdio: 'ignore',
+    detached: true,
+  });
   for (let i = 0; i < 200; i++) {
     // A preview that exited (the port still held by another) must not pass for this build.
     if (server.exitCode !== null) throw new Error(`bench page: vite preview for ${dist} exited (code ${server.exitCode}); is port ${PORT} in use?`);
@@ -92,7 +99,9 @@ async function measure(page: Page, workers: number, steps: number, extra: string
     const w = window as unknown as { __longTasks: { start: number; ms: number }[]; __t0: number };
     w.__longTasks = [];
     w.__t0 = performance.now();
-    new PerformanceObserver((list) => list.getEntries().forEach((e) => w.__longTasks.push({ start: e.startTime, ms: e.duration }))).observe({ type: 'longtask' });
+    new PerformanceObserver((list) => list.getEntries().forEach((e) => w.__longTasks.push({ start: e.startTime, ms: e.duration }))).observe({
+      type: 'longtask',
+    });
   });
   await page.getByTestId('train').first().click();
   await page.waitForFunction((n) => (window.selfcest?.state().metrics.length ?? 0) >= n, steps + 1, { timeout: 1_800_000, polling: 500 });
@@ -137,7 +146,8 @@ export async function runPageBench(args: string[]): Promise<void> {
   const extra = f.hash;
   const builds = f.against === '' ? ['dist'] : ['dist', f.against.replace(/\/+$/, '')];
   if (builds.length > 1 && (builds[1] === 'dist' || builds[1] === './dist')) throw new Error('bench page: --against must name another build than dist/');
-  for (const b of builds) if (!existsSync(`${b}/index.html`)) throw new Error(`bench page: ${b}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
+  for (const b of builds)
+    if (!existsSync(`${b}/index.html`)) throw new Error(`bench page: ${b}/index.html is missing; run \`npm run build\` first (or name a build folder)`);
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
   const results = new Map<string, PageStepResult[]>(builds.map((b) => [b, []]));
   try {
@@ -151,7 +161,9 @@ export async function runPageBench(args: string[]): Promise<void> {
           await page.close();
           results.get(build)?.push(r);
           const label = builds.length > 1 ? `${build}, ` : '';
-          console.log(`${label}workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`);
+          console.log(
+            `${label}workers ${w}: ${r.steps} steps, mean ${r.meanSec.toFixed(2)} s/step, median ${r.medianSec.toFixed(2)} s, rollout ${r.rolloutTokensPerSec.toFixed(0)} tokens/s`,
+          );
           const { saves, longTasks: lt, duringSaves: ds } = r;
           console.log(
             `  session saves: ${saves.count}, mean ${saves.meanMs.toFixed(0)} ms wall, ${saves.meanMB.toFixed(1)} MB each; main-thread long tasks in ${lt.spanSec.toFixed(0)} s: ${lt.count} (longest ${lt.maxMs.toFixed(0)} ms, blocking ${lt.blockingMs.toFixed(0)} ms), of them during a save: ${ds.count} (longest ${ds.maxMs.toFixed(0)} ms, blocking ${ds.blockingMs.toFixed(0)} ms)`,
@@ -164,7 +176,9 @@ export async function runPageBench(args: string[]): Promise<void> {
     const mine = results.get('dist') ?? [];
     const base = mine[0];
     for (const r of mine.slice(1)) {
-      console.log(`ratio workers ${r.workers} / workers ${base.workers}: ${(r.meanSec / base.meanSec).toFixed(2)} (step time), ${(r.rolloutTokensPerSec / base.rolloutTokensPerSec).toFixed(2)} (rollout tokens/s)`);
+      console.log(
+        `ratio workers ${r.workers} / workers ${base.workers}: ${(r.meanSec / base.meanSec).toFixed(2)} (step time), ${(r.rolloutTokensPerSec / base.rolloutTokensPerSec).toFixed(2)} (rollout tokens/s)`,
+      );
     }
     const other = builds.length > 1 ? (results.get(builds[1]) ?? []) : [];
     other.forEach((o, i) => {

@@ -27,7 +27,10 @@ async function decodeRun(decoder: Pick<ContextDecoder, 'open' | 'close' | 'feed'
   const V = config.vocabSize;
   const start = performance.now();
   const slots = Array.from({ length: CONTEXTS }, () => decoder.open());
-  let logits = await decoder.feed(slots, slots.map(() => Array.from({ length: rng.int(4, 12) }, () => rng.int(21, V - 1))));
+  let logits = await decoder.feed(
+    slots,
+    slots.map(() => Array.from({ length: rng.int(4, 12) }, () => rng.int(21, V - 1))),
+  );
   for (let i = 1; i < NEW_TOKENS; i++) {
     const next = slots.map((_, r) => [sampleFromLogits(logits, r * V, V, { temperature: 1, topK: 0 }, rng).id]);
     logits = await decoder.feed(slots, next);

@@ -94,8 +94,12 @@ function printPhase(title: string, p: PhaseProfile, plainMs: number, gpu: boolea
     header,
     sorted.map(([name, k]) => [name, String(k.calls), ...(gpu ? [String(k.dispatches)] : []), k.ms.toFixed(2), pct(k.ms)]),
   );
-  console.log(`  ${calls} kernel calls${gpu ? `, ${dispatches} GPU dispatches` : ''}; ${p.scopes} customGrad wrapper entries (fused matMul, linear, LayerNorm) left out, their kernels are listed`);
-  console.log(`  kernel time ${total.toFixed(1)} ms = ${pct(total)} of the profiled wall; the rest, ${(p.wallMs - total).toFixed(1)} ms: JS, tfjs bookkeeping, uploads, readbacks${gpu ? ', GPU waits' : ''}`);
+  console.log(
+    `  ${calls} kernel calls${gpu ? `, ${dispatches} GPU dispatches` : ''}; ${p.scopes} customGrad wrapper entries (fused matMul, linear, LayerNorm) left out, their kernels are listed`,
+  );
+  console.log(
+    `  kernel time ${total.toFixed(1)} ms = ${pct(total)} of the profiled wall; the rest, ${(p.wallMs - total).toFixed(1)} ms: JS, tfjs bookkeeping, uploads, readbacks${gpu ? ', GPU waits' : ''}`,
+  );
   if (p.untimed > 0) console.log(`  ${p.untimed} kernel calls came without a time (counted as 0 ms)`);
 }
 
@@ -129,7 +133,8 @@ export async function runProfileBench(args: string[], backend: BackendName): Pro
   const preset = benchPreset(f.preset);
   const config = preset.config;
   if (f.seq > config.nPositions) throw new Error(`--seq must be at most the preset's context, ${config.nPositions} (got ${f.seq})`);
-  if (f['decode-context'] >= config.nPositions) throw new Error(`--decode-context must be below the preset's context, ${config.nPositions} (got ${f['decode-context']})`);
+  if (f['decode-context'] >= config.nPositions)
+    throw new Error(`--decode-context must be below the preset's context, ${config.nPositions} (got ${f['decode-context']})`);
   const gpu = backend === 'webgpu';
   console.log(`profile bench: ${preset.label}; backend ${backend}; random init`);
   if (gpu) {
@@ -177,7 +182,9 @@ export async function runProfileBench(args: string[], backend: BackendName): Pro
   const peak = Math.max(...rates);
   const g = (x: number) => x.toPrecision(3);
   const which = rates.length === 2 ? ` (project's kernel ${g(rates[0])}, tfjs's XNNPACK ${g(rates[1])})` : '';
-  console.log(`  ≈ ${g(gflops)} GFLOP/s of model FLOPs; one plain [${microBatchTokens}, ${config.nEmbd}]·[${config.nEmbd}, ${4 * config.nEmbd}] matMul here: ${g(peak)} GFLOP/s${which}; ratio ${(gflops / peak).toFixed(2)}`);
+  console.log(
+    `  ≈ ${g(gflops)} GFLOP/s of model FLOPs; one plain [${microBatchTokens}, ${config.nEmbd}]·[${config.nEmbd}, ${4 * config.nEmbd}] matMul here: ${g(peak)} GFLOP/s${which}; ratio ${(gflops / peak).toFixed(2)}`,
+  );
   if (fastBatchMatMulActive()) {
     // The same step with tfjs's own kernels for every product, interleaved with the project's
     // kernel so that both see the same load. (The model's backward uses transposed products,
@@ -197,7 +204,9 @@ export async function runProfileBench(args: string[], backend: BackendName): Pro
       setFastBatchMatMul(true);
     }
     const [a, b] = [median(ours), median(theirs)];
-    console.log(`  project's matMul kernel: ${a.toFixed(0)} ms a step against ${b.toFixed(0)} ms with tfjs's own kernels for the same graph (interleaved, median of ${f.repeats}): ${(b / a).toFixed(2)}× faster`);
+    console.log(
+      `  project's matMul kernel: ${a.toFixed(0)} ms a step against ${b.toFixed(0)} ms with tfjs's own kernels for the same graph (interleaved, median of ${f.repeats}): ${(b / a).toFixed(2)}× faster`,
+    );
   }
   opt.dispose();
 

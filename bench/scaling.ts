@@ -49,7 +49,11 @@ const FLAGS = {
   'grpo-group': { type: 'int', min: 1, max: 64, help: `episodes per prompt (default ${GRPO_DEFAULTS.group})` },
   'root-max-tokens': { type: 'int', min: 1, max: 8192, help: 'root tokens per episode at most (default 64)' },
   'micro-tokens': { type: 'int', default: SFT_DEFAULTS.microTokens, min: 1, max: 1 << 20, help: 'largest padded training micro-batch (as sft)' },
-  'grpo-init': { type: 'string', default: 'public/checkpoints/warmstart,public/checkpoints/warmstart-tiny', help: 'checkpoint directories GRPO starts from, each for the preset of its shape' },
+  'grpo-init': {
+    type: 'string',
+    default: 'public/checkpoints/warmstart,public/checkpoints/warmstart-tiny',
+    help: 'checkpoint directories GRPO starts from, each for the preset of its shape',
+  },
 } as const;
 
 interface Plan {
@@ -92,7 +96,10 @@ function planOf(args: string[]): Plan {
       miniBatch: f['mini-batch'] ?? GRPO_DEFAULTS.miniBatch,
       rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: pick(f['root-max-tokens'], 64, 16) },
     },
-    grpoInit: f['grpo-init'].split(',').map((d) => d.trim()).filter((d) => d.length > 0),
+    grpoInit: f['grpo-init']
+      .split(',')
+      .map((d) => d.trim())
+      .filter((d) => d.length > 0),
     microTokens: f['micro-tokens'],
   };
 }
@@ -209,7 +216,11 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
           let rolloutRate = 0;
           let rolloutMs = 0;
           const t = await timeMs(async () => {
-            const { metrics } = await grpoStep({ policy, reference, optimizer, task: arithmetic, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) }, cfg, step);
+            const { metrics } = await grpoStep(
+              { policy, reference, optimizer, task: arithmetic, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+              cfg,
+              step,
+            );
             tokens = metrics.meanTotalTokens;
             rolloutRate = metrics.rolloutTokensPerSec;
             rolloutMs = rolloutRate > 0 ? (1000 * tokens * cfg.batch * cfg.group) / rolloutRate : 0;
@@ -230,13 +241,24 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
       const m = median(ms);
       first ||= m;
       const started = workers + gradWorkers > 0 ? (startup / 1000).toFixed(1) : '-';
-      rows.push([String(workers), String(gradWorkers), (m / 1000).toFixed(2), `${(100 * median(rolloutShares)).toFixed(0)}%`, median(episodeTokens).toFixed(0), rate(median(rolloutRates)), ratio(first / m), started]);
+      rows.push([
+        String(workers),
+        String(gradWorkers),
+        (m / 1000).toFixed(2),
+        `${(100 * median(rolloutShares)).toFixed(0)}%`,
+        median(episodeTokens).toFixed(0),
+        rate(median(rolloutRates)),
+        ratio(first / m),
+        started,
+      ]);
     }
   }
   disposeParams(startParams);
   const from = start ? `from ${start.dir}` : 'from random init (no --grpo-init checkpoint of this shape: episodes end at the first protocol violation)';
   const updates = cfg.miniBatch === null ? 'one update' : `${Math.ceil(cfg.batch / cfg.miniBatch)} updates (mini-batches of ${cfg.miniBatch} prompts)`;
-  console.log(`GRPO step (${cfg.batch} prompts × ${cfg.group} episodes, arithmetic, root ≤ ${cfg.rollout.rootMaxTokens} tokens, ${updates}, then the weight sync; ${from}):`);
+  console.log(
+    `GRPO step (${cfg.batch} prompts × ${cfg.group} episodes, arithmetic, root ≤ ${cfg.rollout.rootMaxTokens} tokens, ${updates}, then the weight sync; ${from}):`,
+  );
   printTable(['rollout workers', 'grad workers', 's/step', 'rollouts', 'tokens/episode', 'rollout tokens/s', 'speed-up vs first', 'pool start s'], rows);
 }
 

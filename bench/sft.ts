@@ -34,8 +34,18 @@ const PAIRS = 16;
  * thread and the first worker at once, each computing all of them: both wall times (ms). The
  * worker holds the weights of the pool's last sync.
  */
-async function ceilingPair(params: GPTParams, config: ModelConfig, pool: GradPool, seqs: TrainSequence[], microTokens: number): Promise<{ alone: number; both: number }> {
-  const plan = groupPlan(seqs.map((q) => q.tokens.length - 1), 2, microTokens);
+async function ceilingPair(
+  params: GPTParams,
+  config: ModelConfig,
+  pool: GradPool,
+  seqs: TrainSequence[],
+  microTokens: number,
+): Promise<{ alone: number; both: number }> {
+  const plan = groupPlan(
+    seqs.map((q) => q.tokens.length - 1),
+    2,
+    microTokens,
+  );
   const batches = plan.groups.map((g) => padBatch(seqs, g));
   const totalWeight = seqs.reduce((n, q) => n + q.weights.reduce((a, b) => a + b, 0), 0);
   const all = batches.map((_, i) => i);
@@ -72,7 +82,8 @@ function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number
 
 export async function runSftBench(args: string[], backend: BackendName): Promise<void> {
   const workers = Number(args[0] ?? 1);
-  if (!(Number.isInteger(workers) && workers >= 1 && workers <= 64)) throw new UsageError(`bench sft: the worker count must be an integer in [1, 64] (got ${args[0]})`);
+  if (!(Number.isInteger(workers) && workers >= 1 && workers <= 64))
+    throw new UsageError(`bench sft: the worker count must be an integer in [1, 64] (got ${args[0]})`);
   const tok = Tokenizer.builtin();
   const config = presetConfig('small');
   const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 100, seed: 1 };
@@ -82,7 +93,9 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
   ];
   const pool = await startNodeGradPool(workers, backend);
   try {
-    console.log(`sft bench: small (${backend}); each workload's steps taken in pairs, the same step in one thread and then with ${workers} gradient worker(s), ${WARMUP} pairs not counted, then ${PAIRS}`);
+    console.log(
+      `sft bench: small (${backend}); each workload's steps taken in pairs, the same step in one thread and then with ${workers} gradient worker(s), ${WARMUP} pairs not counted, then ${PAIRS}`,
+    );
     for (const w of workloads) {
       const one = trainer(config, null, cfg.microTokens);
       const par = trainer(config, pool, cfg.microTokens);
@@ -111,8 +124,13 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
         par.dispose();
       }
       const q = [...ratios].sort((x, y) => x - y);
-      console.log(`${w.name}: one thread ${((tokens / oneMs) * 1000).toFixed(0)} tokens/s, with ${workers} gradient worker(s) ${((tokens / parMs) * 1000).toFixed(0)} tokens/s: ${(oneMs / parMs).toFixed(2)}× in all; a step's ratio: median ${median(ratios).toFixed(2)}×, quartiles ${q[Math.floor(PAIRS / 4)].toFixed(2)}–${q[Math.floor((3 * PAIRS) / 4)].toFixed(2)}×`);
-      if (workers === 1) console.log(`  ceiling: the same micro-batches, this thread alone ${((tokens / aloneMs) * 1000).toFixed(0)} tokens/s, this thread and the worker each all of them at once ${((2 * tokens / bothMs) * 1000).toFixed(0)} tokens/s: ${((2 * aloneMs) / bothMs).toFixed(2)}×; the step reaches ${(((oneMs / parMs) / ((2 * aloneMs) / bothMs)) * 100).toFixed(0)}% of it`);
+      console.log(
+        `${w.name}: one thread ${((tokens / oneMs) * 1000).toFixed(0)} tokens/s, with ${workers} gradient worker(s) ${((tokens / parMs) * 1000).toFixed(0)} tokens/s: ${(oneMs / parMs).toFixed(2)}× in all; a step's ratio: median ${median(ratios).toFixed(2)}×, quartiles ${q[Math.floor(PAIRS / 4)].toFixed(2)}–${q[Math.floor((3 * PAIRS) / 4)].toFixed(2)}×`,
+      );
+      if (workers === 1)
+        console.log(
+          `  ceiling: the same micro-batches, this thread alone ${((tokens / aloneMs) * 1000).toFixed(0)} tokens/s, this thread and the worker each all of them at once ${(((2 * tokens) / bothMs) * 1000).toFixed(0)} tokens/s: ${((2 * aloneMs) / bothMs).toFixed(2)}×; the step reaches ${((oneMs / parMs / ((2 * aloneMs) / bothMs)) * 100).toFixed(0)}% of it`,
+        );
     }
   } finally {
     pool.terminate();

@@ -64,16 +64,28 @@ export function trainStep(params: GPTParams, config: ModelConfig, opt: AdamW, se
 }
 
 /** A decoder holding `rows` contexts of `context` tokens each, ready for single-token steps. */
-export async function prefilledDecoder(params: GPTParams, config: ModelConfig, rows: number, context: number, rng: Rng): Promise<{ decoder: BatchedDecoder; slots: number[] }> {
+export async function prefilledDecoder(
+  params: GPTParams,
+  config: ModelConfig,
+  rows: number,
+  context: number,
+  rng: Rng,
+): Promise<{ decoder: BatchedDecoder; slots: number[] }> {
   const decoder = new BatchedDecoder(params, config, { capacity: rows });
   const slots = Array.from({ length: rows }, () => decoder.open());
-  await decoder.feed(slots, slots.map(() => randomTokens(rng, context, config.vocabSize)));
+  await decoder.feed(
+    slots,
+    slots.map(() => randomTokens(rng, context, config.vocabSize)),
+  );
   return { decoder, slots };
 }
 
 /** One decode step: a random next token for every row (sampling is not part of it). */
 export function decodeStep(decoder: BatchedDecoder, slots: readonly number[], rng: Rng): Promise<Float32Array> {
-  return decoder.feed(slots, slots.map(() => randomTokens(rng, 1, decoder.vocabSize)));
+  return decoder.feed(
+    slots,
+    slots.map(() => randomTokens(rng, 1, decoder.vocabSize)),
+  );
 }
 
 export function median(xs: readonly number[]): number {
@@ -100,6 +112,7 @@ export function printTable(header: readonly string[], rows: readonly (readonly s
 /** A comma list of non-negative integers (`--seqs 32,64`), or a message naming the flag. */
 export function intList(flag: string, text: string): number[] {
   const xs = text.split(',').map((s) => Number(s.trim()));
-  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x < 0)) throw new Error(`--${flag} must be a comma list of non-negative integers (got ${JSON.stringify(text)})`);
+  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x < 0))
+    throw new Error(`--${flag} must be a comma list of non-negative integers (got ${JSON.stringify(text)})`);
   return xs;
 }

@@ -20,7 +20,10 @@ async function downloadText(page: Page, testId: string): Promise<string> {
  * state.json and its sample of traces as traces.jsonl (32 rollouts at steps 5, 10, 20, 25).
  */
 async function cliRunFolder(): Promise<{ name: string; bytes: Uint8Array }[]> {
-  const weights = ['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json'].map((name) => [name, join('public/checkpoints/warmstart-tiny', name)]);
+  const weights = ['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json'].map((name) => [
+    name,
+    join('public/checkpoints/warmstart-tiny', name),
+  ]);
   const run = [
     ['metrics.jsonl', 'runs/ablation/gating-s1/metrics.jsonl'],
     ['state.json', 'runs/ablation/gating-s1/state.json'],
@@ -51,7 +54,12 @@ function maxAbsDiff(a: number[][], b: number[][]): number {
   return worst;
 }
 
-test('exported weights load in the CLI and give the page engine logits; the CLI trains on them and its run imports back', async ({ page, openApp, waitForModel, consoleErrors }) => {
+test('exported weights load in the CLI and give the page engine logits; the CLI trains on them and its run imports back', async ({
+  page,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.setTimeout(300_000);
   await openApp(TINY_RUN);
   await waitForModel();
@@ -75,7 +83,10 @@ test('exported weights load in the CLI and give the page engine logits; the CLI 
       await writeFile(path, f.bytes);
     }
     const folder = join(dir, files[0].name.split('/')[0]);
-    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', folder, '--text', TEXT, '--json'], { maxBuffer: 64 << 20, timeout: 120_000 });
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', folder, '--text', TEXT, '--json'], {
+      maxBuffer: 64 << 20,
+      timeout: 120_000,
+    });
     const cli = JSON.parse(stdout.trim().split('\n').pop() ?? '') as Logits;
     const browser = await pageLogits(page, TEXT);
     expect(browser.tokens).toEqual(cli.tokens);
@@ -84,9 +95,43 @@ test('exported weights load in the CLI and give the page engine logits; the CLI 
     // Page → CLI → page: the CLI trains two GRPO steps from the export; its save folder imports
     // back whole (weights, curves, rollouts), its optimizer file named as ignored.
     const run = join(dir, 'run');
-    await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'train', '--task', 'arithmetic', '--init', folder, '--steps', '2', '--group', '2', '--batch', '2', '--mini-batch', '2', '--seed', '3', '--out', run], { maxBuffer: 64 << 20, timeout: 180_000 });
+    await promisify(execFile)(
+      'npx',
+      [
+        'tsx',
+        'src/cli/main.ts',
+        'train',
+        '--task',
+        'arithmetic',
+        '--init',
+        folder,
+        '--steps',
+        '2',
+        '--group',
+        '2',
+        '--batch',
+        '2',
+        '--mini-batch',
+        '2',
+        '--seed',
+        '3',
+        '--out',
+        run,
+      ],
+      { maxBuffer: 64 << 20, timeout: 180_000 },
+    );
     const save = join(run, 'save-000002');
-    const names = ['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json', 'metrics.jsonl', 'traces.jsonl', 'state.json', 'optimizer.safetensors'];
+    const names = [
+      'config.json',
+      'model.safetensors',
+      'selfcest.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'metrics.jsonl',
+      'traces.jsonl',
+      'state.json',
+      'optimizer.safetensors',
+    ];
     page.on('dialog', (d) => void d.accept());
     await page.getByTestId('import-files').setInputFiles(names.map((n) => join(save, n)));
     await expect(page.getByTestId('import-note')).toContainText('traces.jsonl', { timeout: 60_000 });
@@ -95,7 +140,15 @@ test('exported weights load in the CLI and give the page engine logits; the CLI 
     await expect(page.getByTestId('rollout-row')).toHaveCount(8);
     await expect(page.getByTestId('policy-version')).toHaveText('v2');
     const cliLogits = JSON.parse(
-      (await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', save, '--text', TEXT, '--json'], { maxBuffer: 64 << 20, timeout: 120_000 })).stdout.trim().split('\n').pop() ?? '',
+      (
+        await promisify(execFile)('npx', ['tsx', 'src/cli/main.ts', 'logits', '--checkpoint', save, '--text', TEXT, '--json'], {
+          maxBuffer: 64 << 20,
+          timeout: 120_000,
+        })
+      ).stdout
+        .trim()
+        .split('\n')
+        .pop() ?? '',
     ) as Logits;
     expect(maxAbsDiff((await pageLogits(page, TEXT)).logits, cliLogits.logits)).toBeLessThan(1e-4);
   } finally {
@@ -165,7 +218,13 @@ test('the page starts from the shipped checkpoint the config names, or a labelle
   await waitForModel();
 });
 
-test('a CLI run folder imports whole: its curves, its rollouts with their trees, and the exports hold them', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a CLI run folder imports whole: its curves, its rollouts with their trees, and the exports hold them', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'reading the run files does not depend on the backend');
   test.setTimeout(180_000);
   await openApp(TINY_RUN);
@@ -175,7 +234,9 @@ test('a CLI run folder imports whole: its curves, its rollouts with their trees,
   const importError = page.getByTestId('import-error');
 
   // metrics.jsonl alone: a checkpoint is needed with it (the Runs panel compares curves alone).
-  await input.setInputFiles([{ name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(files.find((f) => f.name === 'metrics.jsonl')?.bytes ?? []) }]);
+  await input.setInputFiles([
+    { name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(files.find((f) => f.name === 'metrics.jsonl')?.bytes ?? []) },
+  ]);
   await expect(importError).toContainText('load with the checkpoint of their run');
   await expect(importError).toContainText('Runs panel');
 
@@ -206,7 +267,9 @@ test('a CLI run folder imports whole: its curves, its rollouts with their trees,
   expect((JSON.parse(traces[0]) as { step: number }).step).toBe(5);
 
   // A malformed traces.jsonl refuses the whole import, naming the file and the line; nothing changes.
-  const bad = files.map((f) => (f.name === 'traces.jsonl' ? { name: f.name, bytes: new TextEncoder().encode('{"step":1,"schema":"selfcest-episode/1"}\n') } : f));
+  const bad = files.map((f) =>
+    f.name === 'traces.jsonl' ? { name: f.name, bytes: new TextEncoder().encode('{"step":1,"schema":"selfcest-episode/1"}\n') } : f,
+  );
   await input.setInputFiles([{ name: 'bad.tar', mimeType: 'application/x-tar', buffer: Buffer.from(tarArchive('bad', bad, 0)) }]);
   await expect(importError).toContainText('bad.tar: bad/traces.jsonl: line 1: task must be a string');
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '25');

@@ -59,7 +59,13 @@ test('the config panel validates fields and keeps the applied config in the URL 
   expect(consoleErrors).toEqual([]);
 });
 
-test('a link that sets a batch smaller than the default mini-batch opens: the mini-batch follows it, and the page says so', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a link that sets a batch smaller than the default mini-batch opens: the mini-batch follows it, and the page says so', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the config panel does not depend on the backend');
   await openApp('preset=tiny&group=2&batch=2&workers=1');
   await waitForModel();

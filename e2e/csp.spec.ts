@@ -39,7 +39,10 @@ function reportsHere(): Promise<Omit<Violation, 'scope'>[]> {
 
 async function violations(page: Page): Promise<Violation[]> {
   const ask = async (scope: string, reports: Promise<Omit<Violation, 'scope'>[]>) => (await reports).map((v) => ({ scope, ...v }));
-  const all = await Promise.all([ask('page', page.evaluate(reportsHere)), ...page.workers().map((w) => ask(new URL(w.url()).pathname, w.evaluate(reportsHere)))]);
+  const all = await Promise.all([
+    ask('page', page.evaluate(reportsHere)),
+    ...page.workers().map((w) => ask(new URL(w.url()).pathname, w.evaluate(reportsHere))),
+  ]);
   return all.flat();
 }
 

@@ -72,7 +72,13 @@ test('on WebGPU, an imported tiny warm start delegates and its tree shows the cl
   expect(consoleErrors).toEqual([]);
 });
 
-test('the shipped two-task GRPO checkpoint opens on multihop from a link; its tree shows the chunk each clone read and what it found', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('the shipped two-task GRPO checkpoint opens on multihop from a link; its tree shows the chunk each clone read and what it found', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'backend-independent; the small preset is too slow on software WebGPU');
   test.setTimeout(600_000);
   const options = encodeURIComponent('{"chunks":5,"perChunk":5}');
@@ -94,7 +100,9 @@ test('the shipped two-task GRPO checkpoint opens on multihop from a link; its tr
   await expect(cloneNodes).toHaveCount(clones);
   // Each clone names its chunk key and question, the assignments it read and its answer.
   for (let i = 0; i < clones; i++) {
-    await expect(cloneNodes.nth(i).locator('title')).toHaveText(/\nk[1-5] ▸ [a-z]\?\nread: ([a-z](\d+|[a-z])\. ){4}[a-z](\d+|[a-z])\.\ntok \d+\/\d+ · ans (none|[a-z]|\d+)/);
+    await expect(cloneNodes.nth(i).locator('title')).toHaveText(
+      /\nk[1-5] ▸ [a-z]\?\nread: ([a-z](\d+|[a-z])\. ){4}[a-z](\d+|[a-z])\.\ntok \d+\/\d+ · ans (none|[a-z]|\d+)/,
+    );
   }
   expect(consoleErrors).toEqual([]);
 });

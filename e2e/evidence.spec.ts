@@ -10,7 +10,12 @@ interface Row {
 
 async function rowsOf(page: Page): Promise<Row[]> {
   return page.getByTestId('rollout-row').evaluateAll((els) =>
-    els.map((e) => ({ correct: e.getAttribute('data-correct') === 'true', clones: Number(e.getAttribute('data-clones')), violations: Number(e.getAttribute('data-violations')), gated: e.getAttribute('data-gated') === 'true' })),
+    els.map((e) => ({
+      correct: e.getAttribute('data-correct') === 'true',
+      clones: Number(e.getAttribute('data-clones')),
+      violations: Number(e.getAttribute('data-violations')),
+      gated: e.getAttribute('data-gated') === 'true',
+    })),
   );
 }
 
@@ -22,7 +27,13 @@ const FILTERS: Record<string, (r: Row) => boolean> = {
   gated: (r) => r.gated,
 };
 
-test('the rollout filters show exactly the rollouts they name, and the count line says how many of how many', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('the rollout filters show exactly the rollouts they name, and the count line says how many of how many', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the table does not depend on the backend');
   test.setTimeout(300_000);
   await openApp(`${TINY_RUN}&evalEvery=0&group=3&batch=4`);
@@ -51,7 +62,13 @@ test('the rollout filters show exactly the rollouts they name, and the count lin
   expect(consoleErrors).toEqual([]);
 });
 
-test('a running step shows its progress; Pause says "pausing…" and what it still finishes, at once, then "paused"', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a running step shows its progress; Pause says "pausing…" and what it still finishes, at once, then "paused"', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   // The states are the page's and the engine loop's, whatever the backend; on software WebGPU this costs 3 minutes of CI.
   test.skip(backend !== 'wasm', 'the pausing state does not depend on the backend');
   test.setTimeout(300_000);
@@ -74,7 +91,13 @@ test('a running step shows its progress; Pause says "pausing…" and what it sti
   expect(consoleErrors).toEqual([]);
 });
 
-test('a first-use hint says what Train does and where to look, until dismissed (also after a reload)', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a first-use hint says what Train does and where to look, until dismissed (also after a reload)', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the hint does not depend on the backend');
   await openApp(TINY_RUN);
   await waitForModel();

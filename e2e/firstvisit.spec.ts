@@ -46,7 +46,13 @@ test('a first visit opens on the demo, story and tree first, the config folded, 
   expect(consoleErrors).toEqual([]);
 });
 
-test('the demo flow on the tiny preset: Train, held-out readings with intervals, the sentence, the live tree', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('the demo flow on the tiny preset: Train, held-out readings with intervals, the sentence, the live tree', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the flow does not depend on the backend');
   test.setTimeout(300_000);
   // The demo's link with the tiny preset and smaller sizes over it.

@@ -9,7 +9,13 @@ async function downloadText(page: Page, testId: string): Promise<{ name: string;
 
 const cxOf = async (page: Page, selector: string) => Number(await page.locator(selector).first().getAttribute('cx'));
 
-test('frontier: evaluated points appear, the cost toggle redraws, training adds live points, SVG and CSV export', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('frontier: evaluated points appear, the cost toggle redraws, training adds live points, SVG and CSV export', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   // Chart code; WebGPU training with live evaluations is training.spec.ts's main-thread test (this took 3.6 min on software WebGPU).
   test.skip(backend !== 'wasm', 'the frontier chart does not depend on the backend');
   test.setTimeout(420_000);
@@ -72,7 +78,9 @@ test('frontier: evaluated points appear, the cost toggle redraws, training adds 
   const csv = await downloadText(page, 'frontier-export-csv');
   expect(csv.name).toBe('frontier.csv');
   const rows = csv.text.trim().split('\n');
-  expect(rows[0]).toBe('checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens,mean_root_tokens,mean_root_context_tokens');
+  expect(rows[0]).toBe(
+    'checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens,mean_root_tokens,mean_root_context_tokens',
+  );
   expect(rows).toHaveLength(11);
   expect(rows.filter((r) => r.startsWith('step 2,'))).toHaveLength(2);
 

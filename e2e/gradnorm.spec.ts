@@ -15,7 +15,9 @@ async function firstStep(page: Page): Promise<Row[]> {
   await expect(page.getByTestId('step')).toBeEnabled({ timeout: 120_000 });
   await page.getByTestId('step').click();
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 240_000 });
-  return page.evaluate(() => window.selfcest!.state().metrics.map(({ metrics: m }) => ({ step: m.step, gradNorm: m.gradNorm, loss: m.loss, meanReward: m.meanReward, kl: m.kl })));
+  return page.evaluate(() =>
+    window.selfcest!.state().metrics.map(({ metrics: m }) => ({ step: m.step, gradNorm: m.gradNorm, loss: m.loss, meanReward: m.meanReward, kl: m.kl })),
+  );
 }
 
 // The issue's measurement: two Steps of `batch=2&group=2` gave grad norms 0 and 0.125 on WebGPU
@@ -43,7 +45,9 @@ test('the grad norm of a GRPO step on WebGPU equals wasm’s, in the same browse
     expect(a.gradNorm).toBeGreaterThan(0);
     expect(Math.abs(a.gradNorm - b.gradNorm) / b.gradNorm).toBeLessThan(1e-2);
   }
-  console.log(`grad norms, webgpu vs wasm: ${gpu.map((g, i) => `step ${g.step}: ${g.gradNorm.toFixed(6)} vs ${cpu[i].gradNorm.toFixed(6)}`).join('; ')} (${compared} compared)`);
+  console.log(
+    `grad norms, webgpu vs wasm: ${gpu.map((g, i) => `step ${g.step}: ${g.gradNorm.toFixed(6)} vs ${cpu[i].gradNorm.toFixed(6)}`).join('; ')} (${compared} compared)`,
+  );
   expect(compared).toBeGreaterThanOrEqual(1);
   expect(consoleErrors).toEqual([]);
 });

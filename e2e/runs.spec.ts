@@ -3,7 +3,13 @@ import { TINY_RUN, expect, test } from './chromium';
 
 const GATING = join('runs', 'ablation-naive', 'gating-s1');
 
-test('a kept run survives a reload and overlays an imported CLI run, with a legend and the settings that differ', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a kept run survives a reload and overlays an imported CLI run, with a legend and the settings that differ', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
   test.setTimeout(300_000);
   await openApp(`${TINY_RUN}&evalEvery=0`);
@@ -29,7 +35,9 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await expect(page.getByTestId('runs-count')).toHaveAttribute('data-kept', '1');
 
   // A malformed metrics file is refused, naming the file and the line; the kept run stays.
-  await page.getByTestId('import-run-files').setInputFiles([{ name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"step":1,"meanReward":0.5}\n{"step":2,"meanRew') }]);
+  await page
+    .getByTestId('import-run-files')
+    .setInputFiles([{ name: 'metrics.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"step":1,"meanReward":0.5}\n{"step":2,"meanRew') }]);
   await expect(page.getByTestId('runs-error')).toContainText('metrics.jsonl: line 2: not JSON');
   await expect(page.getByTestId('runs-count')).toHaveAttribute('data-kept', '1');
 
@@ -100,7 +108,7 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await page.getByTestId('import-run-files').setInputFiles(await download.path());
   const copy = page.locator('[data-testid="run-row"][data-name="ablation-naive/gating-s1 (2)"]');
   await expect(copy).toHaveCount(1);
-  await expect(copy.getByTestId('run-steps')).toHaveText(await cli.getByTestId('run-steps').textContent() ?? '');
+  await expect(copy.getByTestId('run-steps')).toHaveText((await cli.getByTestId('run-steps').textContent()) ?? '');
   // Only a page run offers its config back.
   await expect(cli.getByTestId('run-reopen')).toHaveCount(0);
   await expect(kept.getByTestId('run-reopen')).toHaveCount(1);

@@ -26,7 +26,13 @@ function savedWeightFiles(page: Page): Promise<string[]> {
   );
 }
 
-test('a reload restores the session, and the exported weights import at their policy version', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a reload restores the session, and the exported weights import at their policy version', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the session store does not depend on the backend');
   test.setTimeout(300_000);
   await openApp(`${TINY_RUN}&evalEvery=0`);
@@ -55,7 +61,12 @@ test('a reload restores the session, and the exported weights import at their po
   await expect(page.getByTestId('policy-version')).toHaveText('v3');
   // Exports after the reload hold the steps before it too.
   await expect(page.getByTestId('step')).toBeEnabled();
-  expect((await downloadText(page, 'export-metrics-jsonl')).trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step)).toEqual([1, 2, 3]);
+  expect(
+    (await downloadText(page, 'export-metrics-jsonl'))
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { step: number }).step),
+  ).toEqual([1, 2, 3]);
   expect((await downloadText(page, 'export-traces')).trim().split('\n')).toHaveLength(12);
 
   // The page's own .tar imports, at its policy version, with its history.
@@ -93,7 +104,13 @@ test('a reload restores the session, and the exported weights import at their po
  * (the step of its record, the GRPO steps and policy version the status bar shows, the points of
  * the curves), whatever the save in flight was doing.
  */
-test('a tab closed while training restores a session whose step, policy version and curves agree', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a tab closed while training restores a session whose step, policy version and curves agree', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the session store does not depend on the backend');
   test.setTimeout(300_000);
   page.on('dialog', (d) => void d.accept()); // the unload warning while training: leave anyway

@@ -43,11 +43,20 @@ test('two GRPO steps run in the workers and every curve gains points', async ({ 
   // 2 prompts × 2 rollouts per step, two steps.
   await expect(page.getByTestId('rollout-row')).toHaveCount(8);
   // The same eight by operand count: each size once, the counts adding up to the rows above.
-  const sizes = await page.getByTestId('size-row').evaluateAll((rows) => rows.map((r) => ({ size: Number(r.getAttribute('data-size')), episodes: Number(r.getAttribute('data-episodes')), delegated: Number(r.getAttribute('data-delegated')), correct: Number(r.getAttribute('data-correct')) })));
+  const sizes = await page.getByTestId('size-row').evaluateAll((rows) =>
+    rows.map((r) => ({
+      size: Number(r.getAttribute('data-size')),
+      episodes: Number(r.getAttribute('data-episodes')),
+      delegated: Number(r.getAttribute('data-delegated')),
+      correct: Number(r.getAttribute('data-correct')),
+    })),
+  );
   expect(sizes.reduce((a, r) => a + r.episodes, 0)).toBe(8);
   expect(new Set(sizes.map((r) => r.size)).size).toBe(sizes.length);
   expect(sizes.every((r) => r.size >= 1 && r.delegated <= r.episodes && r.correct <= r.episodes)).toBe(true);
-  const rowsShown = await page.getByTestId('rollout-row').evaluateAll((rows) => rows.map((r) => ({ clones: Number(r.getAttribute('data-clones')), correct: r.getAttribute('data-correct') === 'true' })));
+  const rowsShown = await page
+    .getByTestId('rollout-row')
+    .evaluateAll((rows) => rows.map((r) => ({ clones: Number(r.getAttribute('data-clones')), correct: r.getAttribute('data-correct') === 'true' })));
   expect(sizes.reduce((a, r) => a + r.delegated, 0)).toBe(rowsShown.filter((r) => r.clones > 0).length);
   expect(sizes.reduce((a, r) => a + r.correct, 0)).toBe(rowsShown.filter((r) => r.correct).length);
   await page.getByTestId('rollout-row').first().click();
@@ -59,14 +68,22 @@ test('two GRPO steps run in the workers and every curve gains points', async ({ 
   // Exports: traces (one episode a line), metrics (one step a row), a chart as standalone SVG.
   const traces = await downloadText(page, 'export-traces');
   expect(traces.name).toBe('traces.jsonl');
-  const episodes = traces.text.trim().split('\n').map((l) => JSON.parse(l) as { schema: string; contexts: unknown[] });
+  const episodes = traces.text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { schema: string; contexts: unknown[] });
   expect(episodes).toHaveLength(8);
   expect(episodes.every((e) => e.schema === 'selfcest-episode/1' && e.contexts.length >= 1)).toBe(true);
   const csv = await downloadText(page, 'export-metrics-csv');
   expect(csv.name).toBe('metrics.csv');
   expect(csv.text.trim().split('\n')).toHaveLength(3);
   const jsonl = await downloadText(page, 'export-metrics-jsonl');
-  expect(jsonl.text.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step)).toEqual([1, 2]);
+  expect(
+    jsonl.text
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { step: number }).step),
+  ).toEqual([1, 2]);
   const svg = await downloadText(page, 'chart-export-reward');
   expect(svg.name).toBe('reward.svg');
   expect(svg.text).toMatch(/^<\?xml[^>]*>\n<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
@@ -123,14 +140,23 @@ test('training keeps the main thread free: no long task over 200 ms', async ({ p
   await page.getByTestId('train').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'training');
   // Two steps with their evaluations on wasm; one on software WebGPU (a minute a step there).
-  await expect.poll(async () => Number(await page.getByTestId('metrics-steps').getAttribute('data-steps')), { timeout: 180_000 }).toBeGreaterThanOrEqual(backend === 'webgpu' ? 1 : 2);
+  await expect
+    .poll(async () => Number(await page.getByTestId('metrics-steps').getAttribute('data-steps')), { timeout: 180_000 })
+    .toBeGreaterThanOrEqual(backend === 'webgpu' ? 1 : 2);
   await page.getByTestId('pause').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'paused');
   // The run's starting point and (on wasm) its first step's points were evaluated and drawn.
   expect(Number(await page.getByTestId('frontier-svg').getAttribute('data-points'))).toBeGreaterThanOrEqual(backend === 'webgpu' ? 2 : 4);
   // The story on top reads the same evaluations: each reading an element with its interval.
   const readings = await page.getByTestId('heldout-reading').evaluateAll((els) =>
-    els.map((e) => ({ step: Number(e.getAttribute('data-step')), method: e.getAttribute('data-method'), acc: Number(e.getAttribute('data-accuracy')), lo: Number(e.getAttribute('data-lo')), hi: Number(e.getAttribute('data-hi')), n: Number(e.getAttribute('data-n')) })),
+    els.map((e) => ({
+      step: Number(e.getAttribute('data-step')),
+      method: e.getAttribute('data-method'),
+      acc: Number(e.getAttribute('data-accuracy')),
+      lo: Number(e.getAttribute('data-lo')),
+      hi: Number(e.getAttribute('data-hi')),
+      n: Number(e.getAttribute('data-n')),
+    })),
   );
   expect(readings.length).toBeGreaterThanOrEqual(backend === 'webgpu' ? 2 : 4);
   expect(readings.filter((r) => r.step === 0).map((r) => r.method)).toEqual(['delegate', 'mono']);

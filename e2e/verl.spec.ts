@@ -12,7 +12,13 @@ import { TINY_RUN, expect, test } from './chromium';
  * and clone samples, converted by the CLI's import-verl, imported in the Runs panel; its curve is
  * listed and its rollouts open as delegation trees of text-only contexts.
  */
-test('a verl run converted by import-verl imports in the Runs panel, and its rollouts open as trees', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('a verl run converted by import-verl imports in the Runs panel, and its rollouts open as trees', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
   test.setTimeout(180_000);
   const dir = mkdtempSync(join(tmpdir(), 'selfcest-e2e-verl-'));
@@ -63,7 +69,13 @@ test('a verl run converted by import-verl imports in the Runs panel, and its rol
  * the step files themselves, draws the curves from the steps, and opens every root as a tree,
  * clones the root named included.
  */
-test("a verl run's dump (selfcest_dump.py's step files) opens in the Runs panel: curves by step, every root as a tree", async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test("a verl run's dump (selfcest_dump.py's step files) opens in the Runs panel: curves by step, every root as a tree", async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
   const py = pythonWith('numpy', 'tokenizers', 'transformers');
   test.skip(py.python === null, `no Python for the dump fixture: ${py.why}`);
@@ -73,12 +85,30 @@ test("a verl run's dump (selfcest_dump.py's step files) opens in the Runs panel:
   execFileSync('npx', ['tsx', 'src/cli/main.ts', 'export-verl', '--train', '8', '--test', '4', '--out', exp], { encoding: 'utf8' });
   const out = join(dir, 'rollouts');
   const steps = 6;
-  writeFileSync(join(dir, 'spec.json'), JSON.stringify({
-    reward: join(exp, 'selfcest_reward.py'), dump: join(exp, 'selfcest_dump.py'), out, task: 'arithmetic', steps, prompts: 6, group: 4, seed: 11,
-    markers: ['Answer:'], json_repair_penalty: 0, summary_max_length: 256, summary_truncate_side: 'left', backend: 'numpy',
-  }));
+  writeFileSync(
+    join(dir, 'spec.json'),
+    JSON.stringify({
+      reward: join(exp, 'selfcest_reward.py'),
+      dump: join(exp, 'selfcest_dump.py'),
+      out,
+      task: 'arithmetic',
+      steps,
+      prompts: 6,
+      group: 4,
+      seed: 11,
+      markers: ['Answer:'],
+      json_repair_penalty: 0,
+      summary_max_length: 256,
+      summary_truncate_side: 'left',
+      backend: 'numpy',
+    }),
+  );
   const fixture = join('test', 'python', 'verl_dump_fixture.py');
-  const episodes = (JSON.parse(execFileSync(py.python!, [fixture, join(dir, 'spec.json')], { encoding: 'utf8', maxBuffer: 64 << 20 })) as { episodes: { request_id: string; clones: { label: string }[] }[] }).episodes;
+  const episodes = (
+    JSON.parse(execFileSync(py.python!, [fixture, join(dir, 'spec.json')], { encoding: 'utf8', maxBuffer: 64 << 20 })) as {
+      episodes: { request_id: string; clones: { label: string }[] }[];
+    }
+  ).episodes;
   const files = Array.from({ length: steps }, (_, i) => join(out, `${i + 1}.jsonl`));
   const rows = files.reduce((n, f) => n + readFileSync(f, 'utf8').trim().split('\n').length, 0);
   expect(rows).toBeGreaterThan(300);

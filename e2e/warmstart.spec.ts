@@ -1,7 +1,13 @@
 import type { Dialog } from '@playwright/test';
 import { TINY_RUN, expect, test } from './chromium';
 
-test('the warm start says what it will run, draws its loss, counts its steps apart from GRPO, and asks before moving a GRPO-trained policy', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('the warm start says what it will run, draws its loss, counts its steps apart from GRPO, and asks before moving a GRPO-trained policy', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the warm start display does not depend on the backend; an SFT step takes ~40 s on software WebGPU');
   test.setTimeout(420_000);
   const dialogs: string[] = [];
@@ -69,7 +75,13 @@ test('the warm start says what it will run, draws its loss, counts its steps apa
   expect(consoleErrors).toEqual([]);
 });
 
-test('the multihop long-context setting is picked from the task options, applied into the link and read back from it', async ({ page, backend, openApp, waitForModel, consoleErrors }) => {
+test('the multihop long-context setting is picked from the task options, applied into the link and read back from it', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
   test.skip(backend !== 'wasm', 'the config panel does not depend on the backend');
   test.setTimeout(180_000);
   await openApp(`${TINY_RUN}&evalEvery=0`);
@@ -81,7 +93,13 @@ test('the multihop long-context setting is picked from the task options, applied
 
   // Multihop offers its settings; the long context fills the JSON.
   await page.getByTestId('config-task').selectOption('multihop');
-  await expect(preset.locator('option')).toHaveText(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', '4 × 5 among filler (the first-visit demo)', 'out of distribution (8 chunks, 3 hops)']);
+  await expect(preset.locator('option')).toHaveText([
+    'default (6 chunks × 3)',
+    'long context (6 × 4 among filler, does not fit one window)',
+    '6 × 3 among filler (fits one window)',
+    '4 × 5 among filler (the first-visit demo)',
+    'out of distribution (8 chunks, 3 hops)',
+  ]);
   await preset.selectOption('long-context');
   await expect(options).toHaveValue('{"chunks":6,"perChunk":4,"filler":24}');
 

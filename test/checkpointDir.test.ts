@@ -16,7 +16,10 @@ function checkpoint(seed: number): Checkpoint {
   const rng = new Rng(seed);
   const tensors = new Map<string, Float32Array>();
   for (const s of paramSpecs(config)) {
-    tensors.set(s.name, Float32Array.from({ length: s.shape.reduce((a, b) => a * b, 1) }, () => rng.normal()));
+    tensors.set(
+      s.name,
+      Float32Array.from({ length: s.shape.reduce((a, b) => a * b, 1) }, () => rng.normal()),
+    );
   }
   return { config, tensors, tokenizer: buildTokenizerJson(), selfcest: makeSelfcestMeta({ step: seed }) };
 }

@@ -28,7 +28,8 @@ afterAll(async () => {
 
 const TRAIN = ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '1'];
 const SMALL = ['--group', '2', '--batch', '2', '--mini-batch', '2'];
-const stateOf = async (out: string) => JSON.parse(await readFile(join(out, 'save-000001', 'state.json'), 'utf8')) as { config: { advantage: { gating: boolean; gateRoots: boolean } } };
+const stateOf = async (out: string) =>
+  JSON.parse(await readFile(join(out, 'save-000001', 'state.json'), 'utf8')) as { config: { advantage: { gating: boolean; gateRoots: boolean } } };
 
 describe('run command flags', () => {
   it('--flag=false, --no-flag and --flag all mean what they say, in the saved run', async () => {
@@ -61,7 +62,10 @@ describe('run command flags', () => {
       [['--task', 'arithmetic:0,multihop'], /--task: the weight of arithmetic must be a positive number/],
       [['--lr', 'abc'], /--lr must be a number in \[1e-7, 0\.1\] \(got "abc"\)/],
       [['--mini-batch', '3'], /--mini-batch must divide --batch = 16 \(got 3\)/],
-      [['--restart-optimizer', '--token-rate-after', '0'], /--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)/],
+      [
+        ['--restart-optimizer', '--token-rate-after', '0'],
+        /--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)/,
+      ],
       [['--constructor', '5'], /unknown flag --constructor/],
     ];
     for (const [args, message] of cases) {
@@ -105,9 +109,27 @@ describe('run command flags', () => {
     expect(existsSync(join(dir, 'never', 'LATEST'))).toBe(false);
   }, 180_000);
 
-  it('a warm start told its limit (--root-limit-min) records it, and eval tells its root the limit (auto), not an older checkpoint\'s', async () => {
+  it("a warm start told its limit (--root-limit-min) records it, and eval tells its root the limit (auto), not an older checkpoint's", async () => {
     const out = join(dir, 'limit-sft');
-    const r = await cli(['sft', '--preset', 'tiny', '--steps', '2', '--batch-tokens', '256', '--micro-tokens', '256', '--teacher', 'naive', '--root-limit-min', '32', '--root-max-tokens', '96', '--out', out]);
+    const r = await cli([
+      'sft',
+      '--preset',
+      'tiny',
+      '--steps',
+      '2',
+      '--batch-tokens',
+      '256',
+      '--micro-tokens',
+      '256',
+      '--teacher',
+      'naive',
+      '--root-limit-min',
+      '32',
+      '--root-max-tokens',
+      '96',
+      '--out',
+      out,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const state = JSON.parse(await readFile(join(out, 'save-000002', 'state.json'), 'utf8'));
     expect(state.config.rootLimits).toEqual({ min: 32, max: 96 });
@@ -122,7 +144,17 @@ describe('run command flags', () => {
     const bad = await cli(['sft', '--steps', '1', '--root-limit-min', '100', '--root-max-tokens', '96', '--out', join(dir, 'never')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--root-limit-min must be at most --root-max-tokens = 96 \(got 100\)/);
-    const straddle = await cli(['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '1', '--root-limit-straddle', '0.5', '--out', join(dir, 'never')]);
+    const straddle = await cli([
+      'train',
+      '--init',
+      'public/checkpoints/warmstart-tiny',
+      '--steps',
+      '1',
+      '--root-limit-straddle',
+      '0.5',
+      '--out',
+      join(dir, 'never'),
+    ]);
     expect(straddle.code).toBe(2);
     expect(straddle.stderr).toMatch(/--root-limit-straddle needs a root limit drawn per prompt \(--root-limit-min\)/);
   }, 180_000);
@@ -153,7 +185,22 @@ describe('run command flags', () => {
     const mono = await cli(['eval', '--checkpoint', ckpt, '--task', 'multihop', '--options', options, '--n', '2', '--method', 'mono', '--json']);
     expect(mono.code, mono.stderr).toBe(0);
     expect(mono.stdout).toMatch(/root_over_max/);
-    const fr = await cli(['frontier', '--checkpoint', ckpt, '--task', 'multihop', '--options', '{"chunks":2,"perChunk":1,"hops":1}', '--n', '2', '--methods', 'delegate', '--limits', '16', '--json']);
+    const fr = await cli([
+      'frontier',
+      '--checkpoint',
+      ckpt,
+      '--task',
+      'multihop',
+      '--options',
+      '{"chunks":2,"perChunk":1,"hops":1}',
+      '--n',
+      '2',
+      '--methods',
+      'delegate',
+      '--limits',
+      '16',
+      '--json',
+    ]);
     expect(fr.code, fr.stderr).toBe(0);
     expect((JSON.parse(fr.stdout) as { points: unknown[] }).points).toHaveLength(1);
     const cases: [string[], RegExp][] = [

@@ -13,7 +13,6 @@ import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { VOCAB_SIZE } from '../src/core/tokenizer/vocab';
 import { initBackend } from '../src/runtime/backend';
 
-
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'selfcest-cli-'));
@@ -90,8 +89,12 @@ describe('cli', () => {
   });
 
   it('compare tabulates runs from their metrics and draws the reward curves', async () => {
-    const row = (step: number, meanReward: number, gateRate: number) => JSON.stringify({ step, meanReward, accuracy: meanReward, gateRate, meanTotalTokens: 50, clonesPerEpisode: 2 });
-    for (const [name, gate] of [['on', 0.1], ['off', 0]] as const) {
+    const row = (step: number, meanReward: number, gateRate: number) =>
+      JSON.stringify({ step, meanReward, accuracy: meanReward, gateRate, meanTotalTokens: 50, clonesPerEpisode: 2 });
+    for (const [name, gate] of [
+      ['on', 0.1],
+      ['off', 0],
+    ] as const) {
       await mkdir(join(dir, name), { recursive: true });
       await writeFile(join(dir, name, 'metrics.jsonl'), [row(1, 0.1, gate), row(2, 0.3, gate), row(3, 0.5, gate)].join('\n') + '\n');
     }

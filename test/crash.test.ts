@@ -86,7 +86,23 @@ afterAll(async () => {
 
 const COMMANDS = {
   sft: ['sft', '--preset', 'tiny', '--steps', '3', '--batch-tokens', '256', '--micro-tokens', '256', '--save-every', '1', '--seed', '4'],
-  train: ['train', '--init', 'public/checkpoints/warmstart-tiny', '--steps', '3', '--group', '2', '--batch', '2', '--mini-batch', '2', '--save-every', '1', '--seed', '4'],
+  train: [
+    'train',
+    '--init',
+    'public/checkpoints/warmstart-tiny',
+    '--steps',
+    '3',
+    '--group',
+    '2',
+    '--batch',
+    '2',
+    '--mini-batch',
+    '2',
+    '--save-every',
+    '1',
+    '--seed',
+    '4',
+  ],
 };
 
 describe.each(Object.keys(COMMANDS) as (keyof typeof COMMANDS)[])('%s killed during a save', (kind) => {
@@ -99,7 +115,11 @@ describe.each(Object.keys(COMMANDS) as (keyof typeof COMMANDS)[])('%s killed dur
     // mkdir, each file written, the rename, the commit, the views, the removal, done
     expect(points.filter((p) => p.at.startsWith('2:')).length).toBeGreaterThanOrEqual(kind === 'train' ? 18 : 15);
     const expected = await finalState(refDir, kind === 'train');
-    expect(expected.entries).toEqual(kind === 'train' ? ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003', 'traces.jsonl'] : ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003']);
+    expect(expected.entries).toEqual(
+      kind === 'train'
+        ? ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003', 'traces.jsonl']
+        : ['LATEST', 'LOCK', 'metrics.jsonl', 'run.json', 'save-000003'],
+    );
     expect(expected.metrics.length).toBe(3);
 
     const outcomes = await pool(

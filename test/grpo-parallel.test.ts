@@ -57,12 +57,19 @@ async function oneStep(pool: GradPool | null): Promise<{ metrics: StepMetrics; w
   const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
   const shared = pool?.share(config);
   // Counts the micro-batches the workers computed.
-  const gradients = shared && { ...shared, remotes: shared.remotes.map((r): RemotePolicyGradients => async (...a) => {
-    const m = await r(...a);
-    workerItems += m?.size ?? 0;
-    return m;
-  }) };
-  const { metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task: arithmetic, encode, rewardFn: digits, ...(gradients ? { gradients } : {}) }, cfg, 0);
+  const gradients = shared && {
+    ...shared,
+    remotes: shared.remotes.map((r): RemotePolicyGradients => async (...a) => {
+      const m = await r(...a);
+      workerItems += m?.size ?? 0;
+      return m;
+    }),
+  };
+  const { metrics } = await grpoStep(
+    { policy: { config, params }, reference, optimizer, task: arithmetic, encode, rewardFn: digits, ...(gradients ? { gradients } : {}) },
+    cfg,
+    0,
+  );
   const weights = await paramsToArrays(params);
   optimizer.dispose();
   params.forEach((p) => p.dispose());

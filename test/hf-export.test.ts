@@ -53,7 +53,11 @@ function referenceLogits(dir: string, sequences: number[][]): number[][][] {
 function perturbed(arrays: Map<string, Float32Array>, seed: number): Map<string, Float32Array> {
   const rng = new Rng(seed);
   const out = new Map<string, Float32Array>();
-  for (const [name, a] of arrays) out.set(name, a.map((x) => x + 0.15 * rng.normal()));
+  for (const [name, a] of arrays)
+    out.set(
+      name,
+      a.map((x) => x + 0.15 * rng.normal()),
+    );
   return out;
 }
 

@@ -30,7 +30,10 @@ function importGraph(files: readonly string[]): Map<string, string[]> {
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
     const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s*'(\.[^']+)'|import\(\s*'(\.[^']+)'\s*\)/g)].map((m) => m[1] ?? m[2]);
-    graph.set(file, specs.map((s) => resolveImport(file, s.replace(/\?.*$/, ''))).filter((p): p is string => p !== null && !/\.worker\.tsx?$/.test(p) && !p.includes('?')));
+    graph.set(
+      file,
+      specs.map((s) => resolveImport(file, s.replace(/\?.*$/, ''))).filter((p): p is string => p !== null && !/\.worker\.tsx?$/.test(p) && !p.includes('?')),
+    );
   }
   return graph;
 }

@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getTokenizer, setupBackend } from '../src/cli/setup';
-import { LOOKUP_PROBE_DEFAULTS, type LookupProbeConfig, probeDrill, probeEvalDrills, probeTrainDrills, runLookupProbe, validateLookupProbeConfig } from '../src/core/eval/lookupProbe';
+import {
+  LOOKUP_PROBE_DEFAULTS,
+  type LookupProbeConfig,
+  probeDrill,
+  probeEvalDrills,
+  probeTrainDrills,
+  runLookupProbe,
+  validateLookupProbeConfig,
+} from '../src/core/eval/lookupProbe';
 import { presetConfig } from '../src/core/model/config';
 import { Rng } from '../src/core/rng';
 import { COMMANDS } from '../src/cli/commands';
@@ -21,7 +29,10 @@ beforeAll(async () => {
 
 /** An independent reading of a drill's prompt in either layout: its pairs and its question. */
 function readDrill(prompt: string, layout: 'last' | 'first'): { pairs: Map<string, string>; question: string } {
-  const parts = prompt.replace(/^<clone>/, '').replace(/<sep>$/, '').split(' ');
+  const parts = prompt
+    .replace(/^<clone>/, '')
+    .replace(/<sep>$/, '')
+    .split(' ');
   const q = (layout === 'last' ? parts.pop()! : parts.shift()!).replace(/\?$/, '');
   return { pairs: new Map(parts.map((p) => p.replace(/\.$/, '').split('=') as [string, string])), question: q };
 }
@@ -62,7 +73,10 @@ describe('lookup probe', () => {
     const rng = Rng.stream(5, 'probe-adjacent');
     for (let i = 0; i < 20; i++) {
       const d = probeDrill(rng, 3, 1, 'last', i % 2 === 0, false, true);
-      const words = d.prompt.replace(/^<clone>/, '').replace(/\?<sep>$/, '').split(' ');
+      const words = d.prompt
+        .replace(/^<clone>/, '')
+        .replace(/\?<sep>$/, '')
+        .split(' ');
       const question = words.pop()!;
       // `q7.` or `aq.`: the name, then its right-hand side, no `=`.
       const pairs = new Map(words.map((w) => [w[0], w.slice(1, -1)]));
@@ -103,7 +117,9 @@ describe('lookup probe', () => {
 
   it('trains the tiny preset and reads the held-out drills at step 0 and every evalEvery steps', async () => {
     const rows: number[] = [];
-    const r = await runLookupProbe(presetConfig('tiny'), cfg({ size: 1, steps: 6, evalEvery: 3, evalN: 20, batch: 16, warmup: 1 }), encode, (row) => rows.push(row.step));
+    const r = await runLookupProbe(presetConfig('tiny'), cfg({ size: 1, steps: 6, evalEvery: 3, evalN: 20, batch: 16, warmup: 1 }), encode, (row) =>
+      rows.push(row.step),
+    );
     expect(rows).toEqual([0, 3, 6]);
     expect(r.rows.map((x) => x.step)).toEqual([0, 3, 6]);
     expect(r.stepsToTarget).toBeNull();
@@ -122,8 +138,28 @@ describe('lookup probe', () => {
     const dir = await mkdtemp(join(tmpdir(), 'selfcest-probe-'));
     try {
       const out = join(dir, 'sub', 'probe.jsonl');
-      await COMMANDS['probe-lookup'].run(['--preset', 'tiny', '--size', '1', '--steps', '2', '--eval-every', '1', '--eval-n', '5', '--batch', '8', '--warmup', '1', '--out', out]);
-      const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { kind: string; step?: number; size?: number; stepsToTarget?: unknown });
+      await COMMANDS['probe-lookup'].run([
+        '--preset',
+        'tiny',
+        '--size',
+        '1',
+        '--steps',
+        '2',
+        '--eval-every',
+        '1',
+        '--eval-n',
+        '5',
+        '--batch',
+        '8',
+        '--warmup',
+        '1',
+        '--out',
+        out,
+      ]);
+      const lines = (await readFile(out, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { kind: string; step?: number; size?: number; stepsToTarget?: unknown });
       expect(lines.map((l) => l.kind)).toEqual(['config', 'row', 'row', 'row', 'result']);
       expect(lines[0].size).toBe(1);
       expect(lines.slice(1, 4).map((l) => l.step)).toEqual([0, 1, 2]);

@@ -65,13 +65,21 @@ describe('clone lookup probe', () => {
   it("builds lookups among filler, as the long context's clones read them", () => {
     const { found, missing } = lookupCases(4, 20, 3, 1, 24);
     for (const c of [...found, ...missing]) {
-      const words = c.prompt.replace(/^<clone>/, '').replace(/ [a-z]\?<sep>$/, '').split(' ');
+      const words = c.prompt
+        .replace(/^<clone>/, '')
+        .replace(/ [a-z]\?<sep>$/, '')
+        .split(' ');
       expect(words.filter((w) => /[a-z0-9]/.test(w))).toHaveLength(4);
       expect(words.filter((w) => !/[a-z0-9]/.test(w)).join('')).toMatch(/^[#*_+]{24}$/);
     }
     // The same lookups without filler (the filler has its own stream): a paired reading.
     const plain = lookupCases(4, 20, 3, 1, 0);
-    const unfilled = (prompt: string) => `<clone>${prompt.replace(/^<clone>/, '').split(' ').filter((w) => /[a-z0-9]/.test(w)).join(' ')}`;
+    const unfilled = (prompt: string) =>
+      `<clone>${prompt
+        .replace(/^<clone>/, '')
+        .split(' ')
+        .filter((w) => /[a-z0-9]/.test(w))
+        .join(' ')}`;
     expect(plain.found.map((c) => [c.prompt, c.written])).toEqual(found.map((c) => [unfilled(c.prompt), c.written]));
     expect(plain.missing.map((c) => [c.prompt, c.written])).toEqual(missing.map((c) => [unfilled(c.prompt), c.written]));
   });
@@ -86,7 +94,16 @@ describe('clone lookup probe', () => {
     const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
     try {
       const drill = (c: { prompt: string; answer: string }) =>
-        demoSequence({ role: 'clone', segments: [{ kind: 'prompt', text: c.prompt }, { kind: 'generated', text: `<ans>${c.answer}<eos>` }] }, encode);
+        demoSequence(
+          {
+            role: 'clone',
+            segments: [
+              { kind: 'prompt', text: c.prompt },
+              { kind: 'generated', text: `<ans>${c.answer}<eos>` },
+            ],
+          },
+          encode,
+        );
       for (let step = 0; step < 50; step++) {
         const drills = [1, 6].flatMap((size) => {
           const c = lookupCases(size, 4, 1000 + step, 2);

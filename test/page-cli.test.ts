@@ -22,13 +22,16 @@ import type { Engine } from '../src/runtime/engine';
 
 function cli(args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('node', ['--import', 'tsx', 'src/cli/main.ts', ...args], { timeout: 180_000 }, (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }));
+    execFile('node', ['--import', 'tsx', 'src/cli/main.ts', ...args], { timeout: 180_000 }, (err, _stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+    );
   });
 }
 
 // Wall-clock fields differ between any two runs; everything else must be equal.
 const TIMING = new Set(['wallSec', 'elapsedSec', 'rolloutTokensPerSec']);
-const untimed = (rows: readonly object[]) => rows.map((r) => JSON.parse(JSON.stringify(r, (k, v) => (TIMING.has(k) ? undefined : v))) as Record<string, unknown>);
+const untimed = (rows: readonly object[]) =>
+  rows.map((r) => JSON.parse(JSON.stringify(r, (k, v) => (TIMING.has(k) ? undefined : v))) as Record<string, unknown>);
 const readRows = async (path: string) =>
   (await readFile(path, 'utf8'))
     .split('\n')
@@ -102,7 +105,20 @@ describe('page engine and CLI', () => {
     for (let i = 0; i < 3; i++) page.push((await client.request({ kind: 'step' })).metrics);
 
     const out = join(dir, 'train');
-    const r = await cli(['train', '--init', init, '--steps', '3', '--save-every', '3', ...runConfigFlags(config, 'train'), '--grad-workers', '1', '--out', out]);
+    const r = await cli([
+      'train',
+      '--init',
+      init,
+      '--steps',
+      '3',
+      '--save-every',
+      '3',
+      ...runConfigFlags(config, 'train'),
+      '--grad-workers',
+      '1',
+      '--out',
+      out,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const rows = await readRows(join(out, 'metrics.jsonl'));
     expect(rows).toHaveLength(3);
@@ -121,7 +137,20 @@ describe('page engine and CLI', () => {
     // Stopped at its save at the switch and resumed: the same rows, and Adam restarted there too.
     const split = join(dir, 'train-split');
     for (const steps of ['2', '3']) {
-      const s = await cli(['train', '--init', init, '--steps', steps, '--save-every', '2', ...runConfigFlags(config, 'train'), '--grad-workers', '1', '--out', split]);
+      const s = await cli([
+        'train',
+        '--init',
+        init,
+        '--steps',
+        steps,
+        '--save-every',
+        '2',
+        ...runConfigFlags(config, 'train'),
+        '--grad-workers',
+        '1',
+        '--out',
+        split,
+      ]);
       expect(s.code, s.stderr).toBe(0);
     }
     expect(untimed(await readRows(join(split, 'metrics.jsonl')))).toEqual(untimed(rows));

@@ -12,7 +12,23 @@ describe('report', () => {
   it('writes frontier.json, frontier.csv, frontier.svg and report.md, skipping a missing checkpoint', async () => {
     const out = await mkdtemp(join(tmpdir(), 'selfcest-report-'));
     try {
-      await run('npx', ['tsx', 'src/cli/main.ts', 'report', '--out', out, '--n', '2', '--limits', '12', '--checkpoints', 'tiny=public/checkpoints/warmstart-tiny,gone=/nonexistent'], { timeout: 240_000 });
+      await run(
+        'npx',
+        [
+          'tsx',
+          'src/cli/main.ts',
+          'report',
+          '--out',
+          out,
+          '--n',
+          '2',
+          '--limits',
+          '12',
+          '--checkpoints',
+          'tiny=public/checkpoints/warmstart-tiny,gone=/nonexistent',
+        ],
+        { timeout: 240_000 },
+      );
       const json = JSON.parse(await readFile(join(out, 'frontier.json'), 'utf8'));
       expect(json.skipped).toEqual(['gone (/nonexistent: no checkpoint)']);
       expect(json.comparisons.map((c: { setting: string }) => c.setting)).toHaveLength(6);

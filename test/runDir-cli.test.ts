@@ -39,19 +39,30 @@ describe('run directories through sft', () => {
     expect(r.stderr).toMatch(/had no LATEST \(the name of its committed save\): continuing from save-000004/);
     expect(r.stdout).toMatch(/resuming .* at step 4\/6/);
     expect(await latest(dir)).toBe('save-000006');
-    expect((await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(
+      (await readFile(join(dir, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).step),
+    ).toEqual([1, 2, 3, 4, 5, 6]);
   }, 120_000);
 
   it('refuses a first moment of 3e38 by name with exit 2, and commits nothing', async () => {
     const dir = await run('absurd', 2);
     const file = join(dir, 'save-000002', 'optimizer.safetensors');
     const opt = decodeSafetensors(new Uint8Array(await readFile(file)));
-    const tensors = [...opt.tensors].map(([name, t]) => ({ name, shape: t.shape, data: name === 'm.transformer.h.0.mlp.c_fc.weight' ? t.data.map((x, i) => (i === 7 ? 3e38 : x)) : t.data }));
+    const tensors = [...opt.tensors].map(([name, t]) => ({
+      name,
+      shape: t.shape,
+      data: name === 'm.transformer.h.0.mlp.c_fc.weight' ? t.data.map((x, i) => (i === 7 ? 3e38 : x)) : t.data,
+    }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
     const before = (await readdir(dir)).sort();
     const r = await cli(...SFT, '--steps', '4', '--out', dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/save-000002\/optimizer\.safetensors: moment tensor m\.transformer\.h\.0\.mlp\.c_fc\.weight holds 3\.\d+e\+38 at index 7, past what \d+ optimizer steps can write/);
+    expect(r.stderr).toMatch(
+      /save-000002\/optimizer\.safetensors: moment tensor m\.transformer\.h\.0\.mlp\.c_fc\.weight holds 3\.\d+e\+38 at index 7, past what \d+ optimizer steps can write/,
+    );
     expect(await latest(dir)).toBe('save-000002');
     expect((await readdir(dir)).sort()).toEqual(before);
   }, 120_000);

@@ -55,7 +55,12 @@ describe('run directory', () => {
   it('keeps only the committed save, with its rows, and reads back as a checkpoint', async () => {
     const dir = await runWith('two-saves', [2, 4]);
     expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000004']);
-    expect((await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3, 4]);
+    expect(
+      (await readFile(join(dir, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).step),
+    ).toEqual([1, 2, 3, 4]);
     expect((await readCheckpointDir(dir)).selfcest.step).toBe(4);
     const again = await RunDir.open(dir, 'sft');
     expect(again.saved?.state.step).toBe(4);
@@ -100,7 +105,9 @@ describe('run directory', () => {
       const before = (await readdir(dir)).sort();
       const e = await RunDir.open(dir, 'sft').catch((x: Error) => x);
       expect(e).toBeInstanceOf(UsageError);
-      expect((e as Error).message).toMatch(/has no LATEST \(the name of its committed save\), and none of its saves can be resumed:\n  save-000009: .*\n  save-000004: .*\n  save-000002: .*\nnothing was removed; restore LATEST/);
+      expect((e as Error).message).toMatch(
+        /has no LATEST \(the name of its committed save\), and none of its saves can be resumed:\n  save-000009: .*\n  save-000004: .*\n  save-000002: .*\nnothing was removed; restore LATEST/,
+      );
       expect((await readdir(dir)).sort()).toEqual(before);
     } finally {
       console.warn = warn;
@@ -113,7 +120,9 @@ describe('run directory', () => {
     const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
     // LATEST's temporary cannot be written: a directory is in its way.
     await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
-    expect(await message(run.save(policy, opt, state(1), 'tiny', { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(/cannot commit the save of step 1 .*\(nothing was committed: this run has no save yet\)/);
+    expect(await message(run.save(policy, opt, state(1), 'tiny', { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(
+      /cannot commit the save of step 1 .*\(nothing was committed: this run has no save yet\)/,
+    );
     await rm(join(dir, `LATEST.tmp-${process.pid}`), { recursive: true });
     const again = await RunDir.open(dir, 'sft');
     await again.save(policy, opt, state(2), 'tiny', { 'metrics.jsonl': [{ step: 1 }, { step: 2 }] });
@@ -132,7 +141,11 @@ describe('run directory', () => {
     const dir = await runWith('absurd-moment', [1]);
     const file = join(dir, 'save-000001', 'optimizer.safetensors');
     const opt = decodeSafetensors(new Uint8Array(await readFile(file)));
-    const tensors = [...opt.tensors].map(([name, t]) => ({ name, shape: t.shape, data: name === 'm.transformer.wte.weight' ? t.data.map((x, i) => (i === 5 ? 3e38 : x)) : t.data }));
+    const tensors = [...opt.tensors].map(([name, t]) => ({
+      name,
+      shape: t.shape,
+      data: name === 'm.transformer.wte.weight' ? t.data.map((x, i) => (i === 5 ? 3e38 : x)) : t.data,
+    }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
     const run = await RunDir.open(dir, 'sft');
     const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
@@ -145,7 +158,9 @@ describe('run directory', () => {
       return null;
     })();
     expect(e).toBeInstanceOf(UsageError);
-    expect(e!.message).toMatch(/optimizer\.safetensors: moment tensor m\.transformer\.wte\.weight holds 3.*e\+38 at index 5, past what 0 optimizer steps can write \(\|m\| ≤ 0\.000/);
+    expect(e!.message).toMatch(
+      /optimizer\.safetensors: moment tensor m\.transformer\.wte\.weight holds 3.*e\+38 at index 5, past what 0 optimizer steps can write \(\|m\| ≤ 0\.000/,
+    );
     fresh.dispose();
   });
 
@@ -166,7 +181,11 @@ describe('run directory', () => {
     const dir = await runWith('bad-optimizer', [1]);
     const file = join(dir, 'save-000001', 'optimizer.safetensors');
     const opt = decodeSafetensors(new Uint8Array(await readFile(file)));
-    const tensors = [...opt.tensors].map(([name, t]) => ({ name, shape: t.shape, data: name === 'v.transformer.wte.weight' ? t.data.map((_, i) => (i === 3 ? -1 : 0)) : t.data }));
+    const tensors = [...opt.tensors].map(([name, t]) => ({
+      name,
+      shape: t.shape,
+      data: name === 'v.transformer.wte.weight' ? t.data.map((_, i) => (i === 3 ? -1 : 0)) : t.data,
+    }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
     const run = await RunDir.open(dir, 'sft');
     const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
@@ -204,29 +223,71 @@ describe('run directory', () => {
     for (const f of await readdir(join(dir, 'save-000002'))) await writeFile(join(legacy, f), await readFile(join(dir, 'save-000002', f)));
     await writeFile(join(legacy, 'state.json'), JSON.stringify(state(4)));
     expect(await message(RunDir.open(legacy, 'sft'))).toMatch(/selfcest\.json says step 2 but .*state\.json says 4/);
-    expect(await message(readCheckpointDir(legacy))).toMatch(/selfcest\.json says step 2 but state\.json says 4: the weights and the run state are from different saves/);
+    expect(await message(readCheckpointDir(legacy))).toMatch(
+      /selfcest\.json says step 2 but state\.json says 4: the weights and the run state are from different saves/,
+    );
     expect(existsSync(join(legacy, 'LATEST'))).toBe(false);
   });
 
   it('resumes a config without a field it predates as that field’s default', () => {
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 1 } }, [], { limits: { a: 1 } })).not.toThrow();
-    expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 2 } }, [], { limits: { a: 1 } })).toThrow(/limits was \{"a":1\} in the saved run, now \{"a":2\}/);
+    expect(() => checkResumeConfig({ lr: 1 }, { lr: 1, limits: { a: 2 } }, [], { limits: { a: 1 } })).toThrow(
+      /limits was \{"a":1\} in the saved run, now \{"a":2\}/,
+    );
     // A multihop run from before the notation options resumes only in its own notation (names 2, no filler).
     const old = { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2 } };
-    expect(() => checkResumeConfig(old, { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2, names: 1, filler: 0 } }, [])).toThrow(/"names":2,"filler":0\} in the saved run, now .*"names":1/);
+    expect(() => checkResumeConfig(old, { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2, names: 1, filler: 0 } }, [])).toThrow(
+      /"names":2,"filler":0\} in the saved run, now .*"names":1/,
+    );
     expect(() => checkResumeConfig(old, { task: 'multihop', taskOptions: { chunks: 6, perChunk: 3, hops: 2, names: 2, filler: 0 } }, [])).not.toThrow();
     const oldMix = { task: 'arithmetic:1,multihop:3', taskOptions: { arithmetic: { maxValue: 99 }, multihop: { chunks: 6, perChunk: 3, hops: 2 } } };
-    expect(() => checkResumeConfig(oldMix, { task: 'arithmetic:1,multihop:3', taskOptions: { arithmetic: { maxValue: 99 }, multihop: { chunks: 6, perChunk: 3, hops: 2, names: 2, filler: 0 } } }, [])).not.toThrow();
+    expect(() =>
+      checkResumeConfig(
+        oldMix,
+        { task: 'arithmetic:1,multihop:3', taskOptions: { arithmetic: { maxValue: 99 }, multihop: { chunks: 6, perChunk: 3, hops: 2, names: 2, filler: 0 } } },
+        [],
+      ),
+    ).not.toThrow();
     // Arithmetic runs gain nothing.
-    expect(() => checkResumeConfig({ task: 'arithmetic', taskOptions: { maxValue: 99 } }, { task: 'arithmetic', taskOptions: { maxValue: 99 } }, [])).not.toThrow();
+    expect(() =>
+      checkResumeConfig({ task: 'arithmetic', taskOptions: { maxValue: 99 } }, { task: 'arithmetic', taskOptions: { maxValue: 99 } }, []),
+    ).not.toThrow();
     expect(() => checkResumeConfig({ lr: 1 }, { lr: 2 }, [])).toThrow(/cannot resume: lr was 1/);
     // A GRPO run from before the token cost had none: it resumes without one, and refuses one; one from before the restart of Adam had a single optimizer.
     const beforeCost = { lr: 1, reward: { rootTau: 64, partialCredit: true } };
     // The new field sits before partialCredit in today's config: the order of keys does not matter.
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false }, [], GRPO_IMPLIED)).not.toThrow();
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false }, [], GRPO_IMPLIED)).toThrow(/reward was \{"rootTau":64,"partialCredit":true,"tokenRate":0\} in the saved run/);
-    expect(() => checkResumeConfig(beforeCost, { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: false }, [], GRPO_IMPLIED)).toThrow(/tokenRateAfter was 0 in the saved run, now 250/);
-    expect(() => checkResumeConfig({ ...beforeCost, reward: { ...beforeCost.reward, tokenRate: 0.003 }, tokenRateAfter: 250 }, { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: true }, [], GRPO_IMPLIED)).toThrow(/restartOptimizer was false in the saved run, now true/);
+    expect(() =>
+      checkResumeConfig(
+        beforeCost,
+        { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false },
+        [],
+        GRPO_IMPLIED,
+      ),
+    ).not.toThrow();
+    expect(() =>
+      checkResumeConfig(
+        beforeCost,
+        { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 0, restartOptimizer: false },
+        [],
+        GRPO_IMPLIED,
+      ),
+    ).toThrow(/reward was \{"rootTau":64,"partialCredit":true,"tokenRate":0\} in the saved run/);
+    expect(() =>
+      checkResumeConfig(
+        beforeCost,
+        { lr: 1, reward: { rootTau: 64, tokenRate: 0, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: false },
+        [],
+        GRPO_IMPLIED,
+      ),
+    ).toThrow(/tokenRateAfter was 0 in the saved run, now 250/);
+    expect(() =>
+      checkResumeConfig(
+        { ...beforeCost, reward: { ...beforeCost.reward, tokenRate: 0.003 }, tokenRateAfter: 250 },
+        { lr: 1, reward: { rootTau: 64, tokenRate: 0.003, partialCredit: true }, tokenRateAfter: 250, restartOptimizer: true },
+        [],
+        GRPO_IMPLIED,
+      ),
+    ).toThrow(/restartOptimizer was false in the saved run, now true/);
     // A field that older runs recorded and that never had an effect does not block a resume.
     expect(() => checkResumeConfig({ reward: { rootTau: 64, cloneFormatPenalty: 0.05 } }, { reward: { rootTau: 64 } }, [])).not.toThrow();
   });
@@ -269,7 +330,10 @@ try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) =>
       await rm(join(dir, 'LOCK'), { force: true });
       const at = Date.now() + 4000; // both processes started by then, then both open at once
       const outs = await Promise.all([once(at), once(at)]);
-      expect(outs.filter((o) => o === 'in'), outs.join(' | ')).toHaveLength(1);
+      expect(
+        outs.filter((o) => o === 'in'),
+        outs.join(' | '),
+      ).toHaveLength(1);
       expect(outs.find((o) => o !== 'in')).toMatch(/^refused: .* is in use by process \d+/);
     }
   }, 60_000);
@@ -284,7 +348,9 @@ try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) =>
   });
 
   it('refuses to resume a run trained under the old clone credit, and says what to do', () => {
-    expect(() => checkResumeConfig({ advantage: { credit: 'ratio', cloneFormatPenalty: 0.05 } }, { advantage: { credit: 'ratio' } }, [])).toThrow(/clone credit of before the reference fix.*25f3c14/);
+    expect(() => checkResumeConfig({ advantage: { credit: 'ratio', cloneFormatPenalty: 0.05 } }, { advantage: { credit: 'ratio' } }, [])).toThrow(
+      /clone credit of before the reference fix.*25f3c14/,
+    );
     // Missing keys at any depth count as the implied value.
     expect(() => checkResumeConfig({ loss: { clip: 0.2 } }, { loss: { clip: 0.2, dualClip: null } }, [], { loss: { dualClip: null } })).not.toThrow();
   });

@@ -35,8 +35,29 @@ describe('cli --workers', () => {
   it('train with 2 rollout worker threads writes the same metrics as in-process training', async () => {
     const steps = async (workers: string) => {
       const out = join(dir, `run-${workers}`);
-      await cli('train', '--init', join(dir, 'tiny'), '--steps', '2', '--batch', '2', '--mini-batch', '2', '--group', '2', '--seed', '4', '--out', out, '--workers', workers);
-      const rows = (await readFile(join(out, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      await cli(
+        'train',
+        '--init',
+        join(dir, 'tiny'),
+        '--steps',
+        '2',
+        '--batch',
+        '2',
+        '--mini-batch',
+        '2',
+        '--group',
+        '2',
+        '--seed',
+        '4',
+        '--out',
+        out,
+        '--workers',
+        workers,
+      );
+      const rows = (await readFile(join(out, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       return rows.map(({ wallSec: _w, rolloutTokensPerSec: _r, ...rest }) => rest);
     };
     const [local, pooled] = await Promise.all([steps('0'), steps('2')]);

@@ -229,7 +229,14 @@ describe('export-verl dataset: multihop', () => {
       const test = await readTable(r.test.path);
       for (const t of [train, test]) {
         expect(t.schema.fields.map((f) => f.name)).toEqual(COLUMNS);
-        expect(typesOf(t)).toEqual({ data_source: 'Utf8', agent_name: 'Utf8', prompt: MESSAGES, ability: 'Utf8', reward_model: REWARD_MODEL, extra_info: EXTRA_INFO.multihop });
+        expect(typesOf(t)).toEqual({
+          data_source: 'Utf8',
+          agent_name: 'Utf8',
+          prompt: MESSAGES,
+          ability: 'Utf8',
+          reward_model: REWARD_MODEL,
+          extra_info: EXTRA_INFO.multihop,
+        });
       }
       const trainP = trainProblems(entry, nTrain, seed);
       const testP = heldOutProblems(entry.task, entry.opts, nTest, seed, 'final');
@@ -243,7 +250,14 @@ describe('export-verl dataset: multihop', () => {
         // Each chunk's words: its assignments, and filler words with no letter or digit.
         expect(info.context_items.every((c) => c.text.split(' ').filter((w) => /[a-z0-9]/.test(w)).length === Number(info.perChunk))).toBe(true);
         // The problem rebuilt from the row's fields only resolves to the ground truth.
-        const rebuilt: Problem = { task: 'multihop', id: 'x', prompt: info.prompt, truth: '', context: Object.fromEntries(info.context_items.map((c) => [c.key, c.text])), meta: { names: Number(info.names) } };
+        const rebuilt: Problem = {
+          task: 'multihop',
+          id: 'x',
+          prompt: info.prompt,
+          truth: '',
+          context: Object.fromEntries(info.context_items.map((c) => [c.key, c.text])),
+          meta: { names: Number(info.names) },
+        };
         expect(resolveChain(rebuilt).at(-1)).toBe((row.reward_model as { ground_truth: string }).ground_truth);
       }
     });
@@ -291,8 +305,12 @@ describe('export-verl dataset: refusals', () => {
     const problems = trainProblems(entry, 1, 3);
     const columns = verlSchema('arithmetic');
     const [row] = verlRows(entry, problems, 'train', 'd');
-    expect(() => encodeParquet(columns, [{ ...row, extra_info: { ...row.extra_info, index: 1.5 } }])).toThrow('parquet: row 0: extra_info.index must be an integer (int64) (got 1.5)');
-    expect(() => encodeParquet(columns, [{ ...row, extra_info: { ...row.extra_info, hops: 2 } }])).toThrow(/extra_info has field hops, which its schema does not/);
+    expect(() => encodeParquet(columns, [{ ...row, extra_info: { ...row.extra_info, index: 1.5 } }])).toThrow(
+      'parquet: row 0: extra_info.index must be an integer (int64) (got 1.5)',
+    );
+    expect(() => encodeParquet(columns, [{ ...row, extra_info: { ...row.extra_info, hops: 2 } }])).toThrow(
+      /extra_info has field hops, which its schema does not/,
+    );
     expect(() => encodeParquet(columns, [{ ...row, prompt: 'hi' }])).toThrow('parquet: row 0: prompt must be a list (got "hi")');
     expect(() => encodeParquet(columns, [])).toThrow(/no rows to write/);
   });

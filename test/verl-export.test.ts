@@ -33,10 +33,48 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 describe('export-verl', () => {
   it('writes the dataset, the reward, the config and a README from the run config', async () => {
     const out = join(dir, 'mh');
-    const r = await cli('export-verl', '--task', 'multihop', '--options', '{"chunks":6,"perChunk":4,"filler":24}', '--train', '40', '--test', '12', '--seed', '3', '--group', '8', '--lr', '3e-5', '--no-gating', '--root-tau', '100', '--token-rate', '0.002', '--token-rate-after', '40', '--restart-optimizer', '--clone-length', '300', '--verl-dir', '/data/mh', '--out', out);
+    const r = await cli(
+      'export-verl',
+      '--task',
+      'multihop',
+      '--options',
+      '{"chunks":6,"perChunk":4,"filler":24}',
+      '--train',
+      '40',
+      '--test',
+      '12',
+      '--seed',
+      '3',
+      '--group',
+      '8',
+      '--lr',
+      '3e-5',
+      '--no-gating',
+      '--root-tau',
+      '100',
+      '--token-rate',
+      '0.002',
+      '--token-rate-after',
+      '40',
+      '--restart-optimizer',
+      '--clone-length',
+      '300',
+      '--verl-dir',
+      '/data/mh',
+      '--out',
+      out,
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect((await readdir(out)).sort()).toEqual(['README.md', 'config.yaml', 'run.json', 'selfcest_dump.py', 'selfcest_reward.py', 'test.parquet', 'train.parquet']);
+    expect((await readdir(out)).sort()).toEqual([
+      'README.md',
+      'config.yaml',
+      'run.json',
+      'selfcest_dump.py',
+      'selfcest_reward.py',
+      'test.parquet',
+      'train.parquet',
+    ]);
     const rows = async (f: string) => tableFromIPC(readParquet(new Uint8Array(await readFile(join(out, f)))).intoIPCStream()).numRows;
     expect([await rows('train.parquet'), await rows('test.parquet')]).toEqual([40, 12]);
 
@@ -46,7 +84,15 @@ describe('export-verl', () => {
     expect(config.actor_rollout_ref.rollout.n).toBe(8);
     expect(config.actor_rollout_ref.actor.optim.lr).toBe(3e-5);
     const clone = config.actor_rollout_ref.rollout.multi_turn.clone;
-    expect(clone).toMatchObject({ enable: true, max_clone_depth: 1, allow_nested_clones: false, max_clones_per_call: 16, max_response_length: 300, summary_max_length: 256, reward_function: '/data/mh/selfcest_reward.py:clone_accuracy_reward' });
+    expect(clone).toMatchObject({
+      enable: true,
+      max_clone_depth: 1,
+      allow_nested_clones: false,
+      max_clones_per_call: 16,
+      max_response_length: 300,
+      summary_max_length: 256,
+      reward_function: '/data/mh/selfcest_reward.py:clone_accuracy_reward',
+    });
     // A real model's lengths (the reference's), not the playground's character-level ones.
     expect(config.data.max_response_length).toBe(1024);
     expect(config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu).toBe(1);
@@ -91,7 +137,18 @@ print(json.dumps([ok, bad]))`;
 
   it.skipIf(!python)('the reward and the read-back take the same answer from a response', async () => {
     const out = join(dir, 'arith');
-    const cases = ['Answer: 42\nThat is the result.', '42', 'so Answer: 1\nAnswer:  -7 <|im_end|>', 'Answer: </think> 5', 'Answer:', '<ans>12<eos>', '<ans>1<sep>2<eos>', 'x<ans>3<eos>Answer: 4', 'Answer: 12\u00a0', 'Answer:\n9'];
+    const cases = [
+      'Answer: 42\nThat is the result.',
+      '42',
+      'so Answer: 1\nAnswer:  -7 <|im_end|>',
+      'Answer: </think> 5',
+      'Answer:',
+      '<ans>12<eos>',
+      '<ans>1<sep>2<eos>',
+      'x<ans>3<eos>Answer: 4',
+      'Answer: 12\u00a0',
+      'Answer:\n9',
+    ];
     const script = `import sys, json; sys.path.insert(0, ${JSON.stringify(out)}); import selfcest_reward as r
 print(json.dumps([r.answer_text(t) for t in json.loads(sys.stdin.read())]))`;
     const py = JSON.parse(execFileSync(python!, ['-c', script], { encoding: 'utf8', input: JSON.stringify(cases) }));
@@ -99,7 +156,7 @@ print(json.dumps([r.answer_text(t) for t in json.loads(sys.stdin.read())]))`;
     expect(py.slice(0, 4)).toEqual(['42', null, '-7', '5']);
   });
 
-  it.skipIf(!python)('the reward knows the playground vocabulary, and gives a real model\'s text without a token count no length penalty', async () => {
+  it.skipIf(!python)("the reward knows the playground vocabulary, and gives a real model's text without a token count no length penalty", async () => {
     const out = join(dir, 'arith');
     const script = `import sys, json; sys.path.insert(0, ${JSON.stringify(out)}); import selfcest_reward as r
 long = "Let me add these up carefully, term by term. " * 10 + "Answer: 12"
@@ -115,24 +172,62 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
 
   it("--recipe reference writes the reference's keys and values, a flag given still winning; the playground recipe writes the loop settings it needs", async () => {
     const out = join(dir, 'ref');
-    const r = await cli('export-verl', '--recipe', 'reference', '--train', '4', '--test', '2', '--lr', '1e-6', '--clone-tau', '300', '--verl-dir', '/data/ref', '--out', out);
+    const r = await cli(
+      'export-verl',
+      '--recipe',
+      'reference',
+      '--train',
+      '4',
+      '--test',
+      '2',
+      '--lr',
+      '1e-6',
+      '--clone-tau',
+      '300',
+      '--verl-dir',
+      '/data/ref',
+      '--out',
+      out,
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const config = parse(await readFile(join(out, 'config.yaml'), 'utf8'));
     const actor = config.actor_rollout_ref.actor;
-    expect(actor).toMatchObject({ ppo_mini_batch_size: 8, clip_ratio: 0.1, kl_loss_coef: 5e-4, grad_clip: 1, optim: { lr: 1e-6, lr_warmup_steps: 10, lr_scheduler_type: 'constant' } });
+    expect(actor).toMatchObject({
+      ppo_mini_batch_size: 8,
+      clip_ratio: 0.1,
+      kl_loss_coef: 5e-4,
+      grad_clip: 1,
+      optim: { lr: 1e-6, lr_warmup_steps: 10, lr_scheduler_type: 'constant' },
+    });
     // Keys the reference leaves to verl's defaults stay unwritten unless a flag gave them.
     for (const k of ['clip_ratio_low', 'clip_ratio_high', 'clip_ratio_c', 'ppo_epochs', 'loss_agg_mode']) expect(actor, k).not.toHaveProperty(k);
     expect(config.data).toMatchObject({ train_batch_size: 32, max_prompt_length: 2048, max_response_length: 4096 });
     expect(config.actor_rollout_ref.rollout).toMatchObject({ n: 4, response_length: 4096 });
     const turn = config.actor_rollout_ref.rollout.multi_turn;
     expect(turn).toMatchObject({ max_assistant_turns: 10, max_parallel_calls: 10, max_tool_response_length: 512, tool_response_truncate_side: 'right' });
-    expect(turn.clone).toMatchObject({ max_clones_per_call: 30, max_response_length: 1024, summary_max_length: 256, summary_truncate_side: 'right', json_repair_penalty: 0.05, debug_reward_fields: true });
+    expect(turn.clone).toMatchObject({
+      max_clones_per_call: 30,
+      max_response_length: 1024,
+      summary_max_length: 256,
+      summary_truncate_side: 'right',
+      json_repair_penalty: 0.05,
+      debug_reward_fields: true,
+    });
     expect(turn.clone.final_answer_markers).toEqual(['</think>', 'Final Answer:', 'final answer:', 'Answer:', 'Result:', 'OUTPUT:', '#### ']);
     expect(config.reward_model).toEqual({ enable: false, enable_resource_pool: false, use_reward_loop: false });
     expect(config.trainer.rollout_data_dir).toBe('/data/ref/rollouts');
     const reward = await readFile(join(out, 'selfcest_reward.py'), 'utf8');
-    for (const line of ['"recipe": "reference"', '"rootTau": 512', '"rootRho": 256', '"cloneTau": 300', '"cloneRho": 512', '"tokenRate": 0,', '"formatMaxTokens": 192']) expect(reward).toContain(line);
+    for (const line of [
+      '"recipe": "reference"',
+      '"rootTau": 512',
+      '"rootRho": 256',
+      '"cloneTau": 300',
+      '"cloneRho": 512',
+      '"tokenRate": 0,',
+      '"formatMaxTokens": 192',
+    ])
+      expect(reward).toContain(line);
     expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).recipe).toBe('reference');
     const readme = await readFile(join(out, 'README.md'), 'utf8');
     expect(readme).toContain("the reference's recipe");
@@ -142,7 +237,11 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
 
     const own = parse(await readFile(join(dir, 'mh', 'config.yaml'), 'utf8'));
     expect(own.actor_rollout_ref.rollout.multi_turn).toMatchObject({ max_tool_response_length: 16 * (256 + 64), tool_response_truncate_side: 'left' });
-    expect(own.actor_rollout_ref.rollout.multi_turn.clone).toMatchObject({ summary_truncate_side: 'left', json_repair_penalty: 0, final_answer_markers: ['Answer:'] });
+    expect(own.actor_rollout_ref.rollout.multi_turn.clone).toMatchObject({
+      summary_truncate_side: 'left',
+      json_repair_penalty: 0,
+      final_answer_markers: ['Answer:'],
+    });
     expect(own.reward_model).toEqual({ use_reward_loop: false });
     expect(own.trainer.rollout_data_dir).toBe('/data/mh/rollouts');
   });
@@ -156,10 +255,14 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     };
     expect(await bad('--train', '0', '--test', '3')).toMatch(/--train/);
     expect(await bad('--train', '3', '--test', '3', '--task', 'chess')).toMatch(/task/);
-    expect(await bad('--train', '3', '--test', '3', '--task', 'multihop', '--options', '{"perChunk":9}')).toContain('perChunk must be an integer in [1, 6] (got 9)');
+    expect(await bad('--train', '3', '--test', '3', '--task', 'multihop', '--options', '{"perChunk":9}')).toContain(
+      'perChunk must be an integer in [1, 6] (got 9)',
+    );
     expect(await bad('--train', '3', '--test', '3', '--test-split', 'train')).toMatch(/--test-split/);
     expect(await bad('--train', '3', '--test', '3', '--task', 'arithmetic,multihop')).toContain('--task arithmetic,multihop: an export holds one task');
-    expect(await bad('--train', '3', '--test', '3', '--dynamic-sampling', '--credit', 'broadcast')).toMatch(/--dynamic-sampling: .*\n--credit broadcast: the fork's advantage code is the ratio credit/);
+    expect(await bad('--train', '3', '--test', '3', '--dynamic-sampling', '--credit', 'broadcast')).toMatch(
+      /--dynamic-sampling: .*\n--credit broadcast: the fork's advantage code is the ratio credit/,
+    );
     expect(await bad('--train', '3', '--test', '3', '--verl-dir', 'data/x')).toContain('--verl-dir must be an absolute path');
     expect(await bad('--train', '3', '--test', '3', '--recipe', 'paper')).toContain('--recipe must be one of playground, reference (got "paper")');
     expect(await bad('--train', '3', '--test', '3', '--root-rho', '0')).toMatch(/--root-rho/);

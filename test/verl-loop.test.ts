@@ -30,7 +30,12 @@ const LOOP = pythonWith('numpy', 'tokenizers', 'transformers');
 const TORCH = pythonWith('numpy', 'tokenizers', 'transformers', 'torch');
 const ARROW = pythonWith('pyarrow');
 const DATASETS = pythonWith('datasets', 'pyarrow');
-for (const [what, p] of [['the loop checks', LOOP], ['the torch batches', TORCH], ['the pyarrow read', ARROW], ['datasets.load_dataset', DATASETS]] as const) {
+for (const [what, p] of [
+  ['the loop checks', LOOP],
+  ['the torch batches', TORCH],
+  ['the pyarrow read', ARROW],
+  ['datasets.load_dataset', DATASETS],
+] as const) {
   if (p.python === null) console.warn(`test/verl-loop.test.ts: ${what} skipped: ${p.why}`);
 }
 
@@ -63,7 +68,15 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
     const seen: string[] = [];
     for (const [name, out] of Object.entries(exports)) {
       const [recipe, task] = name.split('-');
-      const scores = JSON.parse(run(LOOP.python!, [PY('verl_loop_check.py'), join(out, 'selfcest_reward.py'), task, JSON.stringify(markersOf(recipe)), recipe === 'reference' ? '0.05' : '0'])) as Record<string, { reward: number; clone_rewards: number[] }>;
+      const scores = JSON.parse(
+        run(LOOP.python!, [
+          PY('verl_loop_check.py'),
+          join(out, 'selfcest_reward.py'),
+          task,
+          JSON.stringify(markersOf(recipe)),
+          recipe === 'reference' ? '0.05' : '0',
+        ]),
+      ) as Record<string, { reward: number; clone_rewards: number[] }>;
       for (const spawn of ['with spawn', 'without spawn']) {
         const right = scores[`right ${spawn}`];
         const wrong = scores[`wrong ${spawn}`];
@@ -82,10 +95,15 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
     const ones = (n: number) => Array<number>(n).fill(1);
     const P = (n: number, tau: number, rho: number, pmax: number) => (n <= tau ? 0 : pmax * (1 - Math.exp(-(n - tau) / rho)));
     const root = (truth: string | null, tokens: number, extra: object = {}) => ({
-      response_ids: ones(tokens), response_mask: ones(tokens),
+      response_ids: ones(tokens),
+      response_mask: ones(tokens),
       extra_fields: { request_id: 'root', parent_request_id: null, actor_role: 'root', reward_model: truth === null ? {} : { ground_truth: truth }, ...extra },
     });
-    const clone = (id: string, label: string, tokens: number) => ({ response_ids: ones(tokens), response_mask: ones(tokens), extra_fields: { request_id: id, parent_request_id: 'root', clone_label: label, actor_role: 'clone' } });
+    const clone = (id: string, label: string, tokens: number) => ({
+      response_ids: ones(tokens),
+      response_mask: ones(tokens),
+      extra_fields: { request_id: id, parent_request_id: 'root', clone_label: label, actor_role: 'clone' },
+    });
     const call = '<tool_call>{"name": "spawn_clone", "arguments": {"objectives": ["x"]}}</tool_call>\n';
     const markers = markersOf('reference');
     interface HandCase {
@@ -96,43 +114,128 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
     }
     const cases: HandCase[] = [
       // 600 root tokens: 88 past the threshold 512, ramp 256, at most 0.3. "1,234" reads as 1234.
-      { id: 'penalty', args: { loop_text: 'so\nAnswer: 1,234', markers, root_output: root('1234', 600), clone_rollouts: [], root_text: 'so\nAnswer: 1,234', clone_texts: {} }, reward: 1 - 0.3 * (1 - Math.exp(-88 / 256)) },
+      {
+        id: 'penalty',
+        args: { loop_text: 'so\nAnswer: 1,234', markers, root_output: root('1234', 600), clone_rollouts: [], root_text: 'so\nAnswer: 1,234', clone_texts: {} },
+        reward: 1 - 0.3 * (1 - Math.exp(-88 / 256)),
+      },
       // The last integer of the answer text counts, not the first.
-      { id: 'last', args: { loop_text: 'Answer: 12 then 1234', markers, root_output: root('1234', 40), clone_rollouts: [], root_text: 'Answer: 12 then 1234', clone_texts: {} }, reward: 1 },
-      { id: 'partial', args: { loop_text: 'Answer: 1234 or maybe 12', markers, root_output: root('1234', 40), clone_rollouts: [], root_text: 'Answer: 1234 or maybe 12', clone_texts: {} }, reward: 0.2 / Math.log2(2 + 1222 / Math.sqrt(1236)) },
+      {
+        id: 'last',
+        args: {
+          loop_text: 'Answer: 12 then 1234',
+          markers,
+          root_output: root('1234', 40),
+          clone_rollouts: [],
+          root_text: 'Answer: 12 then 1234',
+          clone_texts: {},
+        },
+        reward: 1,
+      },
+      {
+        id: 'partial',
+        args: {
+          loop_text: 'Answer: 1234 or maybe 12',
+          markers,
+          root_output: root('1234', 40),
+          clone_rollouts: [],
+          root_text: 'Answer: 1234 or maybe 12',
+          clone_texts: {},
+        },
+        reward: 0.2 / Math.log2(2 + 1222 / Math.sqrt(1236)),
+      },
       // Negative numbers: √|2 + max(A, B)| = √|2 − 3| = 1, so 0.2 / log2(2 + 2) (the playground's √(2 + max|·|) would give another number).
-      { id: 'negative', args: { loop_text: 'Answer: -5', markers, root_output: root('-3', 40), clone_rollouts: [], root_text: 'Answer: -5', clone_texts: {} }, reward: 0.1 },
+      {
+        id: 'negative',
+        args: { loop_text: 'Answer: -5', markers, root_output: root('-3', 40), clone_rollouts: [], root_text: 'Answer: -5', clone_texts: {} },
+        reward: 0.1,
+      },
       // 2 + max(-2, -5) = 0: the reference divides by zero, the loop catches it and scores root and clones 0.
-      { id: 'zero', args: { loop_text: 'Answer: -2', markers, root_output: root('-5', 40), clone_rollouts: [clone('c', 'turn0_clone0', 5)], root_text: call + 'Answer: -2', clone_texts: { c: 'Answer: 1' } }, reward: 0, clones: {} },
+      {
+        id: 'zero',
+        args: {
+          loop_text: 'Answer: -2',
+          markers,
+          root_output: root('-5', 40),
+          clone_rollouts: [clone('c', 'turn0_clone0', 5)],
+          root_text: call + 'Answer: -2',
+          clone_texts: { c: 'Answer: 1' },
+        },
+        reward: 0,
+        clones: {},
+      },
       // No integer in the truth: 0.1 when it appears in the answer.
-      { id: 'substring', args: { loop_text: 'Answer: it is seven', markers, root_output: root('seven', 40), clone_rollouts: [], root_text: 'Answer: it is seven', clone_texts: {} }, reward: 0.1 },
+      {
+        id: 'substring',
+        args: {
+          loop_text: 'Answer: it is seven',
+          markers,
+          root_output: root('seven', 40),
+          clone_rollouts: [],
+          root_text: 'Answer: it is seven',
+          clone_texts: {},
+        },
+        reward: 0.1,
+      },
       // The gate: no "answer:" in any case and more than 192 tokens.
       {
         id: 'gate',
         args: {
-          loop_text: call + 'Answer: 1234', markers, root_output: root('1234', 100),
+          loop_text: call + 'Answer: 1234',
+          markers,
+          root_output: root('1234', 100),
           clone_rollouts: [clone('g193', 'turn0_clone0', 193), clone('a193', 'turn0_clone1', 193), clone('g192', 'turn0_clone2', 192)],
-          root_text: call + 'Answer: 1234', clone_texts: { g193: 'thinking and thinking', a193: 'so, ANSWER: 5', g192: 'thinking' },
+          root_text: call + 'Answer: 1234',
+          clone_texts: { g193: 'thinking and thinking', a193: 'so, ANSWER: 5', g192: 'thinking' },
         },
-        reward: 1, clones: { g193: 0, a193: 1, g192: 1 },
+        reward: 1,
+        clones: { g193: 0, a193: 1, g192: 1 },
       },
       // Clone penalty: the longest clone of each turn (a named clone is a turn of its own), the largest penalty; three calls cost 0.3 − 0.2.
       {
         id: 'turns',
         args: {
-          loop_text: call.repeat(3) + 'Answer: 1234', markers, root_output: root('1234', 50),
+          loop_text: call.repeat(3) + 'Answer: 1234',
+          markers,
+          root_output: root('1234', 50),
           clone_rollouts: [clone('t0', 'turn0_clone0', 700), clone('left', 'left', 600), clone('t1', 'turn1_clone0', 100)],
-          root_text: call.repeat(3) + 'Answer: 1234', clone_texts: { t0: 'Answer: 1', left: 'Answer: 2', t1: 'Answer: 3' },
+          root_text: call.repeat(3) + 'Answer: 1234',
+          clone_texts: { t0: 'Answer: 1', left: 'Answer: 2', t1: 'Answer: 3' },
         },
         reward: 1 - P(700, 512, 512, 0.2) - 0.1,
       },
       // The reference's markers: after </think>, then after "Final Answer:".
-      { id: 'markers', args: { loop_text: '<think>99</think>Final Answer: 1234', markers, root_output: root('1234', 40), clone_rollouts: [], root_text: '<think>99</think>Final Answer: 1234', clone_texts: {} }, reward: 1 },
-      { id: 'no truth', args: { loop_text: 'Answer: 1', markers, root_output: root(null, 40), clone_rollouts: [], root_text: 'Answer: 1', clone_texts: {} }, reward: 0 },
+      {
+        id: 'markers',
+        args: {
+          loop_text: '<think>99</think>Final Answer: 1234',
+          markers,
+          root_output: root('1234', 40),
+          clone_rollouts: [],
+          root_text: '<think>99</think>Final Answer: 1234',
+          clone_texts: {},
+        },
+        reward: 1,
+      },
+      {
+        id: 'no truth',
+        args: { loop_text: 'Answer: 1', markers, root_output: root(null, 40), clone_rollouts: [], root_text: 'Answer: 1', clone_texts: {} },
+        reward: 0,
+      },
     ];
     const file = join(dir, 'reference-cases.json');
-    await writeFile(file, JSON.stringify({ modules: { ref: join(exports['reference-arithmetic'], 'selfcest_reward.py') }, cases: cases.map((c) => ({ id: c.id, module: 'ref', fn: 'clone_accuracy_reward', args: c.args })) }));
-    const results = (JSON.parse(run(LOOP.python!, [PY('verl_reward_check.py'), file])) as { results: Record<string, { reward: number; clone_rewards: Record<string, number> | unknown[] }> }).results;
+    await writeFile(
+      file,
+      JSON.stringify({
+        modules: { ref: join(exports['reference-arithmetic'], 'selfcest_reward.py') },
+        cases: cases.map((c) => ({ id: c.id, module: 'ref', fn: 'clone_accuracy_reward', args: c.args })),
+      }),
+    );
+    const results = (
+      JSON.parse(run(LOOP.python!, [PY('verl_reward_check.py'), file])) as {
+        results: Record<string, { reward: number; clone_rewards: Record<string, number> | unknown[] }>;
+      }
+    ).results;
     for (const c of cases) {
       expect(results[c.id].reward, c.id).toBeCloseTo(c.reward, 12);
       const clones: Record<string, number> = c.clones ?? Object.fromEntries(c.args.clone_rollouts.map((k) => [k.extra_fields.request_id, c.reward]));
@@ -157,16 +260,37 @@ interface FixtureEpisode {
   clones: { request_id: string; label: string; objective: string; answered: boolean; reward: number; generated: number }[];
 }
 
-async function writeDump(name: string, opts: { recipe: string; task: string; backend: string; logParts?: boolean; steps?: number; prompts?: number }): Promise<{ out: string; episodes: FixtureEpisode[] }> {
+async function writeDump(
+  name: string,
+  opts: { recipe: string; task: string; backend: string; logParts?: boolean; steps?: number; prompts?: number },
+): Promise<{ out: string; episodes: FixtureEpisode[] }> {
   const exp = exports[`${opts.recipe}-${opts.task}`];
   const out = join(dir, name);
   const spec = join(dir, `${name}.json`);
-  await writeFile(spec, JSON.stringify({
-    reward: join(exp, 'selfcest_reward.py'), dump: join(exp, 'selfcest_dump.py'), out, task: opts.task, steps: opts.steps ?? 4, prompts: opts.prompts ?? 4, group: 4, seed: 7,
-    markers: markersOf(opts.recipe), json_repair_penalty: opts.recipe === 'reference' ? 0.05 : 0, summary_max_length: 256, summary_truncate_side: opts.recipe === 'reference' ? 'right' : 'left',
-    backend: opts.backend, log_parts: opts.logParts ?? true,
-  }));
-  return { out, episodes: (JSON.parse(run((opts.backend === 'torch' ? TORCH : LOOP).python!, [PY('verl_dump_fixture.py'), spec])) as { episodes: FixtureEpisode[] }).episodes };
+  await writeFile(
+    spec,
+    JSON.stringify({
+      reward: join(exp, 'selfcest_reward.py'),
+      dump: join(exp, 'selfcest_dump.py'),
+      out,
+      task: opts.task,
+      steps: opts.steps ?? 4,
+      prompts: opts.prompts ?? 4,
+      group: 4,
+      seed: 7,
+      markers: markersOf(opts.recipe),
+      json_repair_penalty: opts.recipe === 'reference' ? 0.05 : 0,
+      summary_max_length: 256,
+      summary_truncate_side: opts.recipe === 'reference' ? 'right' : 'left',
+      backend: opts.backend,
+      log_parts: opts.logParts ?? true,
+    }),
+  );
+  return {
+    out,
+    episodes: (JSON.parse(run((opts.backend === 'torch' ? TORCH : LOOP).python!, [PY('verl_dump_fixture.py'), spec])) as { episodes: FixtureEpisode[] })
+      .episodes,
+  };
 }
 
 async function importDump(out: string): Promise<(EpisodeTrace & { step?: number })[]> {
@@ -204,7 +328,11 @@ function expectSame(traces: (EpisodeTrace & { step?: number })[], episodes: Fixt
       expect(ctx.answer !== null, `${at} ${c.label}`).toBe(c.answered);
       const turn = /^turn(\d+)_clone/.exec(c.label);
       const sameRound = clones.filter((x) => x.round === ctx.round).map((x) => e.clones.find((y) => y.objective === x.subtask)!.label);
-      if (turn) expect(sameRound.every((l) => l.startsWith(`turn${turn[1]}_`)), `${at} ${c.label}`).toBe(true);
+      if (turn)
+        expect(
+          sameRound.every((l) => l.startsWith(`turn${turn[1]}_`)),
+          `${at} ${c.label}`,
+        ).toBe(true);
       else expect(sameRound, `${at}: ${c.label} is a round of its own`).toEqual([c.label]);
     }
     expect(t.rounds, at).toBe(new Set(clones.map((c) => c.round)).size);
@@ -212,31 +340,59 @@ function expectSame(traces: (EpisodeTrace & { step?: number })[], episodes: Fixt
 }
 
 describe('selfcest_dump.py and import-verl', () => {
-  it.skipIf(TORCH.python === null)('a dump written from torch batches reads back as the same trees, answers, tokens and rewards (playground recipe, parts logged)', async () => {
-    const { out, episodes } = await writeDump('dump-playground', { recipe: 'playground', task: 'arithmetic', backend: 'torch' });
-    const traces = await importDump(out);
-    expectSame(traces, episodes, true);
-    const named = episodes.filter((e) => e.clones.some((c) => !c.label.startsWith('turn'))).length;
-    const twoCalls = traces.filter((t) => t.events.filter((x) => x.kind === 'spawn').length >= 2).length;
-    const unanswered = episodes.reduce((n, e) => n + e.clones.filter((c) => !c.answered).length, 0);
-    const rows = (await Promise.all([1, 2, 3, 4].map(async (s) => (await readFile(join(out, `${s}.jsonl`), 'utf8')).trim().split('\n').length))).reduce((a, b) => a + b, 0);
-    console.log(`dump: ${rows} rows, ${episodes.length} roots, ${named} with named clones, ${twoCalls} with two or more rounds, ${unanswered} clones without an answer`);
-    expect(named).toBeGreaterThan(0);
-    expect(twoCalls).toBeGreaterThan(0);
-    expect(unanswered).toBeGreaterThan(0);
-    // A row has verl's own fields and the links: what the stock logger writes plus what it drops.
-    const row = JSON.parse((await readFile(join(out, '2.jsonl'), 'utf8')).split('\n')[0]);
-    expect(Object.keys(row)).toEqual(expect.arrayContaining(['input', 'output', 'gts', 'score', 'step', 'request_id', 'actor_role', 'uid', 'data_source', 'response_mask_tokens', 'response_tokens', 'reward_extra_info']));
-  }, 120_000);
+  it.skipIf(TORCH.python === null)(
+    'a dump written from torch batches reads back as the same trees, answers, tokens and rewards (playground recipe, parts logged)',
+    async () => {
+      const { out, episodes } = await writeDump('dump-playground', { recipe: 'playground', task: 'arithmetic', backend: 'torch' });
+      const traces = await importDump(out);
+      expectSame(traces, episodes, true);
+      const named = episodes.filter((e) => e.clones.some((c) => !c.label.startsWith('turn'))).length;
+      const twoCalls = traces.filter((t) => t.events.filter((x) => x.kind === 'spawn').length >= 2).length;
+      const unanswered = episodes.reduce((n, e) => n + e.clones.filter((c) => !c.answered).length, 0);
+      const rows = (await Promise.all([1, 2, 3, 4].map(async (s) => (await readFile(join(out, `${s}.jsonl`), 'utf8')).trim().split('\n').length))).reduce(
+        (a, b) => a + b,
+        0,
+      );
+      console.log(
+        `dump: ${rows} rows, ${episodes.length} roots, ${named} with named clones, ${twoCalls} with two or more rounds, ${unanswered} clones without an answer`,
+      );
+      expect(named).toBeGreaterThan(0);
+      expect(twoCalls).toBeGreaterThan(0);
+      expect(unanswered).toBeGreaterThan(0);
+      // A row has verl's own fields and the links: what the stock logger writes plus what it drops.
+      const row = JSON.parse((await readFile(join(out, '2.jsonl'), 'utf8')).split('\n')[0]);
+      expect(Object.keys(row)).toEqual(
+        expect.arrayContaining([
+          'input',
+          'output',
+          'gts',
+          'score',
+          'step',
+          'request_id',
+          'actor_role',
+          'uid',
+          'data_source',
+          'response_mask_tokens',
+          'response_tokens',
+          'reward_extra_info',
+        ]),
+      );
+    },
+    120_000,
+  );
 
-  it.skipIf(LOOP.python === null)('numpy batches, the reference recipe, multihop, and a reward that logs no parts (shown as not logged)', async () => {
-    const ref = await writeDump('dump-reference', { recipe: 'reference', task: 'arithmetic', backend: 'numpy', steps: 2 });
-    expectSame(await importDump(ref.out), ref.episodes, true);
-    const mh = await writeDump('dump-multihop', { recipe: 'playground', task: 'multihop', backend: 'numpy', steps: 2 });
-    expectSame(await importDump(mh.out), mh.episodes, true);
-    const bare = await writeDump('dump-noparts', { recipe: 'reference', task: 'arithmetic', backend: 'numpy', steps: 2, logParts: false });
-    expectSame(await importDump(bare.out), bare.episodes, false);
-  }, 120_000);
+  it.skipIf(LOOP.python === null)(
+    'numpy batches, the reference recipe, multihop, and a reward that logs no parts (shown as not logged)',
+    async () => {
+      const ref = await writeDump('dump-reference', { recipe: 'reference', task: 'arithmetic', backend: 'numpy', steps: 2 });
+      expectSame(await importDump(ref.out), ref.episodes, true);
+      const mh = await writeDump('dump-multihop', { recipe: 'playground', task: 'multihop', backend: 'numpy', steps: 2 });
+      expectSame(await importDump(mh.out), mh.episodes, true);
+      const bare = await writeDump('dump-noparts', { recipe: 'reference', task: 'arithmetic', backend: 'numpy', steps: 2, logParts: false });
+      expectSame(await importDump(bare.out), bare.episodes, false);
+    },
+    120_000,
+  );
 });
 
 describe('the parquet files as verl loads them', () => {
@@ -253,35 +409,39 @@ if len(sys.argv) > 2:
 print(json.dumps(out))`;
 
   for (const task of ['arithmetic', 'multihop']) {
-    it.skipIf(ARROW.python === null)(`${task}: pyarrow reads verl's columns and types, chat prompts, the ground truth and extra_info${DATASETS.python ? '; datasets.load_dataset("parquet") loads the same rows' : ''}`, () => {
-      const exp = exports[`playground-${task}`];
-      const python = DATASETS.python ?? ARROW.python!;
-      const got = JSON.parse(run(python, ['-c', script, exp, ...(DATASETS.python ? [join(dir, 'hf-cache')] : [])]));
-      for (const name of ['train', 'test']) {
-        const { schema, rows } = got[name] as { schema: Record<string, string>; rows: Record<string, any>[] };
-        expect(Object.keys(schema)).toEqual(['data_source', 'agent_name', 'prompt', 'ability', 'reward_model', 'extra_info']);
-        expect(schema.prompt).toBe('list<element: struct<role: string, content: string>>');
-        expect(schema.reward_model).toBe('struct<style: string, ground_truth: string, data_source: string>');
-        expect(schema.extra_info).toMatch(/^struct<split: string, index: int64, problem_id: string, task: string, prompt: string, answer: string/);
-        expect(rows).toHaveLength(name === 'train' ? 12 : 6);
-        rows.forEach((r, i) => {
-          expect(r.data_source).toBe(`selfcest_${task}`);
-          expect(r.agent_name).toBe('tool_agent');
-          expect(r.prompt.map((m: { role: string }) => m.role)).toEqual(['system', 'user']);
-          expect(r.reward_model.ground_truth).toBe(r.extra_info.answer);
-          expect(r.extra_info.index).toBe(i);
-          if (task === 'multihop') {
-            expect(r.extra_info.context_items.length).toBeGreaterThan(0);
-            expect(r.extra_info.context_items.every((c: { key: string; text: string }) => typeof c.key === 'string' && c.text.length > 0)).toBe(true);
+    it.skipIf(ARROW.python === null)(
+      `${task}: pyarrow reads verl's columns and types, chat prompts, the ground truth and extra_info${DATASETS.python ? '; datasets.load_dataset("parquet") loads the same rows' : ''}`,
+      () => {
+        const exp = exports[`playground-${task}`];
+        const python = DATASETS.python ?? ARROW.python!;
+        const got = JSON.parse(run(python, ['-c', script, exp, ...(DATASETS.python ? [join(dir, 'hf-cache')] : [])]));
+        for (const name of ['train', 'test']) {
+          const { schema, rows } = got[name] as { schema: Record<string, string>; rows: Record<string, any>[] };
+          expect(Object.keys(schema)).toEqual(['data_source', 'agent_name', 'prompt', 'ability', 'reward_model', 'extra_info']);
+          expect(schema.prompt).toBe('list<element: struct<role: string, content: string>>');
+          expect(schema.reward_model).toBe('struct<style: string, ground_truth: string, data_source: string>');
+          expect(schema.extra_info).toMatch(/^struct<split: string, index: int64, problem_id: string, task: string, prompt: string, answer: string/);
+          expect(rows).toHaveLength(name === 'train' ? 12 : 6);
+          rows.forEach((r, i) => {
+            expect(r.data_source).toBe(`selfcest_${task}`);
+            expect(r.agent_name).toBe('tool_agent');
+            expect(r.prompt.map((m: { role: string }) => m.role)).toEqual(['system', 'user']);
+            expect(r.reward_model.ground_truth).toBe(r.extra_info.answer);
+            expect(r.extra_info.index).toBe(i);
+            if (task === 'multihop') {
+              expect(r.extra_info.context_items.length).toBeGreaterThan(0);
+              expect(r.extra_info.context_items.every((c: { key: string; text: string }) => typeof c.key === 'string' && c.text.length > 0)).toBe(true);
+            }
+          });
+          if (DATASETS.python) {
+            const d = got.datasets[name];
+            expect(d.rows).toBe(rows.length);
+            expect(d.columns).toEqual(Object.keys(schema));
+            expect(d.first).toEqual(rows[0]);
           }
-        });
-        if (DATASETS.python) {
-          const d = got.datasets[name];
-          expect(d.rows).toBe(rows.length);
-          expect(d.columns).toEqual(Object.keys(schema));
-          expect(d.first).toEqual(rows[0]);
         }
-      }
-    }, 120_000);
+      },
+      120_000,
+    );
   }
 });

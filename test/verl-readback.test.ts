@@ -14,7 +14,6 @@ import { parseTracesJsonl } from '../src/core/io/traces';
 import type { EpisodeTrace } from '../src/core/rollout/trace';
 import { verlSamplesOf } from './verlShape';
 
-
 const committed = execFileSync('git', ['ls-files', 'runs/**/traces.sample.jsonl'], { encoding: 'utf8' }).split('\n').filter(Boolean);
 let dir: string;
 let ours: (EpisodeTrace & { step?: number })[];
@@ -49,9 +48,12 @@ describe('import-verl', () => {
       expect(b.rounds).toBe(t.rounds);
       expect(b.tokens).toEqual(t.tokens);
       // With the parts logged the trace has the whole breakdown; else the source's reward alone.
-      if (i % 2 === 0) expect([b.reward, b.sourceReward]).toEqual([{ budgetPenalty: 0, tokenPenalty: 0, ...t.reward }, undefined]); // older traces have no budget or token part: 0
+      if (i % 2 === 0)
+        expect([b.reward, b.sourceReward]).toEqual([{ budgetPenalty: 0, tokenPenalty: 0, ...t.reward }, undefined]); // older traces have no budget or token part: 0
       else expect([b.reward, b.sourceReward]).toEqual([undefined, { reward: t.reward!.reward, score: t.reward!.score }]);
-      expect(b.contexts.map((c) => [c.role, c.round, c.subtask, c.answer, c.generatedTokens, c.budget])).toEqual(t.contexts.map((c) => [c.role, c.round, c.role === 'clone' ? c.subtask : null, c.answer, c.generatedTokens, c.budget]));
+      expect(b.contexts.map((c) => [c.role, c.round, c.subtask, c.answer, c.generatedTokens, c.budget])).toEqual(
+        t.contexts.map((c) => [c.role, c.round, c.role === 'clone' ? c.subtask : null, c.answer, c.generatedTokens, c.budget]),
+      );
       for (const c of b.contexts) expect(c.spans!.map((s) => s.text).join('')).toBe(c.text);
     });
   });
@@ -79,7 +81,10 @@ describe('import-verl', () => {
 
   it('refuses a bad record by line and field, and writes nothing', async () => {
     const input = join(dir, 'bad.jsonl');
-    await writeFile(input, '{"request_id":"a","parent_request_id":null,"response":"Answer: 1","response_mask":[1]}\n{"request_id":"b","parent_request_id":"a","response":"x","response_mask":"all"}\n');
+    await writeFile(
+      input,
+      '{"request_id":"a","parent_request_id":null,"response":"Answer: 1","response_mask":[1]}\n{"request_id":"b","parent_request_id":"a","response":"x","response_mask":"all"}\n',
+    );
     const r = await cli('import-verl', '--in', input, '--out', join(dir, 'bad-out.jsonl'));
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`verl rollouts: ${input}: line 2: response_mask must be an array of 0 and 1`);

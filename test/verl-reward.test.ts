@@ -61,14 +61,32 @@ function runSettings(dir: string): Settings {
   const tracked = git('ls-files', '--', `${dir}/run.json`, `${dir}/state.json`).split('\n').filter(Boolean);
   const file = [`${dir}/run.json`, `${dir}/state.json`].find((f) => tracked.includes(f));
   if (file === undefined) throw new Error(`${dir}: no committed run.json or state.json to read the run's config from`);
-  const config = (JSON.parse(readFileSync(join(ROOT, file), 'utf8')) as { config: { reward?: Partial<RewardConfig>; advantage?: Partial<AdvantageConfig>; rollout?: { budgets?: number[] } } }).config;
+  const config = (
+    JSON.parse(readFileSync(join(ROOT, file), 'utf8')) as {
+      config: { reward?: Partial<RewardConfig>; advantage?: Partial<AdvantageConfig>; rollout?: { budgets?: number[] } };
+    }
+  ).config;
   const r = validateRewardConfig(config.reward ?? {});
   // Only RewardConfig's fields (older runs also carry a since-removed cloneFormatPenalty).
   const reward: RewardConfig = {
-    rootTau: r.rootTau, rootRho: r.rootRho, rootPmax: r.rootPmax, cloneTau: r.cloneTau, cloneRho: r.cloneRho, clonePmax: r.clonePmax,
-    callRate: r.callRate, callFree: r.callFree, budgetRate: r.budgetRate, tokenRate: r.tokenRate, partialCredit: r.partialCredit,
+    rootTau: r.rootTau,
+    rootRho: r.rootRho,
+    rootPmax: r.rootPmax,
+    cloneTau: r.cloneTau,
+    cloneRho: r.cloneRho,
+    clonePmax: r.clonePmax,
+    callRate: r.callRate,
+    callFree: r.callFree,
+    budgetRate: r.budgetRate,
+    tokenRate: r.tokenRate,
+    partialCredit: r.partialCredit,
   };
-  return { name: dir, reward, advantage: { ...ADVANTAGE_DEFAULTS, ...config.advantage }, cloneMaxTokens: Math.max(...(config.rollout?.budgets ?? BUDGET_BUCKETS)) };
+  return {
+    name: dir,
+    reward,
+    advantage: { ...ADVANTAGE_DEFAULTS, ...config.advantage },
+    cloneMaxTokens: Math.max(...(config.rollout?.budgets ?? BUDGET_BUCKETS)),
+  };
 }
 
 function committedRuns(): { dir: string; settings: Settings; traces: EpisodeTrace[] }[] {
@@ -120,7 +138,8 @@ const generatedText = (c: ContextTrace) => textOf(c.tokens.filter((_, i) => c.wr
  */
 function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, variant: number, kinds: string[]): Case {
   const [root, ...clones] = t.contexts;
-  const truth = variant % 4 === 1 ? [t.truth] : variant % 4 === 2 && /^-?\d{1,15}$/.test(t.truth) && String(Number(t.truth)) === t.truth ? Number(t.truth) : t.truth;
+  const truth =
+    variant % 4 === 1 ? [t.truth] : variant % 4 === 2 && /^-?\d{1,15}$/.test(t.truth) && String(Number(t.truth)) === t.truth ? Number(t.truth) : t.truth;
   const playgroundTexts = variant % 2 === 1;
   let budgetFallbacks = 0;
   const rootId = `${t.problemId}/${t.policyVersion}/root`;
@@ -135,8 +154,13 @@ function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, var
       response_mask: [...root.writers].filter((w) => w !== 'p').map((w) => (w === 'g' ? 1 : 0)),
       prompt_ids: root.tokens.filter((_, i) => root.writers[i] === 'p'),
       extra_fields: {
-        request_id: rootId, parent_request_id: null, actor_role: 'root', clone_depth: 0,
-        reward_model: { ground_truth: truth, style: 'rule' }, data_source: `selfcest/${t.task}`, extra_info: { problem_id: t.problemId },
+        request_id: rootId,
+        parent_request_id: null,
+        actor_role: 'root',
+        clone_depth: 0,
+        reward_model: { ground_truth: truth, style: 'rule' },
+        data_source: `selfcest/${t.task}`,
+        extra_info: { problem_id: t.problemId },
       },
     },
     clone_rollouts: clones.map((c) => {
@@ -147,8 +171,13 @@ function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, var
         response_ids: c.tokens.filter((_, i) => c.writers[i] === 'g'),
         response_mask: Array<number>(c.generatedTokens).fill(1),
         extra_fields: {
-          request_id: requestId(t, c), parent_request_id: rootId, actor_role: 'clone', clone_depth: 1, clone_label: `turn${c.round}_clone${c.id}`,
-          ...(fallback ? {} : { budget: c.budget }), violation: c.violation,
+          request_id: requestId(t, c),
+          parent_request_id: rootId,
+          actor_role: 'clone',
+          clone_depth: 1,
+          clone_label: `turn${c.round}_clone${c.id}`,
+          ...(fallback ? {} : { budget: c.budget }),
+          violation: c.violation,
         },
       };
     }),
@@ -157,7 +186,10 @@ function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, var
       clones.map((c) => [requestId(t, c), playgroundTexts ? generatedText(c) : c.answer === null ? `clone ${c.id} stopped` : `thinking\nAnswer: ${c.answer}`]),
     ),
   };
-  const more = [args.markers.length > 1 ? "the loop's default markers" : 'markers [Answer:]', playgroundTexts ? 'clone texts in playground tokens' : 'clone texts with Answer:'];
+  const more = [
+    args.markers.length > 1 ? "the loop's default markers" : 'markers [Answer:]',
+    playgroundTexts ? 'clone texts in playground tokens' : 'clone texts with Answer:',
+  ];
   if (budgetFallbacks > 0) more.push('clone budget from cloneMaxTokens');
   if (typeof truth !== 'string') more.push(Array.isArray(truth) ? 'ground truth as [string]' : 'ground truth as int');
   return { id, module, fn: 'clone_accuracy_reward', args, expected: tsReward(t, s), kinds, inputs: more };
@@ -168,10 +200,29 @@ function scoreCases(id: string, module: string, t: EpisodeTrace, s: Settings, ki
   const expected = tsReward(t, s);
   const root = t.contexts[0];
   return [
-    { id: `${id}/answer`, module, fn: 'compute_score', kinds, inputs: ['Answer: with response_tokens'], expected,
-      args: { data_source: `selfcest/${t.task}`, solution_str: t.answer === null ? '' : `Answer: ${t.answer}`, ground_truth: t.truth, extra_info: { response_tokens: root.generatedTokens } } },
-    { id: `${id}/text`, module, fn: 'compute_score', kinds, inputs: ['playground text, tokens counted'], expected,
-      args: { data_source: `selfcest/${t.task}`, solution_str: generatedText(root), ground_truth: t.truth, extra_info: null } },
+    {
+      id: `${id}/answer`,
+      module,
+      fn: 'compute_score',
+      kinds,
+      inputs: ['Answer: with response_tokens'],
+      expected,
+      args: {
+        data_source: `selfcest/${t.task}`,
+        solution_str: t.answer === null ? '' : `Answer: ${t.answer}`,
+        ground_truth: t.truth,
+        extra_info: { response_tokens: root.generatedTokens },
+      },
+    },
+    {
+      id: `${id}/text`,
+      module,
+      fn: 'compute_score',
+      kinds,
+      inputs: ['playground text, tokens counted'],
+      expected,
+      args: { data_source: `selfcest/${t.task}`, solution_str: generatedText(root), ground_truth: t.truth, extra_info: null },
+    },
   ];
 }
 
@@ -202,13 +253,35 @@ const GENERATED_SETTINGS: Settings[] = [
   { name: 'defaults', reward: REWARD_DEFAULTS, advantage: ADVANTAGE_DEFAULTS, cloneMaxTokens: 128 },
   {
     name: 'protocol gate, budget cost, no partial credit',
-    reward: { ...REWARD_DEFAULTS, rootTau: 40, rootRho: 30, cloneTau: 8, cloneRho: 16, callRate: 0.15, callFree: 0, budgetRate: 0.004, tokenRate: 0.003, partialCredit: false },
+    reward: {
+      ...REWARD_DEFAULTS,
+      rootTau: 40,
+      rootRho: 30,
+      cloneTau: 8,
+      cloneRho: 16,
+      callRate: 0.15,
+      callFree: 0,
+      budgetRate: 0.004,
+      tokenRate: 0.003,
+      partialCredit: false,
+    },
     advantage: { ...ADVANTAGE_DEFAULTS, gateMode: 'protocol' },
     cloneMaxTokens: 16,
   },
   {
     name: 'gating off, steep penalties',
-    reward: { ...REWARD_DEFAULTS, rootTau: 20, rootRho: 10, rootPmax: 0.5, cloneTau: 4, cloneRho: 7, clonePmax: 0.35, callRate: 0.3, callFree: 0.1, budgetRate: 0.01 },
+    reward: {
+      ...REWARD_DEFAULTS,
+      rootTau: 20,
+      rootRho: 10,
+      rootPmax: 0.5,
+      cloneTau: 4,
+      cloneRho: 7,
+      clonePmax: 0.35,
+      callRate: 0.3,
+      callFree: 0.1,
+      budgetRate: 0.01,
+    },
     advantage: { ...ADVANTAGE_DEFAULTS, gating: false },
     cloneMaxTokens: 8,
   },
@@ -253,9 +326,26 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
     expect(src.match(/^CONFIG = \{/gm)).toHaveLength(1);
     const file = join(tmp, 'config_probe.py');
     writeFileSync(file, src);
-    const probe = spawnSync(PYTHON!, ['-c', 'import importlib.util, json, sys\ns = importlib.util.spec_from_file_location("p", sys.argv[1]); m = importlib.util.module_from_spec(s); s.loader.exec_module(m); print(json.dumps(m.CONFIG))', file], { encoding: 'utf8' });
+    const probe = spawnSync(
+      PYTHON!,
+      [
+        '-c',
+        'import importlib.util, json, sys\ns = importlib.util.spec_from_file_location("p", sys.argv[1]); m = importlib.util.module_from_spec(s); s.loader.exec_module(m); print(json.dumps(m.CONFIG))',
+        file,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(probe.stderr).toBe('');
-    expect(JSON.parse(probe.stdout)).toEqual({ recipe: 'playground', task: 'multihop', ...GENERATED_SETTINGS[1].reward, gating: true, gateMode: 'protocol', cloneMaxTokens: 16, formatMaxTokens: 192, logParts: true });
+    expect(JSON.parse(probe.stdout)).toEqual({
+      recipe: 'playground',
+      task: 'multihop',
+      ...GENERATED_SETTINGS[1].reward,
+      gating: true,
+      gateMode: 'protocol',
+      cloneMaxTokens: 16,
+      formatMaxTokens: 192,
+      logParts: true,
+    });
     expect(() => withRewardConfig('CONFIG = {}\n', verlConfig('arithmetic', GENERATED_SETTINGS[0]))).toThrow(/CONFIG block between the lines/);
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), gateMode: 'strict' as 'protocol' })).toThrow(/gateMode/);
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), cloneMaxTokens: 0 })).toThrow(/cloneMaxTokens/);
@@ -288,8 +378,14 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
       const py = results[c.id];
       const { breakdown, clones } = c.expected;
       const parts: [string, number][] = [
-        ['reward', breakdown.reward], ['score', breakdown.reward], ['answer_score', breakdown.score], ['root_penalty', breakdown.rootPenalty],
-        ['clone_penalty', breakdown.clonePenalty], ['call_penalty', breakdown.callPenalty], ['budget_penalty', breakdown.budgetPenalty], ['token_penalty', breakdown.tokenPenalty ?? 0],
+        ['reward', breakdown.reward],
+        ['score', breakdown.reward],
+        ['answer_score', breakdown.score],
+        ['root_penalty', breakdown.rootPenalty],
+        ['clone_penalty', breakdown.clonePenalty],
+        ['call_penalty', breakdown.callPenalty],
+        ['budget_penalty', breakdown.budgetPenalty],
+        ['token_penalty', breakdown.tokenPenalty ?? 0],
       ];
       if (c.fn === 'clone_accuracy_reward') {
         const pyClones = py.clone_rewards as Record<string, number>;
@@ -305,12 +401,30 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
       }
       for (const k of [c.fn, ...c.inputs.map((i) => `${c.fn}: ${i}`)]) checks.set(k, (checks.get(k) ?? 0) + 1);
     }
-    const table = (m: Map<string, number>) => [...m].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `  ${k}: ${v}`).join('\n');
+    const table = (m: Map<string, number>) =>
+      [...m]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n');
     console.log(
       `verl reward: ${cases.length} calls agree with TypeScript, largest difference ${worst}\n` +
         `episodes checked (trace × config), by kind:\n${table(episodes)}\ncalls, by how the inputs were written:\n${table(checks)}`,
     );
-    for (const kind of ['committed', 'generated', 'hand-built', 'rounds > 1', 'gated clones', 'partial credit', 'negative answer', 'no answer', 'answer -0', 'task multihop', 'no clones', 'budget penalty', 'clone answered on its last budget token']) {
+    for (const kind of [
+      'committed',
+      'generated',
+      'hand-built',
+      'rounds > 1',
+      'gated clones',
+      'partial credit',
+      'negative answer',
+      'no answer',
+      'answer -0',
+      'task multihop',
+      'no clones',
+      'budget penalty',
+      'clone answered on its last budget token',
+    ]) {
       expect(episodes.get(kind) ?? 0, kind).toBeGreaterThan(0);
     }
     for (const input of ['clone budget from cloneMaxTokens', 'clone texts in playground tokens', 'ground truth as int', "the loop's default markers"]) {

@@ -60,14 +60,23 @@ function rootAnswer(rng: Rng, truth: string, task: string): number[] {
   if (style === 1) return [T.ans, T.eos]; // empty answer block
   if (style === 2) return chars(rng, 260); // runs past its maximum
   const text =
-    style < 9 ? truth
-    : style < 12 ? String(t + rng.pick([-1, 1]) * rng.int(1, 30))
-    : style < 14 ? String(-Math.abs(t) - rng.int(0, 9))
-    : style === 14 ? '-0'
-    : style === 15 ? `0${truth}`
-    : style === 16 ? (task === 'multihop' ? 'none' : '9'.repeat(rng.int(12, 40)))
-    : style === 17 ? 'x-1'
-    : String(rng.int(0, 999));
+    style < 9
+      ? truth
+      : style < 12
+        ? String(t + rng.pick([-1, 1]) * rng.int(1, 30))
+        : style < 14
+          ? String(-Math.abs(t) - rng.int(0, 9))
+          : style === 14
+            ? '-0'
+            : style === 15
+              ? `0${truth}`
+              : style === 16
+                ? task === 'multihop'
+                  ? 'none'
+                  : '9'.repeat(rng.int(12, 40))
+                : style === 17
+                  ? 'x-1'
+                  : String(rng.int(0, 999));
   return [T.ans, ...ids(text), T.eos];
 }
 
@@ -91,7 +100,10 @@ function planner(task: string, allowSpawn: boolean, rng: Rng, problems: Map<stri
     const out: number[] = [];
     for (let r = allowSpawn ? rng.pick([0, 0, 1, 1, 1, 2, 2, 3, 3, 4]) : 0; r > 0; r--) {
       for (let k = rng.pick([1, 1, 1, 2, 2, 3, 4, 4, 5]); k > 0; k--) {
-        const subtask = task === 'multihop' ? [T.ctx, ...ids(`${rng.pick(keys)} ${question}?`)] : ids(problem.prompt.slice(0, rng.int(1, Math.min(9, problem.prompt.length))));
+        const subtask =
+          task === 'multihop'
+            ? [T.ctx, ...ids(`${rng.pick(keys)} ${question}?`)]
+            : ids(problem.prompt.slice(0, rng.int(1, Math.min(9, problem.prompt.length))));
         out.push(T.spawn, ...subtask, budgetToken(rng.pick([8, 8, 16, 16, 32, 64, 128])));
       }
       out.push(T.join, ...chars(rng, rng.int(0, 3)));
@@ -136,27 +148,70 @@ interface HandClone {
   answer: string | null;
 }
 
-export function handTrace(id: string, task: string, truth: string, answer: string | null, rootGenerated: number, rounds: number, clones: HandClone[]): EpisodeTrace {
+export function handTrace(
+  id: string,
+  task: string,
+  truth: string,
+  answer: string | null,
+  rootGenerated: number,
+  rounds: number,
+  clones: HandClone[],
+): EpisodeTrace {
   const one = tokenId('1');
   // The root's generated text: filler that is no number, then its answer block.
   const block = answer === null ? [] : [T.ans, ...ids(answer), T.eos];
   const generated = [...Array<number>(Math.max(0, rootGenerated - block.length)).fill(tokenId('=')), ...block];
   const root: ContextTrace = {
-    id: 0, role: 'root', parent: null, round: null, subtask: null, budget: null,
+    id: 0,
+    role: 'root',
+    parent: null,
+    round: null,
+    subtask: null,
+    budget: null,
     tokens: [T.root, one, T.sep, ...generated, ...Array<number>(2 * rounds).fill(T.ret)],
-    text: '', writers: 'ppp' + 'g'.repeat(generated.length) + 'i'.repeat(2 * rounds),
-    logprobs: Array<number>(generated.length).fill(-1), generatedTokens: generated.length, answer, violation: answer === null ? 'root_no_answer' : null, violationDetail: null,
+    text: '',
+    writers: 'ppp' + 'g'.repeat(generated.length) + 'i'.repeat(2 * rounds),
+    logprobs: Array<number>(generated.length).fill(-1),
+    generatedTokens: generated.length,
+    answer,
+    violation: answer === null ? 'root_no_answer' : null,
+    violationDetail: null,
   };
-  const contexts = [root, ...clones.map((c, i): ContextTrace => ({
-    id: i + 1, role: 'clone', parent: 0, round: c.round, subtask: '1', budget: c.budget,
-    tokens: [T.clone, one, T.sep, ...Array<number>(c.generated).fill(one)], text: '', writers: 'ppp' + 'g'.repeat(c.generated),
-    logprobs: Array<number>(c.generated).fill(-1), generatedTokens: c.generated, answer: c.answer,
-    violation: c.answer === null ? (c.generated >= c.budget ? 'clone_over_budget' : 'clone_no_answer') : null, violationDetail: null,
-  }))].map((c) => ({ ...c, text: textOf(c.tokens) }));
+  const contexts = [
+    root,
+    ...clones.map((c, i): ContextTrace => ({
+      id: i + 1,
+      role: 'clone',
+      parent: 0,
+      round: c.round,
+      subtask: '1',
+      budget: c.budget,
+      tokens: [T.clone, one, T.sep, ...Array<number>(c.generated).fill(one)],
+      text: '',
+      writers: 'ppp' + 'g'.repeat(c.generated),
+      logprobs: Array<number>(c.generated).fill(-1),
+      generatedTokens: c.generated,
+      answer: c.answer,
+      violation: c.answer === null ? (c.generated >= c.budget ? 'clone_over_budget' : 'clone_no_answer') : null,
+      violationDetail: null,
+    })),
+  ].map((c) => ({ ...c, text: textOf(c.tokens) }));
   const problem: Problem = { task, id, prompt: '1', truth, meta: {} };
   return {
-    schema: TRACE_SCHEMA, policyVersion: 0, task, problemId: id, prompt: '1', truth, method: 'delegate', answer,
-    correct: TASKS[task as 'arithmetic'].verify(problem, answer).correct, rounds, contexts, events: [], violations: [], tokens: countTokens(contexts),
+    schema: TRACE_SCHEMA,
+    policyVersion: 0,
+    task,
+    problemId: id,
+    prompt: '1',
+    truth,
+    method: 'delegate',
+    answer,
+    correct: TASKS[task as 'arithmetic'].verify(problem, answer).correct,
+    rounds,
+    contexts,
+    events: [],
+    violations: [],
+    tokens: countTokens(contexts),
   };
 }
 
@@ -182,4 +237,3 @@ export function handTraces(): EpisodeTrace[] {
     handTrace('h-mh-noans', 'multihop', '7', null, 5, 0, []),
   ];
 }
-

@@ -48,7 +48,16 @@ export function verlSamplesOf(trace: EpisodeTrace & { step?: number }, id: strin
     ...(trace.reward ? { reward: trace.reward.reward, score: trace.reward.score } : {}),
     // Half the episodes as a run with selfcest_reward.py logs them: the parts in reward_extra_info.
     ...(trace.reward && parts
-      ? { reward_extra_info: { answer_score: trace.reward.score, root_penalty: trace.reward.rootPenalty, clone_penalty: trace.reward.clonePenalty, call_penalty: trace.reward.callPenalty, budget_penalty: trace.reward.budgetPenalty ?? 0, token_penalty: trace.reward.tokenPenalty ?? 0 } }
+      ? {
+          reward_extra_info: {
+            answer_score: trace.reward.score,
+            root_penalty: trace.reward.rootPenalty,
+            clone_penalty: trace.reward.clonePenalty,
+            call_penalty: trace.reward.callPenalty,
+            budget_penalty: trace.reward.budgetPenalty ?? 0,
+            token_penalty: trace.reward.tokenPenalty ?? 0,
+          },
+        }
       : {}),
   };
   return [

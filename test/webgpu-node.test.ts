@@ -105,9 +105,15 @@ async function rlSequences(): Promise<RlSequence[]> {
   const rng = new Rng(9);
   return on('wasm', async (p) => {
     const seqs: RlSequence[] = [];
-    for (const [len, adv] of [[7, 1.1], [12, -0.8], [9, 0.5]] as const) {
+    for (const [len, adv] of [
+      [7, 1.1],
+      [12, -0.8],
+      [9, 0.5],
+    ] as const) {
       const toks = tokens(rng, len);
-      const lp = tf.tidy(() => targetLogProbs(p, config, tf.tensor2d([toks.slice(0, -1)], [1, len - 1], 'int32'), tf.tensor2d([toks.slice(1)], [1, len - 1], 'int32')));
+      const lp = tf.tidy(() =>
+        targetLogProbs(p, config, tf.tensor2d([toks.slice(0, -1)], [1, len - 1], 'int32'), tf.tensor2d([toks.slice(1)], [1, len - 1], 'int32')),
+      );
       const cur = Array.from(await lp.data());
       lp.dispose();
       const actions = cur.map((_, t) => (t >= 2 ? 1 : 0));

@@ -6,12 +6,30 @@ import { statSync } from 'node:fs';
  * table (src/core/runConfig.ts) for `train` and `sft`. Anything unexpected is a UsageError,
  * which main.ts turns into exit code 2, naming the flag and its allowed range.
  */
-import { type RunConfig, type RunConfigKey, RunConfigError, checkField, decimalNumber, fieldsOf, flagName, parseFieldText, rangeOf, validateRunConfig } from '../core/runConfig';
+import {
+  type RunConfig,
+  type RunConfigKey,
+  RunConfigError,
+  checkField,
+  decimalNumber,
+  fieldsOf,
+  flagName,
+  parseFieldText,
+  rangeOf,
+  validateRunConfig,
+} from '../core/runConfig';
 
 export class UsageError extends Error {}
 
 export type FlagSpec =
-  | { type: 'string'; required?: boolean; choices?: readonly string[]; default?: string; help: string; /** The value must name an existing directory. */ dir?: boolean }
+  | {
+      type: 'string';
+      required?: boolean;
+      choices?: readonly string[];
+      default?: string;
+      help: string;
+      /** The value must name an existing directory. */ dir?: boolean;
+    }
   | { type: 'int'; required?: boolean; default?: number; min?: number; /** Every count has an upper bound. */ max: number; help: string }
   | { type: 'number'; required?: boolean; default?: number; min?: number; max?: number; help: string }
   | { type: 'bool'; default?: boolean; help: string };
@@ -146,7 +164,18 @@ export function describeFlags(specs: FlagSpecs, surface: 'train' | 'sft' | null 
     const name = flagName(f);
     const kind = f.type === 'bool' ? ` (or --no-${name})` : f.type === 'enum' ? ` ${f.values.join('|')}` : ` <${rangeOf(f)}>`;
     const d = defaults[f.key];
-    const def = f.type === 'bool' ? ` (default ${d ? 'on' : 'off'})` : d === null ? '' : ` (default ${typeof d === 'object' ? JSON.stringify(d) : String(d)}${f.taskDefault ? `; ${Object.entries(f.taskDefault).map(([t, v]) => `${v} for ${t}`).join(', ')}` : ''})`;
+    const def =
+      f.type === 'bool'
+        ? ` (default ${d ? 'on' : 'off'})`
+        : d === null
+          ? ''
+          : ` (default ${typeof d === 'object' ? JSON.stringify(d) : String(d)}${
+              f.taskDefault
+                ? `; ${Object.entries(f.taskDefault)
+                    .map(([t, v]) => `${v} for ${t}`)
+                    .join(', ')}`
+                : ''
+            })`;
     return `  --${name}${kind}  ${f.help}${def}`;
   });
   return `${own.join('\n')}\n\nrun configuration (the page's config table):\n${cfg.join('\n')}`;

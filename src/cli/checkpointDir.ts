@@ -20,9 +20,7 @@ export async function writeCheckpointDir(dir: string, ckpt: Checkpoint): Promise
       await writeFile(tmp, bytes);
     }
     // The weights go last so a reader that sees new weights also sees their config.
-    const order = [...files.keys()].sort(
-      (a, b) => Number(a === CHECKPOINT_FILES.weights) - Number(b === CHECKPOINT_FILES.weights),
-    );
+    const order = [...files.keys()].sort((a, b) => Number(a === CHECKPOINT_FILES.weights) - Number(b === CHECKPOINT_FILES.weights));
     for (const name of order) await rename(join(dir, name + tag), join(dir, name));
   } catch (e) {
     await Promise.all(written.map((p) => unlink(p).catch(() => undefined)));
@@ -61,7 +59,9 @@ async function checkpointFilesDir(dir: string): Promise<string> {
   try {
     const meta = JSON.parse(await readFile(join(dir, CHECKPOINT_FILES.selfcest), 'utf8')) as { step?: unknown } | null;
     if (meta?.step !== step) {
-      throw new Error(`${dir}: ${CHECKPOINT_FILES.selfcest} says step ${JSON.stringify(meta?.step)} but state.json says ${JSON.stringify(step)}: the weights and the run state are from different saves (an interrupted save); restore model.safetensors, selfcest.json, optimizer.safetensors and state.json from one save, or start over with a new --out`);
+      throw new Error(
+        `${dir}: ${CHECKPOINT_FILES.selfcest} says step ${JSON.stringify(meta?.step)} but state.json says ${JSON.stringify(step)}: the weights and the run state are from different saves (an interrupted save); restore model.safetensors, selfcest.json, optimizer.safetensors and state.json from one save, or start over with a new --out`,
+      );
     }
   } catch (e) {
     if ((e as Error).message.startsWith(dir)) throw e;

@@ -179,11 +179,15 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
   }
   const opt = decodeOptimizerFile(bytes, optPath);
   if (opt.metadata.runStep !== String(state.step)) {
-    throw new Error(`${what}: ${optPath} is from step ${opt.metadata.runStep} but ${statePath} says ${state.step} (the optimizer and the state are from different saves)`);
+    throw new Error(
+      `${what}: ${optPath} is from step ${opt.metadata.runStep} but ${statePath} says ${state.step} (the optimizer and the state are from different saves)`,
+    );
   }
   // Updates per run step: one for sft, mini-batches × epochs (at most 1024 × 16) for train.
   if (opt.step > state.step * 16_384) {
-    throw new Error(`${optPath}: the optimizer step must be an integer in [0, ${state.step * 16_384}] for run step ${state.step} (got ${JSON.stringify(opt.metadata.step)})`);
+    throw new Error(
+      `${optPath}: the optimizer step must be an integer in [0, ${state.step * 16_384}] for run step ${state.step} (got ${JSON.stringify(opt.metadata.step)})`,
+    );
   }
   return { policy, state, optimizerStep: opt.step, optimizerTensors: opt.tensors };
 }
@@ -213,7 +217,8 @@ export class RunDir {
     const latestPath = join(dir, LATEST);
     const recoverHint = `to start over, remove ${dir} or use a new --out`;
     if (entries.includes(LATEST)) {
-      if (!(await stat(latestPath)).isFile()) throw new UsageError(`${latestPath} is not a file: LATEST must hold the name of the committed save (e.g. save-000040); move it away`);
+      if (!(await stat(latestPath)).isFile())
+        throw new UsageError(`${latestPath} is not a file: LATEST must hold the name of the committed save (e.g. save-000040); move it away`);
       const name = (await readFile(latestPath, 'utf8')).trim();
       if (!SAVE_NAME.test(name) || !entries.includes(name)) {
         throw new Error(`${latestPath} names ${JSON.stringify(name)}, which is not a save in ${dir}; ${recoverHint}`);
@@ -267,7 +272,9 @@ export class RunDir {
       await writeDurable(tmp, name + '\n');
       await rename(tmp, join(dir, LATEST));
       syncPath(dir);
-      console.warn(`${dir} had no ${LATEST} (the name of its committed save): continuing from ${name}, its newest save that loads, which ${LATEST} now names; nothing was removed${saves.length > 1 ? ` (the other saves, ${saves.filter((n) => n !== name).join(', ')}, are kept)` : ''}`);
+      console.warn(
+        `${dir} had no ${LATEST} (the name of its committed save): continuing from ${name}, its newest save that loads, which ${LATEST} now names; nothing was removed${saves.length > 1 ? ` (the other saves, ${saves.filter((n) => n !== name).join(', ')}, are kept)` : ''}`,
+      );
       const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
       return run;
@@ -352,7 +359,11 @@ export class RunDir {
 
   /** What a failed save leaves: the committed save, or nothing committed yet. */
   private keptNote(): string {
-    return this.committedName ? `the previous save, ${this.committedName}, is kept` : this.saved ? 'the run as it was is kept' : 'nothing was committed: this run has no save yet';
+    return this.committedName
+      ? `the previous save, ${this.committedName}, is kept`
+      : this.saved
+        ? 'the run as it was is kept'
+        : 'nothing was committed: this run has no save yet';
   }
 
   /**
@@ -422,7 +433,8 @@ export function checkRows(path: string, text: string, file: RowFile, step: numbe
     }
     if (!isRecord(row)) throw new Error(`${at} is not a JSON object`);
     const s = row.step;
-    if (!Number.isSafeInteger(s) || (s as number) < 1 || (s as number) > step) throw new Error(`${at}: step must be an integer in [1, ${step}] (the save's step; got ${JSON.stringify(s)})`);
+    if (!Number.isSafeInteger(s) || (s as number) < 1 || (s as number) > step)
+      throw new Error(`${at}: step must be an integer in [1, ${step}] (the save's step; got ${JSON.stringify(s)})`);
     if (file === 'metrics.jsonl' && s !== last + 1) throw new Error(`${at}: step ${s} where ${last + 1} comes next (one row per step)`);
     if (file === 'traces.jsonl' && (s as number) < last) throw new Error(`${at}: step ${s} after step ${last} (rows are in step order)`);
     if (file === 'traces.jsonl' && typeof row.schema !== 'string') throw new Error(`${at} is not a trace (no schema)`);
@@ -465,7 +477,8 @@ async function takeLock(dir: string): Promise<void> {
     }
     const owner = await lockOwner(path);
     if (owner === process.pid) return;
-    if (owner !== null && processAlive(owner)) throw new UsageError(`${dir} is in use by process ${owner} (${path}); wait for it or stop it, or use another --out`);
+    if (owner !== null && processAlive(owner))
+      throw new UsageError(`${dir} is in use by process ${owner} (${path}); wait for it or stop it, or use another --out`);
     // Stale (its process is gone) or unreadable: move it aside; of several takers one succeeds.
     const aside = join(dir, `${LOCK}.stale-${process.pid}`);
     try {
@@ -531,7 +544,11 @@ const RETIRED: readonly (readonly [string, string])[] = [['reward', 'cloneFormat
  * resume under today's would silently mix the two. The message says what to do instead.
  */
 const CHANGED: readonly (readonly [string, string, string])[] = [
-  ['advantage', 'cloneFormatPenalty', 'the run was trained with the clone credit of before the reference fix (r_clone = R − 0.05 for an answerless clone, protocol gating); resume it at commit 25f3c14 (docs/TRAINING.md) or start a new run with a new --out'],
+  [
+    'advantage',
+    'cloneFormatPenalty',
+    'the run was trained with the clone credit of before the reference fix (r_clone = R − 0.05 for an answerless clone, protocol gating); resume it at commit 25f3c14 (docs/TRAINING.md) or start a new run with a new --out',
+  ],
 ];
 
 function withoutRetired(config: Record<string, unknown>): Record<string, unknown> {
@@ -547,14 +564,28 @@ function withoutRetired(config: Record<string, unknown>): Record<string, unknown
 }
 
 /** JSON with object keys in sorted order: a field added to a config (or implied for an old one) compares wherever it sits. */
-const canonical = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) =>
+    isRecord(x)
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]]),
+        )
+      : x,
+  );
 
 /**
  * Refuse to resume with a different configuration (the step count may grow). A key that a
  * saved run does not record, at any depth (it predates the field), counts as the value in
  * `implied`; retired keys are ignored; keys whose meaning changed refuse with what to do.
  */
-export function checkResumeConfig(saved: Record<string, unknown>, current: Record<string, unknown>, ignore: string[], implied: Record<string, unknown> = {}): void {
+export function checkResumeConfig(
+  saved: Record<string, unknown>,
+  current: Record<string, unknown>,
+  ignore: string[],
+  implied: Record<string, unknown> = {},
+): void {
   for (const [parent, field, why] of CHANGED) {
     const inner = saved[parent];
     if (isRecord(inner) && field in inner) throw new Error(`cannot resume: ${why}`);
@@ -562,7 +593,8 @@ export function checkResumeConfig(saved: Record<string, unknown>, current: Recor
   const s = withImplied(withImplied(withoutRetired(saved), implied), impliedTaskOptions(saved));
   for (const key of new Set([...Object.keys(s), ...Object.keys(current)])) {
     if (ignore.includes(key)) continue;
-    if (canonical(s[key]) !== canonical(current[key])) throw new Error(`cannot resume: ${key} was ${JSON.stringify(s[key])} in the saved run, now ${JSON.stringify(current[key])} (use a new --out)`);
+    if (canonical(s[key]) !== canonical(current[key]))
+      throw new Error(`cannot resume: ${key} was ${JSON.stringify(s[key])} in the saved run, now ${JSON.stringify(current[key])} (use a new --out)`);
   }
 }
 

@@ -76,7 +76,8 @@ export function taskFromFlags(task: string, optionsText: string | undefined, ext
     } catch {
       throw new UsageError(`--options must be a JSON object of ${task} task options (got ${JSON.stringify(optionsText)})`);
     }
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new UsageError(`--options must be a JSON object of ${task} task options (got ${optionsText})`);
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+      throw new UsageError(`--options must be a JSON object of ${task} task options (got ${optionsText})`);
   }
   try {
     return taskEntryOf(task, { ...(raw as object), ...extra }, '--options');

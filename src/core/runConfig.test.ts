@@ -125,11 +125,17 @@ describe('task options in the table', () => {
     const bad = configFromHash(`#task=multihop&taskOptions=${encodeURIComponent('{"perChunk":9}')}`);
     expect(bad.errors).toEqual(['taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)']);
     expect(bad.config).toMatchObject({ task: 'multihop', taskOptions: {} });
-    expect(configFromHash(`#taskOptions=${encodeURIComponent('{"chunks":6}')}`).errors).toEqual(['taskOptions: arithmetic has no option chunks (it has minOperands, maxOperands, maxValue, productRate, groupRate)']);
+    expect(configFromHash(`#taskOptions=${encodeURIComponent('{"chunks":6}')}`).errors).toEqual([
+      'taskOptions: arithmetic has no option chunks (it has minOperands, maxOperands, maxValue, productRate, groupRate)',
+    ]);
     expect(configFromHash('#taskOptions=%5B1%5D').errors).toEqual(['taskOptions must be a JSON object (got [1])']);
-    expect(() => validateRunConfig({ task: 'multihop', taskOptions: { hops: 0 } }, 'page')).toThrow(/taskOptions: multihop: hops must be an integer in \[1, 4\] \(got 0\)/);
+    expect(() => validateRunConfig({ task: 'multihop', taskOptions: { hops: 0 } }, 'page')).toThrow(
+      /taskOptions: multihop: hops must be an integer in \[1, 4\] \(got 0\)/,
+    );
     // The commands check them where they build, with the same messages (taskMixOf, below).
-    expect(() => taskMixOf(validateRunConfig({ taskOptions: { bogus: 1 } }, 'train'), '--options')).toThrow(/^--options: arithmetic has no option bogus \(it has minOperands/);
+    expect(() => taskMixOf(validateRunConfig({ taskOptions: { bogus: 1 } }, 'train'), '--options')).toThrow(
+      /^--options: arithmetic has no option bogus \(it has minOperands/,
+    );
   });
 });
 
@@ -155,7 +161,16 @@ describe('the configs built from it', () => {
       rollout: { ...ROLLOUT_DEFAULTS, rootMaxTokens: 48, temperature: 1 },
     });
     // Credit and gating as the reference; no budget cost.
-    expect(c.advantage).toEqual({ stdNormalize: true, credit: 'ratio', gating: true, gateMode: 'reference', gatedKl: true, gateRoots: false, eps: 1e-6, ratioClamp: 1.5 });
+    expect(c.advantage).toEqual({
+      stdNormalize: true,
+      credit: 'ratio',
+      gating: true,
+      gateMode: 'reference',
+      gatedKl: true,
+      gateRoots: false,
+      eps: 1e-6,
+      ratioClamp: 1.5,
+    });
     expect(c.reward.budgetRate).toBe(0);
     expect(c).toMatchObject({ innerEpochs: 1, dynamicSampling: null });
     // The page's Train gets the same.
@@ -164,23 +179,59 @@ describe('the configs built from it', () => {
   });
 
   it('give PPO its mini-batches, dual clip and dynamic sampling, and check the mini-batch against the batch', () => {
-    const g = grpoConfigOf(validateRunConfig({ batch: 32, group: 8, miniBatch: 8, epochs: 2, dualClip: 3, dynamicSampling: true, oversample: 1.5, sampleRounds: 4 }, 'train'), 5);
+    const g = grpoConfigOf(
+      validateRunConfig({ batch: 32, group: 8, miniBatch: 8, epochs: 2, dualClip: 3, dynamicSampling: true, oversample: 1.5, sampleRounds: 4 }, 'train'),
+      5,
+    );
     expect(g).toMatchObject({ batch: 32, group: 8, miniBatch: 8, innerEpochs: 2, dynamicSampling: { factor: 1.5, maxRounds: 4 }, loss: { dualClip: 3 } });
     // The factor and rounds only act with dynamic sampling on.
     expect(grpoConfigOf(validateRunConfig({ oversample: 3 }, 'train'), 5).dynamicSampling).toBeNull();
-    expect(() => validateRunConfig({ batch: 8, miniBatch: 3 }, 'train', { miniBatch: '--mini-batch', batch: '--batch' })).toThrow(/^--mini-batch must divide --batch = 8 \(got 3\)$/);
+    expect(() => validateRunConfig({ batch: 8, miniBatch: 3 }, 'train', { miniBatch: '--mini-batch', batch: '--batch' })).toThrow(
+      /^--mini-batch must divide --batch = 8 \(got 3\)$/,
+    );
     expect(() => validateRunConfig({ miniBatch: 32 }, 'page')).toThrow(/^miniBatch must be at most batch = 16 \(got 32\)$/);
-    expect(() => validateRunConfig({ miniBatch: 2.5, dualClip: 1 }, 'train')).toThrow(/miniBatch must be an integer in \[1, 1024\], or unset \(got 2.5\); dualClip must be a number in \[1.01, 100\], or unset \(got 1\)/);
+    expect(() => validateRunConfig({ miniBatch: 2.5, dualClip: 1 }, 'train')).toThrow(
+      /miniBatch must be an integer in \[1, 1024\], or unset \(got 2.5\); dualClip must be a number in \[1.01, 100\], or unset \(got 1\)/,
+    );
     // The builder checks too (a config that did not come through validation).
     expect(() => grpoConfigOf({ ...validateRunConfig({}, 'train'), miniBatch: 5 }, 5)).toThrow(/miniBatch must divide batch = 16 \(got 5\)/);
     expect(fieldsOf('page').map((f) => f.key)).toEqual(expect.arrayContaining(['miniBatch', 'dualClip', 'dynamicSampling', 'oversample', 'sampleRounds']));
     // The restart of Adam needs a switch step to restart at.
-    expect(() => validateRunConfig({ restartOptimizer: true, tokenRateAfter: 0 }, 'train', { restartOptimizer: '--restart-optimizer', tokenRateAfter: '--token-rate-after' })).toThrow(/^--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)$/);
-    expect(grpoConfigOf(validateRunConfig({ restartOptimizer: true, tokenRate: 0.003, tokenRateAfter: 250 }, 'page'), 5)).toMatchObject({ restartOptimizer: true, tokenRateAfter: 250, reward: { tokenRate: 0.003 } });
+    expect(() =>
+      validateRunConfig({ restartOptimizer: true, tokenRateAfter: 0 }, 'train', {
+        restartOptimizer: '--restart-optimizer',
+        tokenRateAfter: '--token-rate-after',
+      }),
+    ).toThrow(/^--restart-optimizer restarts Adam at the step the token cost starts, so it needs --token-rate-after > 0 \(got 0\)$/);
+    expect(grpoConfigOf(validateRunConfig({ restartOptimizer: true, tokenRate: 0.003, tokenRateAfter: 250 }, 'page'), 5)).toMatchObject({
+      restartOptimizer: true,
+      tokenRateAfter: 250,
+      reward: { tokenRate: 0.003 },
+    });
   });
 
   it('map each flag onto its target', () => {
-    const rc = validateRunConfig({ task: 'multihop', gating: false, gateMode: 'protocol', gatedKl: false, gateRoots: true, credit: 'broadcast', std: false, clip: 0.1, clipHigh: 0.3, epochs: 2, rootTau: 10, callRate: 0, budgetRate: 0.002, budgets: [16, 32], maxClones: 8, temperature: 0.7 }, 'train');
+    const rc = validateRunConfig(
+      {
+        task: 'multihop',
+        gating: false,
+        gateMode: 'protocol',
+        gatedKl: false,
+        gateRoots: true,
+        credit: 'broadcast',
+        std: false,
+        clip: 0.1,
+        clipHigh: 0.3,
+        epochs: 2,
+        rootTau: 10,
+        callRate: 0,
+        budgetRate: 0.002,
+        budgets: [16, 32],
+        maxClones: 8,
+        temperature: 0.7,
+      },
+      'train',
+    );
     const g = grpoConfigOf(rc, 5);
     expect(g.advantage).toMatchObject({ gating: false, gateMode: 'protocol', gatedKl: false, gateRoots: true, credit: 'broadcast', stdNormalize: false });
     expect(g.loss).toMatchObject({ clipLow: 0.1, clipHigh: 0.3, temperature: 0.7 });
@@ -196,11 +247,19 @@ describe('the configs built from it', () => {
   it('hand the spawn limits to the warm start teacher', () => {
     const s = sftConfigOf(validateRunConfig({ budgets: [16, 32], maxClones: 2 }, 'sft'), 10);
     expect(s.limits).toEqual({ budgets: [16, 32], maxClonesPerRound: 2, maxRounds: 3 });
-    expect(sftConfigOf(validateRunConfig({}, 'sft'), 1000)).toEqual({ ...SFT_DEFAULTS, task: 'arithmetic', taskOptions: expect.any(Object), steps: 1000, seed: 0 });
+    expect(sftConfigOf(validateRunConfig({}, 'sft'), 1000)).toEqual({
+      ...SFT_DEFAULTS,
+      task: 'arithmetic',
+      taskOptions: expect.any(Object),
+      steps: 1000,
+      seed: 0,
+    });
     // A short run warms up for at most a tenth of its steps (the page's requests, the CLI alike).
     expect(sftConfigOf(validateRunConfig({}, 'sft'), 30).warmup).toBe(3);
     expect(sftConfigOf(validateRunConfig({ sftTeacher: 'naive' }, 'sft'), 10).teacher).toBe('naive');
-    expect(() => validateRunConfig({ sftTeacher: 'random' as never }, 'sft', { sftTeacher: '--teacher' })).toThrow(/--teacher must be one of expert, naive \(got "random"\)/);
+    expect(() => validateRunConfig({ sftTeacher: 'random' as never }, 'sft', { sftTeacher: '--teacher' })).toThrow(
+      /--teacher must be one of expert, naive \(got "random"\)/,
+    );
     expect(() => validateRunConfig({ sftTeacher: 'naive' }, 'train')).toThrow(/sftTeacher cannot be set for train \(only page, sft\)/);
   });
 
@@ -217,10 +276,11 @@ describe('the configs built from it', () => {
     expect(() => mix('multihop', { perchunk: 1 })).toThrow(/--options: multihop has no option perchunk \(it has chunks, perChunk, hops, names, filler\)/);
     expect(() => mix('multihop', { perChunk: 9 })).toThrow(/--options: .*perChunk must be an integer in \[1, 6\] \(got 9\)/);
     expect(() => mix('arithmetic,multihop', { chess: {} })).toThrow(/chess is not a task of arithmetic,multihop/);
-    for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2']) expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);
+    for (const bad of ['arithmetic:0,multihop', 'multihop:x', 'multihop:1:2'])
+      expect(checkField(fieldOf('task'), bad), bad).toMatch(/weight of (arithmetic|multihop) must be a positive number/);
   });
 
-  it('give GRPO on a mix each task\'s own limits where the config left the mix\'s defaults', () => {
+  it("give GRPO on a mix each task's own limits where the config left the mix's defaults", () => {
     const mixed = validateRunConfig({ task: 'arithmetic:1,multihop:2', taskOptions: { multihop: { chunks: 5, perChunk: 5 } } }, 'train');
     // A mix's defaults are its largest: multihop's 224 / 16 / 4.
     expect(mixed).toMatchObject({ rootMaxTokens: 224, maxClones: 16, maxRounds: 4 });
@@ -256,7 +316,9 @@ describe('the start checkpoint', () => {
     expect(validateRunConfig({ checkpoint: 'selfcest-arith-tokens' as never }, 'page').checkpoint).toBe('selfcest-arith');
     expect(configFromHash('#checkpoint=selfcest-arith-tokens')).toMatchObject({ config: { checkpoint: 'selfcest-arith' }, errors: [] });
     // Only the old names: anything else unknown is still refused with the field's name.
-    expect(() => validateRunConfig({ checkpoint: 'selfcest-arith-tokenz' as never }, 'page')).toThrow(/checkpoint must be one of auto, .*selfcest-arith, .* \(got "selfcest-arith-tokenz"\)/);
+    expect(() => validateRunConfig({ checkpoint: 'selfcest-arith-tokenz' as never }, 'page')).toThrow(
+      /checkpoint must be one of auto, .*selfcest-arith, .* \(got "selfcest-arith-tokenz"\)/,
+    );
     expect(configFromHash('#checkpoint=constructor').errors).toEqual([expect.stringMatching(/^checkpoint must be one of /)]);
     for (const now of Object.values(RENAMED_CHECKPOINTS)) expect(Object.keys(SHIPPED_CHECKPOINTS)).toContain(now);
     for (const old of Object.keys(RENAMED_CHECKPOINTS)) expect(Object.keys(SHIPPED_CHECKPOINTS)).not.toContain(old);
@@ -264,7 +326,10 @@ describe('the start checkpoint', () => {
 
   it('every shipped checkpoint is under public/checkpoints/ and is the preset the table says', () => {
     for (const [name, { preset }] of Object.entries(SHIPPED_CHECKPOINTS)) {
-      const meta = JSON.parse(readFileSync(new URL(`../../public/checkpoints/${name}/selfcest.json`, import.meta.url), 'utf8')) as { preset: string; format: string };
+      const meta = JSON.parse(readFileSync(new URL(`../../public/checkpoints/${name}/selfcest.json`, import.meta.url), 'utf8')) as {
+        preset: string;
+        format: string;
+      };
       expect([name, meta.format, meta.preset]).toEqual([name, 'selfcest-checkpoint', preset]);
     }
   });

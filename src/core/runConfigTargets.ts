@@ -19,8 +19,16 @@ export function limitsOf(c: RunConfig): ProtocolLimits {
 }
 
 export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  const knowsLimit = c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin, ...(c.rootLimitStraddle > 0 ? { rootLimitStraddle: c.rootLimitStraddle } : {}) } : {};
-  return validateRolloutConfig({ ...GRPO_DEFAULTS.rollout, ...limitsOf(c), rootMaxTokens: c.rootMaxTokens, temperature: c.temperature, ...knowsLimit, ...overrides });
+  const knowsLimit =
+    c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin, ...(c.rootLimitStraddle > 0 ? { rootLimitStraddle: c.rootLimitStraddle } : {}) } : {};
+  return validateRolloutConfig({
+    ...GRPO_DEFAULTS.rollout,
+    ...limitsOf(c),
+    rootMaxTokens: c.rootMaxTokens,
+    temperature: c.temperature,
+    ...knowsLimit,
+    ...overrides,
+  });
 }
 
 /**
@@ -84,9 +92,37 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     gradClip: c.gradClip,
     innerEpochs: c.epochs,
     dynamicSampling: c.dynamicSampling ? { factor: c.oversample, maxRounds: c.sampleRounds } : null,
-    loss: { ...POLICY_LOSS_DEFAULTS, beta: c.beta, clipLow: c.clip, clipHigh: c.clipHigh ?? c.clip, dualClip: c.dualClip, aggregation: c.aggregation, temperature: c.temperature },
-    advantage: { ...ADVANTAGE_DEFAULTS, gating: c.gating, gateMode: c.gateMode, gatedKl: c.gatedKl, gateRoots: c.gateRoots, credit: c.credit, stdNormalize: c.std },
-    reward: { ...REWARD_DEFAULTS, partialCredit: c.partialCredit, rootTau: c.rootTau, rootRho: c.rootRho, rootPmax: c.rootPmax, cloneTau: c.cloneTau, cloneRho: c.cloneRho, clonePmax: c.clonePmax, callRate: c.callRate, budgetRate: c.budgetRate, tokenRate: c.tokenRate },
+    loss: {
+      ...POLICY_LOSS_DEFAULTS,
+      beta: c.beta,
+      clipLow: c.clip,
+      clipHigh: c.clipHigh ?? c.clip,
+      dualClip: c.dualClip,
+      aggregation: c.aggregation,
+      temperature: c.temperature,
+    },
+    advantage: {
+      ...ADVANTAGE_DEFAULTS,
+      gating: c.gating,
+      gateMode: c.gateMode,
+      gatedKl: c.gatedKl,
+      gateRoots: c.gateRoots,
+      credit: c.credit,
+      stdNormalize: c.std,
+    },
+    reward: {
+      ...REWARD_DEFAULTS,
+      partialCredit: c.partialCredit,
+      rootTau: c.rootTau,
+      rootRho: c.rootRho,
+      rootPmax: c.rootPmax,
+      cloneTau: c.cloneTau,
+      cloneRho: c.cloneRho,
+      clonePmax: c.clonePmax,
+      callRate: c.callRate,
+      budgetRate: c.budgetRate,
+      tokenRate: c.tokenRate,
+    },
     tokenRateAfter: c.tokenRateAfter,
     restartOptimizer: c.restartOptimizer,
     rollout: rolloutConfigOf(c),
@@ -97,7 +133,10 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
 export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
   return {
     ...SFT_DEFAULTS,
-    task: c.task.split(',').map((t) => t.trim()).join(','),
+    task: c.task
+      .split(',')
+      .map((t) => t.trim())
+      .join(','),
     taskOptions: resolvedTaskOptions(taskMixOf(c)),
     steps,
     seed: c.seed,

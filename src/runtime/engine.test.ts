@@ -24,7 +24,18 @@ import type { StepMetrics } from '../core/rl/train';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import { serveEngine } from './serveEngine';
 
-const config: RunConfig = { ...PAGE_DEFAULTS, preset: 'tiny', group: 2, batch: 2, miniBatch: 2, workers: 2, gradWorkers: 1, backend: 'wasm', seed: 3, evalEvery: 0 };
+const config: RunConfig = {
+  ...PAGE_DEFAULTS,
+  preset: 'tiny',
+  group: 2,
+  batch: 2,
+  miniBatch: 2,
+  workers: 2,
+  gradWorkers: 1,
+  backend: 'wasm',
+  seed: 3,
+  evalEvery: 0,
+};
 const TEXT = '<root>12+3*4<sep>=12+12';
 
 let client: EngineClient;
@@ -114,8 +125,12 @@ describe('engine', () => {
   it('answers a bad config with an error naming the field and keeps the model', async () => {
     const before = await logitsOf();
     await expect(client.request({ kind: 'setConfig', config: { ...config, lr: 5 } })).rejects.toThrow(/lr must be a number in \[1e-7, 0\.1\] \(got 5\)/);
-    await expect(client.request({ kind: 'setConfig', config: { ...config, credit: 'both' as 'ratio' } })).rejects.toThrow(/credit must be one of ratio, broadcast/);
-    await expect(client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions: { perChunk: 9 } } })).rejects.toThrow('taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)');
+    await expect(client.request({ kind: 'setConfig', config: { ...config, credit: 'both' as 'ratio' } })).rejects.toThrow(
+      /credit must be one of ratio, broadcast/,
+    );
+    await expect(client.request({ kind: 'setConfig', config: { ...config, task: 'multihop', taskOptions: { perChunk: 9 } } })).rejects.toThrow(
+      'taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)',
+    );
     expect(await logitsOf()).toEqual(before);
     await expect(client.request({ kind: 'frobnicate' } as never)).rejects.toThrow(/unknown request kind "frobnicate"/);
     await expect(client.request({ kind: 'constructor' } as never)).rejects.toThrow(/unknown request kind "constructor"/);
@@ -182,7 +197,11 @@ describe('engine', () => {
     await expect(client.request({ kind: 'step' })).rejects.toThrow(/busy with train/);
     while (ofKind('episodes').length < 2) await new Promise((r) => setTimeout(r, 20));
     // The page's status bar follows every step while the run goes on, not only on pause.
-    expect(ofKind('policyVersion').map((e) => e.policyVersion).slice(0, 2)).toEqual([2, 3]);
+    expect(
+      ofKind('policyVersion')
+        .map((e) => e.policyVersion)
+        .slice(0, 2),
+    ).toEqual([2, 3]);
     const { policyVersion } = await client.request({ kind: 'pause' });
     const { steps } = await training;
     expect(ofKind('policyVersion').map((e) => e.policyVersion)).toEqual(Array.from({ length: steps }, (_, i) => 2 + i));
@@ -215,7 +234,9 @@ describe('engine', () => {
 
   it('evaluates the frontier in the rollout workers, and every evalEvery steps of a run', async () => {
     await expect(client.request({ kind: 'frontier', methods: ['delegate', 'sc0' as never], limits: [32] })).rejects.toThrow(/sc1 … sc64/);
-    await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [0] })).rejects.toThrow(/limits: each must be an integer in \[1, 8192\] \(got 0\)/);
+    await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [0] })).rejects.toThrow(
+      /limits: each must be an integer in \[1, 8192\] \(got 0\)/,
+    );
     await expect(client.request({ kind: 'frontier', methods: ['mono'], limits: [8], n: 0 })).rejects.toThrow(/n must be an integer in \[1, 2000\] \(got 0\)/);
     const { policyVersion } = await client.request({ kind: 'pause' });
     events = [];
@@ -370,7 +391,11 @@ describe('engine', () => {
     expect((await client.request({ kind: 'pause' })).policyVersion).toBe(before + 1);
     expect(crashOnGrads).toBe(false);
     expect(ofKind('log').filter((e) => /^step redone/.test(e.message))).toEqual([]); // its share was computed in the trainer
-    expect(ofKind('backend').at(-1)?.report.notes.some((n) => /gradient worker 0 restarted/.test(n))).toBe(true);
+    expect(
+      ofKind('backend')
+        .at(-1)
+        ?.report.notes.some((n) => /gradient worker 0 restarted/.test(n)),
+    ).toBe(true);
     await client.request({ kind: 'setConfig', config: { ...config, workers: 1, gradWorkers: 0 } });
     expect(ofKind('backend').at(-1)).toMatchObject({ workers: 1, gradWorkers: 0 });
     expect(Number.isFinite((await client.request({ kind: 'step' })).metrics.loss)).toBe(true);
@@ -398,16 +423,24 @@ describe('engine', () => {
   it('a resumed session keeps its optimizer moments and its history: exports after the reload hold the earlier steps', async () => {
     await client.request({ kind: 'step' });
     const metrics = (await client.request({ kind: 'exportMetrics', format: 'jsonl' })).text;
-    const traces = (await client.request({ kind: 'exportTraces' })).jsonl.trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+    const traces = (await client.request({ kind: 'exportTraces' })).jsonl
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: number });
     const current = await client.request({ kind: 'exportWeights', optimizer: true });
     expect(Object.keys(current.files)).toContain('optimizer-grpo.safetensors');
     const origin = await client.request({ kind: 'exportWeights', origin: true });
     const buffers = (files: Record<string, Uint8Array>) => Object.fromEntries(Object.entries(files).map(([k, b]) => [k, b.slice().buffer]));
-    const rows = metrics.trim().split('\n').map((l) => JSON.parse(l) as StepMetrics);
+    const rows = metrics
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StepMetrics);
     const log = { metrics: rows, traces: traces.map(({ step, ...trace }) => ({ step, trace: trace as unknown as EpisodeTrace })) };
     const resume = { counters: current.counters, origin: { files: buffers(origin.files), counters: origin.counters }, source: 'session', log };
     // A malformed history is refused before anything changes.
-    await expect(client.request({ kind: 'loadFiles', files: buffers(current.files), resume: { ...resume, log: { metrics: [{}], traces: [] } as never } })).rejects.toThrow(/resume\.log\.metrics must be an array of metrics rows/);
+    await expect(
+      client.request({ kind: 'loadFiles', files: buffers(current.files), resume: { ...resume, log: { metrics: [{}], traces: [] } as never } }),
+    ).rejects.toThrow(/resume\.log\.metrics must be an array of metrics rows/);
     // A damaged optimizer file too, naming it.
     const damaged = { ...buffers(current.files), 'optimizer-grpo.safetensors': new Uint8Array(12).buffer };
     await expect(client.request({ kind: 'loadFiles', files: damaged, resume })).rejects.toThrow(/^loadFiles: optimizer-grpo\.safetensors: /);

@@ -92,7 +92,13 @@ export class Engine {
         this.teardown();
         this.wasmPaths = req.wasmPaths;
         this.config = config;
-        this.training = await Training.start(this.host, config, () => TrainerModel.random(config.preset, config.seed), this.wasmPaths, (e) => this.emit(e));
+        this.training = await Training.start(
+          this.host,
+          config,
+          () => TrainerModel.random(config.preset, config.seed),
+          this.wasmPaths,
+          (e) => this.emit(e),
+        );
         this.log.clear();
         this.emit(this.training.backendEvent());
         this.setStatus('idle');
@@ -345,7 +351,15 @@ export class Engine {
     this.flushMetrics();
     const training = this.requireTraining();
     this.activity = `the evaluation at step ${step}`;
-    await training.frontier(LIVE_METHODS, [training.rootLimit], this.config.evalN, this.encode, { checkpoint: `step ${step}`, step }, this.emitPoint, (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total));
+    await training.frontier(
+      LIVE_METHODS,
+      [training.rootLimit],
+      this.config.evalN,
+      this.encode,
+      { checkpoint: `step ${step}`, step },
+      this.emitPoint,
+      (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total),
+    );
   }
 
   private readonly emitPoint = (p: FrontierPoint): void => this.emit({ kind: 'frontier', points: [p] });
@@ -436,7 +450,12 @@ function checkLog(log: unknown): { metrics: StepMetrics[]; traces: { step: numbe
   if (!Array.isArray(o.metrics) || !o.metrics.every((m) => typeof m === 'object' && m !== null && Number.isInteger((m as StepMetrics).step))) {
     throw new Error('loadFiles: resume.log.metrics must be an array of metrics rows, each with an integer step');
   }
-  if (!Array.isArray(o.traces) || !o.traces.every((t) => typeof t === 'object' && t !== null && Number.isInteger((t as { step: unknown }).step) && typeof (t as { trace: unknown }).trace === 'object')) {
+  if (
+    !Array.isArray(o.traces) ||
+    !o.traces.every(
+      (t) => typeof t === 'object' && t !== null && Number.isInteger((t as { step: unknown }).step) && typeof (t as { trace: unknown }).trace === 'object',
+    )
+  ) {
     throw new Error('loadFiles: resume.log.traces must be an array of { step, trace }');
   }
   return { metrics: o.metrics as StepMetrics[], traces: o.traces as { step: number; trace: EpisodeTrace }[] };

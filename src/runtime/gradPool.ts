@@ -68,7 +68,11 @@ export class GradPool {
   static async start(spawn: (index: number) => WorkerHandle, size: number, opts: GradPoolOptions): Promise<GradPool> {
     if (!Number.isInteger(size) || size < 0 || size > 64) throw new Error(`gradient workers: the count must be an integer in [0, 64] (got ${size})`);
     const pool = new GradPool(spawn, opts);
-    await startWorkers(size, (i) => pool.startMember(i), () => pool.terminate());
+    await startWorkers(
+      size,
+      (i) => pool.startMember(i),
+      () => pool.terminate(),
+    );
     return pool;
   }
 
@@ -102,7 +106,8 @@ export class GradPool {
   /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute its micro-batches here). */
   sftRemotes(): RemoteGradients[] {
     return this.members.map((m) => async (batches, totalWeight, claims, signal) => {
-      const r = m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, claims }, undefined, signal) : null;
+      const r =
+        m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, claims }, undefined, signal) : null;
       return r === null ? null : wireItems(r.items);
     });
   }
@@ -151,11 +156,17 @@ export class GradPool {
    * completes with the same result, and `repair` restarts the worker before the next step. Null
    * then; a dead worker is not asked at all. The pool's own termination still throws.
    */
-  private async ask<K extends GradRequest['kind']>(m: Member, req: Extract<GradRequest, { kind: K }>, transfer?: Transferable[], giveUpOn?: AbortSignal | number): Promise<GradReplies[K] | null> {
+  private async ask<K extends GradRequest['kind']>(
+    m: Member,
+    req: Extract<GradRequest, { kind: K }>,
+    transfer?: Transferable[],
+    giveUpOn?: AbortSignal | number,
+  ): Promise<GradReplies[K] | null> {
     if (m.dead !== null) return null;
     // Given up on: the caller's signal (core/rl/shares.ts), or no answer within a time limit (ms).
     const signal = typeof giveUpOn === 'number' ? undefined : giveUpOn;
-    const why = () => (typeof giveUpOn === 'number' ? `no answer within ${(giveUpOn / 1000).toFixed(1)} s` : ((signal?.reason as Error | undefined)?.message ?? 'given up'));
+    const why = () =>
+      typeof giveUpOn === 'number' ? `no answer within ${(giveUpOn / 1000).toFixed(1)} s` : ((signal?.reason as Error | undefined)?.message ?? 'given up');
     const giveUp = () => putDown(m, `${why()} (${req.kind})`);
     const timer = typeof giveUpOn === 'number' ? setTimeout(giveUp, giveUpOn) : undefined;
     signal?.addEventListener('abort', giveUp, { once: true });
@@ -174,7 +185,13 @@ export class GradPool {
   /** What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers. */
   share(model: ModelConfig): GradientShare | undefined {
     if (this.members.length === 0) return undefined;
-    return { sync: (params) => this.sync(params, model), remotes: this.policyRemotes(), syncReference: (ref) => this.syncReference(ref, model), referenceRemotes: this.referenceRemotes(), ...(this.opts.patience ? { patience: this.opts.patience } : {}) };
+    return {
+      sync: (params) => this.sync(params, model),
+      remotes: this.policyRemotes(),
+      syncReference: (ref) => this.syncReference(ref, model),
+      referenceRemotes: this.referenceRemotes(),
+      ...(this.opts.patience ? { patience: this.opts.patience } : {}),
+    };
   }
 
   /** Replaces dead workers (they get weights at the next `sync`). Returns what was repaired, for the notes. */
@@ -216,7 +233,11 @@ export class GradPool {
       client.fail(reason);
     });
     try {
-      const r = await client.request({ kind: 'init', backend: this.opts.backend, ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }) });
+      const r = await client.request({
+        kind: 'init',
+        backend: this.opts.backend,
+        ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }),
+      });
       member.backend = r.backend;
     } catch (e) {
       member.dead ??= (e as Error).message; // a restart that failed is tried again at the next repair

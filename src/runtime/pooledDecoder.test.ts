@@ -61,7 +61,19 @@ async function compareFeeds(local: ContextDecoder, pooled: ContextDecoder) {
     const next = prompts.map((_, i) => [(i * 7 + step * 3) % 60]);
     // Feed a subset in a shuffled order: the answer must follow the caller's order.
     const order = step === 1 ? [4, 0, 2] : [3, 1, 0, 4, 2];
-    worst = Math.max(worst, maxDiff(await local.feed(order.map((i) => a[i]), order.map((i) => next[i])), await pooled.feed(order.map((i) => b[i]), order.map((i) => next[i]))));
+    worst = Math.max(
+      worst,
+      maxDiff(
+        await local.feed(
+          order.map((i) => a[i]),
+          order.map((i) => next[i]),
+        ),
+        await pooled.feed(
+          order.map((i) => b[i]),
+          order.map((i) => next[i]),
+        ),
+      ),
+    );
   }
   return { worst, a, b };
 }
@@ -94,7 +106,19 @@ describe('PooledDecoder over 2 worker threads', () => {
         const n = 1 + rng.int(0, 2);
         const fresh = Array.from({ length: n }, () => ({ a: local.open(), b: pooled.open(), length: 1 + rng.int(0, 9) }));
         const prompts = fresh.map((c) => Array.from({ length: c.length }, () => rng.int(0, config.vocabSize - 1)));
-        worst = Math.max(worst, maxDiff(await local.feed(fresh.map((c) => c.a), prompts), await pooled.feed(fresh.map((c) => c.b), prompts)));
+        worst = Math.max(
+          worst,
+          maxDiff(
+            await local.feed(
+              fresh.map((c) => c.a),
+              prompts,
+            ),
+            await pooled.feed(
+              fresh.map((c) => c.b),
+              prompts,
+            ),
+          ),
+        );
         live.push(...fresh);
       } else if (r < 0.45) {
         const [gone] = live.splice(rng.int(0, live.length - 1), 1);
@@ -105,7 +129,19 @@ describe('PooledDecoder over 2 worker threads', () => {
         if (some.length === 0) continue;
         const toks = some.map(() => [rng.int(0, config.vocabSize - 1)]);
         some.forEach((c) => c.length++);
-        worst = Math.max(worst, maxDiff(await local.feed(some.map((c) => c.a), toks), await pooled.feed(some.map((c) => c.b), toks)));
+        worst = Math.max(
+          worst,
+          maxDiff(
+            await local.feed(
+              some.map((c) => c.a),
+              toks,
+            ),
+            await pooled.feed(
+              some.map((c) => c.b),
+              toks,
+            ),
+          ),
+        );
       }
       feeds++;
     }
@@ -176,9 +212,18 @@ describe('PooledDecoder over 2 worker threads', () => {
     expect(await pool.repair()).toEqual(['rollout worker 1: weights re-uploaded (version 3)']);
     expect(pool.healthy).toBe(true);
     const s2 = [pooled.open(), pooled.open()];
-    const got = await pooled.feed(s2, [[1, 2], [3, 4, 5]]);
+    const got = await pooled.feed(s2, [
+      [1, 2],
+      [3, 4, 5],
+    ]);
     const local = new BatchedDecoder(params, config);
-    const want = await local.feed([local.open(), local.open()], [[1, 2], [3, 4, 5]]);
+    const want = await local.feed(
+      [local.open(), local.open()],
+      [
+        [1, 2],
+        [3, 4, 5],
+      ],
+    );
     expect(maxDiff(got, want)).toBeLessThan(1e-5);
     local.dispose();
     off();

@@ -82,11 +82,13 @@ export class PooledDecoder implements ContextDecoder {
         const close = this.pendingClose[w];
         this.pendingOpen[w].clear();
         this.pendingClose[w] = [];
-        const r = await this.pool.request(w, { kind: 'feed', open, close, slots: rows.map((i) => slots[i]), tokens: rows.map((i) => tokens[i]) }).catch((e: unknown) => {
-          // Its replica is gone: pool.repair() must send the weights again before the next use.
-          if (e instanceof RpcError && e.code === DEVICE_LOST) this.pool.invalidate(w);
-          throw e;
-        });
+        const r = await this.pool
+          .request(w, { kind: 'feed', open, close, slots: rows.map((i) => slots[i]), tokens: rows.map((i) => tokens[i]) })
+          .catch((e: unknown) => {
+            // Its replica is gone: pool.repair() must send the weights again before the next use.
+            if (e instanceof RpcError && e.code === DEVICE_LOST) this.pool.invalidate(w);
+            throw e;
+          });
         if (r.version !== expected) {
           throw new Error(`pooled decoder: rollout worker ${w} answered with policy version ${r.version}, expected ${expected}`);
         }

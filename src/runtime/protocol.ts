@@ -160,4 +160,3 @@ export type EngineEvent =
   /** Every warm-start step's row, as the CLI's sft writes it to metrics.jsonl. */
   | { kind: 'sftMetrics'; rows: SftMetricsRow[] }
   | { kind: 'log'; level: 'info' | 'warn' | 'error'; message: string };
-

@@ -49,7 +49,11 @@ export class RolloutPool {
   static async start(spawn: (index: number) => WorkerHandle, size: number, opts: PoolOptions): Promise<RolloutPool> {
     if (!Number.isInteger(size) || size < 1 || size > 64) throw new Error(`pool: size must be an integer in [1, 64] (got ${size})`);
     const pool = new RolloutPool(spawn, opts);
-    await startWorkers(size, (i) => pool.startMember(i), () => pool.terminate());
+    await startWorkers(
+      size,
+      (i) => pool.startMember(i),
+      () => pool.terminate(),
+    );
     return pool;
   }
 
@@ -154,7 +158,12 @@ export class RolloutPool {
       member.version = -1;
       for (const l of [...this.backendListeners]) l(index, e.report);
     });
-    const r = await client.request({ kind: 'init', backend: this.opts.backend, index, ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }) });
+    const r = await client.request({
+      kind: 'init',
+      backend: this.opts.backend,
+      index,
+      ...(this.opts.wasmPaths === undefined ? {} : { wasmPaths: this.opts.wasmPaths }),
+    });
     member.backend = r.backend;
   }
 

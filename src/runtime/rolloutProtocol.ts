@@ -26,7 +26,6 @@ export type RolloutRequest =
   /** Behave as if the GPU device were lost (for tests of the recovery path). */
   | { kind: 'loseDevice' };
 
-
 export interface RolloutReplies {
   init: { backend: BackendReport };
   setWeights: { version: number };

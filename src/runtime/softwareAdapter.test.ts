@@ -92,4 +92,3 @@ describe('selectBackend with a software adapter', () => {
     expect(seen.requests).toBe(0);
   });
 });
-

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { getTask } from '../core/tasks';
 import { problemFromPrompt } from './stepper';
 
-describe('problemFromPrompt (the stepper\'s own prompt)', () => {
+describe("problemFromPrompt (the stepper's own prompt)", () => {
   it('gives the exact truth beyond 2^53', () => {
     const p = problemFromPrompt(getTask('arithmetic'), '123456789*987654321');
     expect(p.truth).toBe('121932631112635269');

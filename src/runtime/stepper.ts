@@ -57,7 +57,10 @@ export class Stepper {
         const row = e.logits.slice(e.offset, e.offset + V);
         if (!spec.rollout.allowSpawn) for (const id of SPAWN_GRAMMAR) row[id] = -Infinity;
         const top = topKProbs(row, 0, V, STEPPER_TOP_K, temperature);
-        this.topK.set(e.context, top.map(({ id, prob }) => ({ token: VOCAB[id] ?? `#${id}`, prob })));
+        this.topK.set(
+          e.context,
+          top.map(({ id, prob }) => ({ token: VOCAB[id] ?? `#${id}`, prob })),
+        );
       },
     });
     try {

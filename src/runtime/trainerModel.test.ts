@@ -73,7 +73,9 @@ describe('a resumed model', () => {
     const small = TrainerModel.random('small', 1);
     const other = (await small.exportFiles({})).files;
     small.dispose();
-    expect(() => TrainerModel.resumed(decodeCheckpoint(files), ZERO_COUNTERS, decodeCheckpoint(other), counters, 'x')).toThrow(/^loadFiles: the origin weights are of another shape than the current ones \(nLayer/);
+    expect(() => TrainerModel.resumed(decodeCheckpoint(files), ZERO_COUNTERS, decodeCheckpoint(other), counters, 'x')).toThrow(
+      /^loadFiles: the origin weights are of another shape than the current ones \(nLayer/,
+    );
   });
 
   it('reports what trained its checkpoint (a CLI train run: GRPO), through Reset; a random init or an unrecorded one: null', async () => {

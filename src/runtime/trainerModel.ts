@@ -54,7 +54,8 @@ export class TrainerModel {
     const a = origin.config;
     const b = current.config;
     const differ = (Object.keys(a) as (keyof ModelConfig)[]).filter((k) => a[k] !== b[k]);
-    if (differ.length > 0) throw new Error(`loadFiles: the origin weights are of another shape than the current ones (${differ.map((k) => `${k} ${a[k]} vs ${b[k]}`).join(', ')})`);
+    if (differ.length > 0)
+      throw new Error(`loadFiles: the origin weights are of another shape than the current ones (${differ.map((k) => `${k} ${a[k]} vs ${b[k]}`).join(', ')})`);
     const model = TrainerModel.fromCheckpoint(origin, source, originCounters);
     model.rebuild(current.tensors);
     model.setCounters(counters);
@@ -126,14 +127,21 @@ export class TrainerModel {
    * The checkpoint files of the current weights (or of the origin's), with their counters: both
    * read in the same turn, before any await, so a step that runs meanwhile cannot tear them apart.
    */
-  async exportFiles(training: Record<string, unknown>, which: 'current' | 'origin' = 'current', opts: { optimizer?: boolean } = {}): Promise<{ files: Map<string, Uint8Array>; counters: ModelCounters }> {
+  async exportFiles(
+    training: Record<string, unknown>,
+    which: 'current' | 'origin' = 'current',
+    opts: { optimizer?: boolean } = {},
+  ): Promise<{ files: Map<string, Uint8Array>; counters: ModelCounters }> {
     const counters = this.counters(which);
     const policy = which === 'origin' ? { config: this.config, params: this.reference } : this.policy;
     // With the current weights, optionally the optimizers' moments (OPTIMIZER_FILES): their reads start in this turn too.
-    const optimizers = which === 'current' && opts.optimizer === true ? (['grpo', 'sft'] as const).flatMap((k) => {
-      const opt = k === 'grpo' ? this.grpoOpt : this.sftOpt;
-      return opt === null ? [] : [[OPTIMIZER_FILES[k], opt.state()] as const];
-    }) : [];
+    const optimizers =
+      which === 'current' && opts.optimizer === true
+        ? (['grpo', 'sft'] as const).flatMap((k) => {
+            const opt = k === 'grpo' ? this.grpoOpt : this.sftOpt;
+            return opt === null ? [] : [[OPTIMIZER_FILES[k], opt.state()] as const];
+          })
+        : [];
     const ckpt = await policyToCheckpoint(policy, { preset: this.preset, step: counters.policyVersion, training });
     const files = encodeCheckpoint(ckpt);
     for (const [name, state] of optimizers) files.set(name, encodeOptimizerFile(await state));
@@ -187,7 +195,9 @@ export class TrainerModel {
   }
 
   private originParams(trainable: boolean): GPTParams {
-    return this.origin.kind === 'checkpoint' ? paramsFromArrays(this.config, this.origin.tensors, { trainable }) : initParams(this.config, this.origin.seed, { trainable });
+    return this.origin.kind === 'checkpoint'
+      ? paramsFromArrays(this.config, this.origin.tensors, { trainable })
+      : initParams(this.config, this.origin.seed, { trainable });
   }
 
   private disposeTensors(): void {

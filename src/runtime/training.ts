@@ -64,7 +64,13 @@ export class Training {
   }
 
   /** Selects the trainer's backend, then starts the pool and sends it the weights. */
-  static async start(host: EngineHost, config: RunConfig, makeModel: () => TrainerModel, wasmPaths: string | undefined, emit: (e: EngineEvent) => void): Promise<Training> {
+  static async start(
+    host: EngineHost,
+    config: RunConfig,
+    makeModel: () => TrainerModel,
+    wasmPaths: string | undefined,
+    emit: (e: EngineEvent) => void,
+  ): Promise<Training> {
     const backend = await host.selectBackend(config.backend, wasmPaths);
     const model = makeModel();
     let pool: RolloutPool;
@@ -103,8 +109,13 @@ export class Training {
   /** The trainer's backend, with notes on selection, workers on another backend, and device losses. */
   backendReport(): BackendReport {
     const other = (what: string, backends: (BackendReport | null)[]) =>
-      backends.flatMap((b, i) => (b !== null && b.backend !== this.backend.backend ? [`${what} ${i}: ${b.backend}${b.notes.length ? ` (${b.notes.join('; ')})` : ''}`] : []));
-    return { ...this.backend, notes: [...this.backend.notes, ...other('rollout worker', this.pool.backends()), ...other('gradient worker', this.grads.backends()), ...this.notes] };
+      backends.flatMap((b, i) =>
+        b !== null && b.backend !== this.backend.backend ? [`${what} ${i}: ${b.backend}${b.notes.length ? ` (${b.notes.join('; ')})` : ''}`] : [],
+      );
+    return {
+      ...this.backend,
+      notes: [...this.backend.notes, ...other('rollout worker', this.pool.backends()), ...other('gradient worker', this.grads.backends()), ...this.notes],
+    };
   }
 
   /** The 'backend' event: the report and the worker counts. */
@@ -162,7 +173,16 @@ export class Training {
         await this.syncPool();
         const optimizer = model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         const gradients = this.grads.share(model.config);
-        const deps = { policy: model.policy, reference: cfg.loss.beta > 0 ? model.reference : null, optimizer, task, encode, decoder: this.decoder, ...(gradients ? { gradients } : {}), ...(onProgress ? { onProgress } : {}) };
+        const deps = {
+          policy: model.policy,
+          reference: cfg.loss.beta > 0 ? model.reference : null,
+          optimizer,
+          task,
+          encode,
+          decoder: this.decoder,
+          ...(gradients ? { gradients } : {}),
+          ...(onProgress ? { onProgress } : {}),
+        };
         const r = await this.guard(grpoStep(deps, cfg, model.grpoSteps, model.version));
         model.grpoSteps++;
         model.version++;
@@ -198,7 +218,9 @@ export class Training {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         if (!this.grads.healthy) this.addNotes(await this.grads.repair());
         if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, model.config));
-        const r = await this.guard(sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes(), this.grads.patience));
+        const r = await this.guard(
+          sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes(), this.grads.patience),
+        );
         model.sftSteps++;
         if (r.applied) model.version++;
         loss = r.loss;

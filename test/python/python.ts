@@ -24,7 +24,11 @@ export function pythonWith(...modules: string[]): PythonFound {
   const misses: string[] = [];
   let found: PythonFound | null = null;
   for (const python of CANDIDATES) {
-    const probe = spawnSync(python, ['-c', `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(",".join(missing))`, ...modules], { encoding: 'utf8' });
+    const probe = spawnSync(
+      python,
+      ['-c', `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(",".join(missing))`, ...modules],
+      { encoding: 'utf8' },
+    );
     if (probe.error !== undefined || probe.status !== 0) {
       misses.push(`${python}: not runnable`);
       continue;
@@ -37,7 +41,8 @@ export function pythonWith(...modules: string[]): PythonFound {
     misses.push(`${python} lacks ${missing}`);
   }
   found ??= { python: null, why: `${misses.join('; ')} (bash .ci/run makes a venv with them from the machine's package index; SELFCEST_PYTHON names one)` };
-  if (found.python === null && process.env.SELFCEST_REQUIRE_PYTHON === '1') throw new Error(`SELFCEST_REQUIRE_PYTHON=1 but no Python with ${modules.join(', ')}: ${found.why}`);
+  if (found.python === null && process.env.SELFCEST_REQUIRE_PYTHON === '1')
+    throw new Error(`SELFCEST_REQUIRE_PYTHON=1 but no Python with ${modules.join(', ')}: ${found.why}`);
   cache.set(key, found);
   return found;
 }

@@ -42,11 +42,36 @@ function drawLegend(
     mark: (g) => marker(g.append('circle').attr('cx', 6).attr('cy', 0), m, false),
   }));
   const grey = '#6b7280';
-  if (shown.pareto) items.push({ kind: 'pareto', text: 'Pareto front (all points)', mark: (g) => void g.append('path').attr('d', 'M0,3H6V-3H14').attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '4 3') });
-  if (shown.trajectory) items.push({ kind: 'trajectory', text: 'training run, in step order', mark: (g) => void g.append('path').attr('d', 'M0,3L6,-2L14,1').attr('fill', 'none').attr('stroke', grey).attr('opacity', 0.6) });
-  if (shown.faded) items.push({ kind: 'faded', text: 'older steps faded', mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 4).attr('fill', grey).attr('fill-opacity', 0.3) });
-  if (shown.interval) items.push({ kind: 'interval', text: 'bar: 95% Wilson interval', mark: (g) => void g.append('line').attr('x1', 6).attr('x2', 6).attr('y1', -5).attr('y2', 5).attr('stroke', grey) });
-  if (shown.spread) items.push({ kind: 'spread', text: 'coincident points spread 5 px', mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 5).attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '1 2') });
+  if (shown.pareto)
+    items.push({
+      kind: 'pareto',
+      text: 'Pareto front (all points)',
+      mark: (g) => void g.append('path').attr('d', 'M0,3H6V-3H14').attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '4 3'),
+    });
+  if (shown.trajectory)
+    items.push({
+      kind: 'trajectory',
+      text: 'training run, in step order',
+      mark: (g) => void g.append('path').attr('d', 'M0,3L6,-2L14,1').attr('fill', 'none').attr('stroke', grey).attr('opacity', 0.6),
+    });
+  if (shown.faded)
+    items.push({
+      kind: 'faded',
+      text: 'older steps faded',
+      mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 4).attr('fill', grey).attr('fill-opacity', 0.3),
+    });
+  if (shown.interval)
+    items.push({
+      kind: 'interval',
+      text: 'bar: 95% Wilson interval',
+      mark: (g) => void g.append('line').attr('x1', 6).attr('x2', 6).attr('y1', -5).attr('y2', 5).attr('stroke', grey),
+    });
+  if (shown.spread)
+    items.push({
+      kind: 'spread',
+      text: 'coincident points spread 5 px',
+      mark: (g) => void g.append('circle').attr('cx', 6).attr('r', 5).attr('fill', 'none').attr('stroke', grey).attr('stroke-dasharray', '1 2'),
+    });
   const legend = svg.append('g').attr('data-testid', 'frontier-legend');
   let lx = M.left;
   let row = 0;
@@ -56,7 +81,11 @@ function drawLegend(
       lx = M.left;
       row++;
     }
-    const g = legend.append('g').attr('transform', `translate(${lx},${H + 4 + row * LEGEND_ROW})`).attr('data-testid', 'frontier-legend-item').attr('data-kind', item.kind);
+    const g = legend
+      .append('g')
+      .attr('transform', `translate(${lx},${H + 4 + row * LEGEND_ROW})`)
+      .attr('data-testid', 'frontier-legend-item')
+      .attr('data-kind', item.kind);
     item.mark(g);
     g.append('text').attr('x', 17).attr('y', 3).attr('font-size', 9).attr('fill', 'currentColor').text(item.text);
     lx += width + 8;
@@ -80,7 +109,10 @@ function marker<E extends SVGCircleElement>(c: Selection<E, unknown, null, undef
 }
 
 function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: CostAxis, onHover: (p: FrontierPoint | null, ev: MouseEvent | null) => void): void {
-  const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${H + LEGEND_ROW}`).attr('data-points', points.length).attr('data-cost', cost);
+  const svg = select(svgEl)
+    .attr('viewBox', `0 0 ${W} ${H + LEGEND_ROW}`)
+    .attr('data-points', points.length)
+    .attr('data-cost', cost);
   svg.selectAll('*').remove();
   svg
     .append('text')
@@ -93,13 +125,25 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
   const costs = points.map((p) => costOf(p, cost));
   const lo = Math.min(...costs, 10) / 1.4;
   const hi = Math.max(...costs, 100) * 1.4;
-  const x = scaleLog().domain([lo, hi]).range([M.left, W - M.right]);
-  const y = scaleLinear().domain([0, 1]).range([H - M.bottom, M.top]);
+  const x = scaleLog()
+    .domain([lo, hi])
+    .range([M.left, W - M.right]);
+  const y = scaleLinear()
+    .domain([0, 1])
+    .range([H - M.bottom, M.top]);
   const axisStyle = (g: Selection<SVGGElement, unknown, null, undefined>) => {
     g.attr('font-size', 9).attr('color', 'currentColor').attr('opacity', 0.75);
   };
-  svg.append('g').attr('transform', `translate(0,${H - M.bottom})`).call(axisBottom(x).ticks(6, '~s')).call(axisStyle);
-  svg.append('g').attr('transform', `translate(${M.left},0)`).call(axisLeft(y).ticks(5).tickFormat(format('.0%'))).call(axisStyle);
+  svg
+    .append('g')
+    .attr('transform', `translate(0,${H - M.bottom})`)
+    .call(axisBottom(x).ticks(6, '~s'))
+    .call(axisStyle);
+  svg
+    .append('g')
+    .attr('transform', `translate(${M.left},0)`)
+    .call(axisLeft(y).ticks(5).tickFormat(format('.0%')))
+    .call(axisStyle);
   svg
     .append('text')
     .attr('x', (M.left + W - M.right) / 2)
@@ -108,7 +152,9 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
     .attr('font-size', 10)
     .attr('fill', 'currentColor')
     .attr('data-testid', 'frontier-x-label')
-    .text(`${cost === 'total' ? 'generated tokens per problem (root + clones)' : 'critical-path tokens per problem (root + longest clone per round)'}, log scale`);
+    .text(
+      `${cost === 'total' ? 'generated tokens per problem (root + clones)' : 'critical-path tokens per problem (root + longest clone per round)'}, log scale`,
+    );
 
   // Where each point is drawn: its place, or spread around it when others share it.
   const placed = placePoints(
@@ -125,7 +171,15 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
     if (run.length < 2) continue;
     trajectories++;
     const d = run.map((p, i) => `${i ? 'L' : 'M'}${(at.get(p) as Placed).x.toFixed(1)},${(at.get(p) as Placed).y.toFixed(1)}`).join('');
-    svg.append('path').attr('d', d).attr('fill', 'none').attr('stroke', colourOf(m)).attr('stroke-width', 1).attr('opacity', 0.45).attr('data-testid', 'frontier-trajectory').attr('data-method', m);
+    svg
+      .append('path')
+      .attr('d', d)
+      .attr('fill', 'none')
+      .attr('stroke', colourOf(m))
+      .attr('stroke-width', 1)
+      .attr('opacity', 0.45)
+      .attr('data-testid', 'frontier-trajectory')
+      .attr('data-method', m);
   }
 
   const front = paretoOf(points, cost).map((i) => points[i]);
@@ -138,7 +192,14 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
       d += i === 0 ? `M${px},${py}` : `H${px}V${py}`;
     });
     d += `H${W - M.right}`;
-    svg.append('path').attr('d', d).attr('fill', 'none').attr('stroke', '#888').attr('stroke-dasharray', '4 3').attr('data-testid', 'frontier-pareto').attr('data-size', front.length);
+    svg
+      .append('path')
+      .attr('d', d)
+      .attr('fill', 'none')
+      .attr('stroke', '#888')
+      .attr('stroke-dasharray', '4 3')
+      .attr('data-testid', 'frontier-pareto')
+      .attr('data-size', front.length);
   }
 
   const latestStep = Math.max(-1, ...points.map((p) => p.step ?? -1));
@@ -152,7 +213,14 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
     // Older points of the training run fade; the newest and every non-run point are solid.
     const old = p.step !== undefined && p.step < latestStep;
     if (old) faded++;
-    g.append('line').attr('x1', px).attr('x2', px).attr('y1', y(p.interval[0])).attr('y2', y(p.interval[1])).attr('stroke', colour).attr('opacity', 0.4).attr('data-testid', 'frontier-interval');
+    g.append('line')
+      .attr('x1', px)
+      .attr('x2', px)
+      .attr('y1', y(p.interval[0]))
+      .attr('y2', y(p.interval[1]))
+      .attr('stroke', colour)
+      .attr('opacity', 0.4)
+      .attr('data-testid', 'frontier-interval');
     marker(g.append('circle').attr('cx', px).attr('cy', py), p.method, old)
       .attr('data-testid', 'frontier-point')
       .attr('data-method', p.method)
@@ -167,9 +235,21 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
       .text(describePoint(p));
   }
 
-  drawLegend(svg, methods, { pareto: front.length > 0, trajectory: trajectories > 0, faded: faded > 0, interval: points.length > 0, spread: placed.some((q) => q.spread) });
+  drawLegend(svg, methods, {
+    pareto: front.length > 0,
+    trajectory: trajectories > 0,
+    faded: faded > 0,
+    interval: points.length > 0,
+    spread: placed.some((q) => q.spread),
+  });
   if (points.length === 0) {
-    svg.append('text').attr('x', M.left + 8).attr('y', M.top + 16).attr('font-size', 10).attr('fill', 'currentColor').text('no points yet: evaluate, or train with "held-out eval every" > 0');
+    svg
+      .append('text')
+      .attr('x', M.left + 8)
+      .attr('y', M.top + 16)
+      .attr('font-size', 10)
+      .attr('fill', 'currentColor')
+      .text('no points yet: evaluate, or train with "held-out eval every" > 0');
   }
 }
 

@@ -107,8 +107,25 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
   const svg = select(svgEl).attr('viewBox', `0 0 ${W} ${height}`).attr('data-points', data.steps.length).attr('data-smoothing', smoothing);
   svg.selectAll('*').remove();
   svg.append('text').attr('x', 2).attr('y', 11).attr('font-size', 11).attr('font-weight', 600).attr('fill', 'currentColor').text(p.title);
-  if (p.xLabel) svg.append('text').attr('x', W - 2).attr('y', 22).attr('text-anchor', 'end').attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-xlabel-${p.id}`).text(`x: ${p.xLabel}`);
-  if (p.subtitle) svg.append('text').attr('x', 2).attr('y', 22).attr('font-size', 9).attr('fill', 'currentColor').attr('data-testid', `chart-subtitle-${p.id}`).text(p.subtitle);
+  if (p.xLabel)
+    svg
+      .append('text')
+      .attr('x', W - 2)
+      .attr('y', 22)
+      .attr('text-anchor', 'end')
+      .attr('font-size', 9)
+      .attr('fill', 'currentColor')
+      .attr('data-testid', `chart-xlabel-${p.id}`)
+      .text(`x: ${p.xLabel}`);
+  if (p.subtitle)
+    svg
+      .append('text')
+      .attr('x', 2)
+      .attr('y', 22)
+      .attr('font-size', 9)
+      .attr('fill', 'currentColor')
+      .attr('data-testid', `chart-subtitle-${p.id}`)
+      .text(p.subtitle);
 
   const steps = rows.map((i) => data.steps[i]);
   const [x0, x1] = extent(steps) as [number | undefined, number | undefined];
@@ -116,12 +133,19 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
     .domain([x0 ?? 0, Math.max(x1 ?? 1, (x0 ?? 0) + 1)])
     .range([M.left, W - right]);
   // A series with its own rows is thinned over them, so thinning the union cannot skip all of its rows.
-  const drawn = data.series.map((s) => ({ ...s, idx: s.rows ? thinIndices(s.rows.length).map((k) => s.rows?.[k] as number) : rows, smooth: emaSmooth(s.values, smoothing) }));
+  const drawn = data.series.map((s) => ({
+    ...s,
+    idx: s.rows ? thinIndices(s.rows.length).map((k) => s.rows?.[k] as number) : rows,
+    smooth: emaSmooth(s.values, smoothing),
+  }));
   const values = drawn.flatMap((s) => [...s.idx.map((i) => s.values[i]), ...s.idx.flatMap((i) => s.intervals?.[i] ?? [])]).filter(Number.isFinite);
   let [lo, hi] = [Math.min(...values, p.yMin ?? Infinity), Math.max(...values, p.yMax ?? -Infinity)];
   if (!Number.isFinite(lo) || !Number.isFinite(hi)) [lo, hi] = [p.yMin ?? 0, p.yMax ?? 1];
   if (hi - lo < 1e-9) [lo, hi] = [lo - 0.5, hi + 0.5];
-  const y = scaleLinear().domain([lo, hi]).nice(4).range([top + PLOT_H, top]);
+  const y = scaleLinear()
+    .domain([lo, hi])
+    .nice(4)
+    .range([top + PLOT_H, top]);
 
   const axisStyle = (g: Selection<SVGGElement, unknown, null, undefined>) => {
     g.attr('font-size', 9).attr('color', 'currentColor').attr('opacity', 0.75);
@@ -129,8 +153,16 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
   };
   const xFormat = p.xFormat ?? 'd';
   const xTicks = xFormat === 'd' ? x.ticks(5).filter(Number.isInteger) : x.ticks(5); // steps are whole numbers
-  svg.append('g').attr('transform', `translate(0,${top + PLOT_H})`).call(axisBottom(x).tickValues(xTicks).tickFormat(format(xFormat)).tickSizeOuter(0)).call(axisStyle);
-  svg.append('g').attr('transform', `translate(${M.left},0)`).call(axisLeft(y).ticks(4).tickFormat(format('~g'))).call(axisStyle);
+  svg
+    .append('g')
+    .attr('transform', `translate(0,${top + PLOT_H})`)
+    .call(axisBottom(x).tickValues(xTicks).tickFormat(format(xFormat)).tickSizeOuter(0))
+    .call(axisStyle);
+  svg
+    .append('g')
+    .attr('transform', `translate(${M.left},0)`)
+    .call(axisLeft(y).ticks(4).tickFormat(format('~g')))
+    .call(axisStyle);
   // The secondary scale starts at 0 (a learning rate is read against none at all).
   const v2 = secondary ? rows.map((i) => secondary.values[i]).filter(Number.isFinite) : [];
   const hi2 = Math.max(0, ...v2);
@@ -140,7 +172,12 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
     .range([top + PLOT_H, top]);
   if (secondary) {
     const tick = (v: NumberValue) => (Number(v) === 0 ? '0' : format('.1~e')(v));
-    svg.append('g').attr('transform', `translate(${W - right},0)`).attr('data-testid', `chart-right-axis-${p.id}`).call(axisRight(y2).ticks(4).tickFormat(tick)).call(axisStyle);
+    svg
+      .append('g')
+      .attr('transform', `translate(${W - right},0)`)
+      .attr('data-testid', `chart-right-axis-${p.id}`)
+      .call(axisRight(y2).ticks(4).tickFormat(tick))
+      .call(axisStyle);
   }
 
   const pathOf = (vs: readonly number[], idx: readonly number[]) =>
@@ -154,13 +191,37 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
       svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.2).attr('d', pathOf(s.values, at)).attr('data-series', s.label);
       for (const i of at) {
         const iv = s.intervals?.[i];
-        if (iv) svg.append('line').attr('x1', x(data.steps[i])).attr('x2', x(data.steps[i])).attr('y1', y(iv[0])).attr('y2', y(iv[1])).attr('stroke', s.color).attr('stroke-opacity', 0.45);
-        svg.append('circle').attr('cx', x(data.steps[i])).attr('cy', y(s.values[i])).attr('r', 2.4).attr('fill', s.color).attr('data-testid', `chart-dot-${p.id}`).append('title').text(`step ${data.steps[i]}: ${s.label} ${fmt(s.values[i])}${iv ? ` [${fmt(iv[0])}, ${fmt(iv[1])}]` : ''}`);
+        if (iv)
+          svg
+            .append('line')
+            .attr('x1', x(data.steps[i]))
+            .attr('x2', x(data.steps[i]))
+            .attr('y1', y(iv[0]))
+            .attr('y2', y(iv[1]))
+            .attr('stroke', s.color)
+            .attr('stroke-opacity', 0.45);
+        svg
+          .append('circle')
+          .attr('cx', x(data.steps[i]))
+          .attr('cy', y(s.values[i]))
+          .attr('r', 2.4)
+          .attr('fill', s.color)
+          .attr('data-testid', `chart-dot-${p.id}`)
+          .append('title')
+          .text(`step ${data.steps[i]}: ${s.label} ${fmt(s.values[i])}${iv ? ` [${fmt(iv[0])}, ${fmt(iv[1])}]` : ''}`);
       }
       continue;
     }
     // The raw values faint behind the smoothed line; the line named by data-series is the one read.
-    if (smoothing > 0) svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1).attr('stroke-opacity', 0.25).attr('d', pathOf(s.values, s.idx)).attr('data-raw', s.label);
+    if (smoothing > 0)
+      svg
+        .append('path')
+        .attr('fill', 'none')
+        .attr('stroke', s.color)
+        .attr('stroke-width', 1)
+        .attr('stroke-opacity', 0.25)
+        .attr('d', pathOf(s.values, s.idx))
+        .attr('data-raw', s.label);
     svg.append('path').attr('fill', 'none').attr('stroke', s.color).attr('stroke-width', 1.4).attr('d', pathOf(s.smooth, s.idx)).attr('data-series', s.label);
     // A line through one value draws nothing: a single value (a one-step run) is a dot.
     const only = s.idx.filter((i) => Number.isFinite(s.values[i]));
@@ -173,11 +234,21 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
         .defined((i) => Number.isFinite(secondary.values[i]))
         .x((i) => x(data.steps[i]))
         .y((i) => y2(secondary.values[i]))(rows) ?? '';
-    svg.append('path').attr('fill', 'none').attr('stroke', secondary.color).attr('stroke-width', 1.2).attr('stroke-dasharray', '3 2').attr('d', path).attr('data-series', secondary.label);
+    svg
+      .append('path')
+      .attr('fill', 'none')
+      .attr('stroke', secondary.color)
+      .attr('stroke-width', 1.2)
+      .attr('stroke-dasharray', '3 2')
+      .attr('d', path)
+      .attr('data-series', secondary.label);
   }
 
   // The secondary series is last in the legend, with a dashed swatch like its line and its raw value.
-  const legend = [...drawn.map((s) => ({ ...s, dashed: false, smoothing })), ...(secondary ? [{ ...secondary, label: `${secondary.label} (right axis)`, smooth: secondary.values, dashed: true, smoothing: 0 }] : [])];
+  const legend = [
+    ...drawn.map((s) => ({ ...s, dashed: false, smoothing })),
+    ...(secondary ? [{ ...secondary, label: `${secondary.label} (right axis)`, smooth: secondary.values, dashed: true, smoothing: 0 }] : []),
+  ];
   legend.forEach((s, i) => {
     const lx = M.left - 30 + (i % cols) * (W / cols);
     const ly = top + PLOT_H + M.bottom + Math.floor(i / cols) * LEGEND_ROW + 8;
@@ -185,12 +256,40 @@ function draw(svgEl: SVGSVGElement, p: LineChartProps): Geometry {
     const smooth = lastFinite(s.smooth);
     // The smoothed value, and the raw one in brackets where they differ.
     const value = Number.isFinite(raw) ? ` ${fmt(smooth)}${s.smoothing > 0 && fmt(smooth) !== fmt(raw) ? ` (${fmt(raw)})` : ''}` : '';
-    if (s.dashed) svg.append('line').attr('x1', lx).attr('x2', lx + 8).attr('y1', ly - 3).attr('y2', ly - 3).attr('stroke', s.color).attr('stroke-width', 1.5).attr('stroke-dasharray', '3 2');
-    else svg.append('rect').attr('x', lx).attr('y', ly - 7).attr('width', 8).attr('height', 8).attr('fill', s.color);
-    svg.append('text').attr('x', lx + 11).attr('y', ly).attr('font-size', 9).attr('fill', 'currentColor').text(`${s.label}${value}`);
+    if (s.dashed)
+      svg
+        .append('line')
+        .attr('x1', lx)
+        .attr('x2', lx + 8)
+        .attr('y1', ly - 3)
+        .attr('y2', ly - 3)
+        .attr('stroke', s.color)
+        .attr('stroke-width', 1.5)
+        .attr('stroke-dasharray', '3 2');
+    else
+      svg
+        .append('rect')
+        .attr('x', lx)
+        .attr('y', ly - 7)
+        .attr('width', 8)
+        .attr('height', 8)
+        .attr('fill', s.color);
+    svg
+      .append('text')
+      .attr('x', lx + 11)
+      .attr('y', ly)
+      .attr('font-size', 9)
+      .attr('fill', 'currentColor')
+      .text(`${s.label}${value}`);
   });
   if (drawn.length === 0) {
-    svg.append('text').attr('x', M.left).attr('y', top + PLOT_H + M.bottom + 8).attr('font-size', 9).attr('fill', 'currentColor').text(sparse ? 'no evaluations yet' : 'none so far');
+    svg
+      .append('text')
+      .attr('x', M.left)
+      .attr('y', top + PLOT_H + M.bottom + 8)
+      .attr('font-size', 9)
+      .attr('fill', 'currentColor')
+      .text(sparse ? 'no evaluations yet' : 'none so far');
   }
   return { x, top, right, height };
 }
@@ -217,12 +316,36 @@ function CrosshairView({ reading, g, vx, smoothing, testId }: { reading: Crossha
         aria-hidden="true"
         data-testid={`${testId}-line`}
         data-x={reading.x}
-        style={{ position: 'absolute', left: `${left}%`, top: `${(g.top / g.height) * 100}%`, height: `${(PLOT_H / g.height) * 100}%`, width: 0, borderLeft: '1px dashed currentColor', opacity: 0.6, pointerEvents: 'none' }}
+        style={{
+          position: 'absolute',
+          left: `${left}%`,
+          top: `${(g.top / g.height) * 100}%`,
+          height: `${(PLOT_H / g.height) * 100}%`,
+          width: 0,
+          borderLeft: '1px dashed currentColor',
+          opacity: 0.6,
+          pointerEvents: 'none',
+        }}
       />
       <div
         role="status"
         data-testid={testId}
-        style={{ position: 'absolute', top: `${(g.top / g.height) * 100}%`, ...side, zIndex: 3, maxWidth: '90%', padding: '2px 5px', fontSize: 10.5, lineHeight: 1.35, background: 'var(--panel)', border: '1px solid var(--border)', borderRadius: 3, boxShadow: '0 1px 3px rgba(0,0,0,0.18)', pointerEvents: 'none', whiteSpace: 'nowrap' }}
+        style={{
+          position: 'absolute',
+          top: `${(g.top / g.height) * 100}%`,
+          ...side,
+          zIndex: 3,
+          maxWidth: '90%',
+          padding: '2px 5px',
+          fontSize: 10.5,
+          lineHeight: 1.35,
+          background: 'var(--panel)',
+          border: '1px solid var(--border)',
+          borderRadius: 3,
+          boxShadow: '0 1px 3px rgba(0,0,0,0.18)',
+          pointerEvents: 'none',
+          whiteSpace: 'nowrap',
+        }}
       >
         <div style={{ fontWeight: 600 }}>{reading.title}</div>
         {reading.rows.map((r) => (
@@ -265,8 +388,16 @@ export function LineChart(props: LineChartProps) {
         data-testid={`chart-svg-${id}`}
         {...(crosshair ? { onPointerMove: onMove, onPointerDown: onMove, onPointerLeave: () => setHover(null) } : {})}
       />
-      {crosshair && reading && g && hover && <CrosshairView reading={reading} g={g} vx={hover.vx} smoothing={sparse ? 0 : smoothing} testId={crosshair.testId} />}
-      <button type="button" className="chart-export" title="Download this chart as SVG" data-testid={`chart-export-${id}`} onClick={() => ref.current && exportSvg(ref.current, `${id}.svg`)}>
+      {crosshair && reading && g && hover && (
+        <CrosshairView reading={reading} g={g} vx={hover.vx} smoothing={sparse ? 0 : smoothing} testId={crosshair.testId} />
+      )}
+      <button
+        type="button"
+        className="chart-export"
+        title="Download this chart as SVG"
+        data-testid={`chart-export-${id}`}
+        onClick={() => ref.current && exportSvg(ref.current, `${id}.svg`)}
+      >
         SVG
       </button>
     </figure>

@@ -46,7 +46,14 @@ const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948
 
 export const CHARTS: readonly ChartSpec[] = [
   { id: 'reward', group: 'learning', title: 'Mean reward', series: [{ label: 'reward', color: PALETTE[0], value: (p) => p.metrics.meanReward }] },
-  { id: 'accuracy', group: 'learning', title: 'Accuracy (exact)', yMin: 0, yMax: 1, series: [{ label: 'accuracy', color: PALETTE[4], value: (p) => p.metrics.accuracy }] },
+  {
+    id: 'accuracy',
+    group: 'learning',
+    title: 'Accuracy (exact)',
+    yMin: 0,
+    yMax: 1,
+    series: [{ label: 'accuracy', color: PALETTE[4], value: (p) => p.metrics.accuracy }],
+  },
   {
     id: 'tokens',
     group: 'cost',
@@ -75,7 +82,11 @@ export const CHARTS: readonly ChartSpec[] = [
     yMin: 0,
     hideZero: true,
     legendColumns: 1,
-    series: VIOLATIONS.map((v, i) => ({ label: v, color: PALETTE[i % PALETTE.length], value: (p: MetricPoint) => p.metrics.violations[v] / Math.max(1, p.episodes) })),
+    series: VIOLATIONS.map((v, i) => ({
+      label: v,
+      color: PALETTE[i % PALETTE.length],
+      value: (p: MetricPoint) => p.metrics.violations[v] / Math.max(1, p.episodes),
+    })),
   },
   {
     id: 'gate',
@@ -170,7 +181,6 @@ export function chartDataOf(spec: ChartSpec, points: readonly MetricPoint[]): Ch
     series: spec.hideZero ? series.filter((s) => s.values.some((v) => v !== 0)) : series,
   };
 }
-
 
 const finiteOr = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
 

@@ -5,7 +5,9 @@ const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe('the chart draw queue', () => {
   it('draws one chart per task, the latest draw of each, and skips cancelled ones', async () => {
-    const a = {}, b = {}, c = {};
+    const a = {},
+      b = {},
+      c = {};
     const drawn: string[] = [];
     queueDraw(a, () => drawn.push('a1'));
     queueDraw(b, () => drawn.push('b'));

@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { markerOf, nSummary, placePoints } from './frontierMarks';
 
-const pt = (method: FrontierPoint['method'], extra: Partial<FrontierPoint> = {}): FrontierPoint => ({ method, limit: 48, n: 200, accuracy: 0.5, meanTokens: 40, meanCriticalPathTokens: 30, interval: [0.45, 0.55], ...extra });
+const pt = (method: FrontierPoint['method'], extra: Partial<FrontierPoint> = {}): FrontierPoint => ({
+  method,
+  limit: 48,
+  n: 200,
+  accuracy: 0.5,
+  meanTokens: 40,
+  meanCriticalPathTokens: 30,
+  interval: [0.45, 0.55],
+  ...extra,
+});
 
 describe('frontier marks', () => {
   it('gives delegate a disc and mono a ring around it, so one on the other shows both', () => {
@@ -15,10 +24,13 @@ describe('frontier marks', () => {
   });
 
   it('leaves separate points where they are', () => {
-    const placed = placePoints([pt('delegate'), pt('mono')], [
-      { x: 100, y: 50 },
-      { x: 120, y: 50 },
-    ]);
+    const placed = placePoints(
+      [pt('delegate'), pt('mono')],
+      [
+        { x: 100, y: 50 },
+        { x: 120, y: 50 },
+      ],
+    );
     expect(placed).toEqual([
       { x: 100, y: 50, spread: false },
       { x: 120, y: 50, spread: false },
@@ -47,8 +59,14 @@ describe('frontier marks', () => {
 
   it('spreads three coincident evaluations evenly and keeps them apart', () => {
     const points = [pt('delegate', { step: 1 }), pt('delegate', { step: 2 }), pt('delegate', { step: 3 })];
-    const placed = placePoints(points, points.map(() => ({ x: 10, y: 10 })), 3, 5);
-    for (let i = 0; i < 3; i++) for (let j = i + 1; j < 3; j++) expect(Math.hypot(placed[i].x - placed[j].x, placed[i].y - placed[j].y)).toBeCloseTo(5 * Math.sqrt(3), 9);
+    const placed = placePoints(
+      points,
+      points.map(() => ({ x: 10, y: 10 })),
+      3,
+      5,
+    );
+    for (let i = 0; i < 3; i++)
+      for (let j = i + 1; j < 3; j++) expect(Math.hypot(placed[i].x - placed[j].x, placed[i].y - placed[j].y)).toBeCloseTo(5 * Math.sqrt(3), 9);
   });
 
   it('states the n of the points drawn, and the mix after an Evaluate with another n', () => {

@@ -20,7 +20,11 @@ function point(method: 'delegate' | 'mono', step: number | undefined, correct: n
 describe('the story of a run', () => {
   it('reads the live evaluations in step order, delegate first, and leaves out points without a step', () => {
     const r = liveReadings([point('mono', 10, 5, 64), point('delegate', 10, 34, 64, 50), point('delegate', 0, 5, 64, 8), point('delegate', undefined, 60, 64)]);
-    expect(r.map((x) => [x.step, x.method])).toEqual([[0, 'delegate'], [10, 'delegate'], [10, 'mono']]);
+    expect(r.map((x) => [x.step, x.method])).toEqual([
+      [0, 'delegate'],
+      [10, 'delegate'],
+      [10, 'mono'],
+    ]);
     const [lo, hi] = wilsonInterval(34, 64);
     expect(r[1]).toEqual({ step: 10, method: 'delegate', accuracy: 34 / 64, lo, hi, n: 64, delegationRate: 50 / 64 });
     expect('delegationRate' in r[2]).toBe(false);
@@ -29,7 +33,9 @@ describe('the story of a run', () => {
   it('says what changed between the first reading and the newest, and whether the intervals are apart', () => {
     // 5/64 = 7.8% [3.4, 17.0] → 34/64 = 53.1% [41.1, 64.8]: apart.
     const rose = liveReadings([point('delegate', 0, 5, 64, 8), point('delegate', 5, 12, 64, 30), point('delegate', 10, 34, 64, 51)]);
-    expect(storySentence(rose)).toBe('held-out accuracy 8% [3%, 17%] at step 0 → 53% [41%, 65%] at step 10 (intervals apart: a real rise); problems delegated 13% → 80%.');
+    expect(storySentence(rose)).toBe(
+      'held-out accuracy 8% [3%, 17%] at step 0 → 53% [41%, 65%] at step 10 (intervals apart: a real rise); problems delegated 13% → 80%.',
+    );
     const noise = liveReadings([point('delegate', 0, 30, 64, 8), point('delegate', 5, 34, 64, 9)]);
     expect(storySentence(noise)).toMatch(/\(intervals overlap: within the noise so far\); problems delegated 13% → 14%\.$/);
     expect(storySentence(rose.slice(0, 1))).toBeNull();

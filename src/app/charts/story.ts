@@ -26,7 +26,15 @@ export function liveReadings(frontier: readonly FrontierPoint[]): LiveReading[] 
   const order = (m: Method) => (m === 'delegate' ? 0 : m === 'mono' ? 1 : 2);
   return frontier
     .filter((p): p is FrontierPoint & { step: number } => p.step !== undefined)
-    .map((p) => ({ step: p.step, method: p.method, accuracy: p.accuracy, lo: p.interval[0], hi: p.interval[1], n: p.n, ...(p.delegationRate !== undefined ? { delegationRate: p.delegationRate } : {}) }))
+    .map((p) => ({
+      step: p.step,
+      method: p.method,
+      accuracy: p.accuracy,
+      lo: p.interval[0],
+      hi: p.interval[1],
+      n: p.n,
+      ...(p.delegationRate !== undefined ? { delegationRate: p.delegationRate } : {}),
+    }))
     .sort((a, b) => a.step - b.step || order(a.method) - order(b.method));
 }
 
@@ -56,6 +64,7 @@ export function storySentence(readings: readonly LiveReading[]): string | null {
   const b = own[own.length - 1];
   const apart = b.lo > a.hi ? 'intervals apart: a real rise' : b.hi < a.lo ? 'intervals apart: a real fall' : 'intervals overlap: within the noise so far';
   const acc = `held-out accuracy ${pct(a.accuracy)} [${pct(a.lo)}, ${pct(a.hi)}] at step ${a.step} → ${pct(b.accuracy)} [${pct(b.lo)}, ${pct(b.hi)}] at step ${b.step} (${apart})`;
-  const delegated = a.delegationRate !== undefined && b.delegationRate !== undefined ? `; problems delegated ${pct(a.delegationRate)} → ${pct(b.delegationRate)}` : '';
+  const delegated =
+    a.delegationRate !== undefined && b.delegationRate !== undefined ? `; problems delegated ${pct(a.delegationRate)} → ${pct(b.delegationRate)}` : '';
   return `${acc}${delegated}.`;
 }

@@ -58,7 +58,11 @@ describe('checkpoint .tar', () => {
     const tar = tarArchive('run', [...shipped, ...runExtras], 0);
     const pick = checkpointFilesOf([{ name: 'run.tar', bytes: tar }]);
     expect([...pick.files.keys()].sort()).toEqual(['config.json', 'model.safetensors', 'selfcest.json', 'tokenizer.json', 'tokenizer_config.json']);
-    expect(runOrigins(pick)).toEqual({ 'metrics.jsonl': 'run.tar: run/metrics.jsonl', 'traces.jsonl': 'run.tar: run/traces.jsonl', 'state.json': 'run.tar: run/state.json' });
+    expect(runOrigins(pick)).toEqual({
+      'metrics.jsonl': 'run.tar: run/metrics.jsonl',
+      'traces.jsonl': 'run.tar: run/traces.jsonl',
+      'state.json': 'run.tar: run/state.json',
+    });
     expect(new TextDecoder().decode(pick.run.get('metrics.jsonl')?.bytes)).toBe('{"step":1}\n');
     expect(pick.ignored).toEqual(['run.tar: run/optimizer.safetensors', 'run.tar: run/train.log']);
     for (const f of shipped) expect(Array.from(pick.files.get(f.name) ?? []), f.name).toEqual(Array.from(f.bytes));
@@ -79,7 +83,9 @@ describe('checkpoint .tar', () => {
       'config.json is given twice (two.tar: a/config.json and two.tar: b/config.json); pick the files of one checkpoint',
     );
     const tar = tarArchive('ckpt', shipped, 0);
-    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar }, shipped[0]])).toThrow(/^config\.json is given twice \(ckpt\.tar: ckpt\/config\.json and config\.json\)/);
+    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar }, shipped[0]])).toThrow(
+      /^config\.json is given twice \(ckpt\.tar: ckpt\/config\.json and config\.json\)/,
+    );
     // A whole run directory's tar: the committed save's run files and their copies at the top are one file; different ones are refused.
     const save = [...shipped, runExtras[0]].map((f) => ({ ...f, name: `save-000001/${f.name}` }));
     const whole = checkpointFilesOf([{ name: 'dir.tar', bytes: tarArchive('dir', [...save, runExtras[0]], 0) }]);
@@ -89,14 +95,16 @@ describe('checkpoint .tar', () => {
       'metrics.jsonl is given twice with different contents (dir.tar: dir/save-000001/metrics.jsonl and dir.tar: dir/metrics.jsonl); pick the files of one run',
     );
     expect(() => checkpointFilesOf([{ name: 'ckpt.tar.gz', bytes: Uint8Array.of(0x1f, 0x8b, 8, 0) }])).toThrow(/^ckpt\.tar\.gz is a compressed tar/);
-    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar.slice(0, 5000) }])).toThrow(/^ckpt\.tar: tar: truncated: ckpt\/model\.safetensors .* \(size beyond end\)$/);
+    expect(() => checkpointFilesOf([{ name: 'ckpt.tar', bytes: tar.slice(0, 5000) }])).toThrow(
+      /^ckpt\.tar: tar: truncated: ckpt\/model\.safetensors .* \(size beyond end\)$/,
+    );
   });
 
   it('the help names exactly the files decodeCheckpoint requires, and the optional ones', () => {
     expect(IMPORT_HELP).toBe(
-      'The exported .tar, a CLI run folder\'s files (or its .tar), or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. ' +
+      "The exported .tar, a CLI run folder's files (or its .tar), or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. " +
         'Optional: tokenizer_config.json, provenance.json (the history of the weights; the model resumes at its policy version); ' +
-        'metrics.jsonl and traces.jsonl (the run\'s curves and rollouts, with run.json or state.json for its group size). Other files are ignored.',
+        "metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). Other files are ignored.",
     );
     for (const name of ['model.safetensors', 'config.json', 'tokenizer.json', 'selfcest.json']) {
       const files = shippedMap();

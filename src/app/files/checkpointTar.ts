@@ -23,9 +23,19 @@ export const IMPORT_HELP =
   `metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). Other files are ignored.`;
 
 /** The download of the engine's exported files: `selfcest-<preset>-v<version>.tar`, one folder inside. */
-export function weightsTar(preset: string, policyVersion: number, files: Readonly<Record<string, Uint8Array>>): { filename: string; bytes: Uint8Array<ArrayBuffer> } {
+export function weightsTar(
+  preset: string,
+  policyVersion: number,
+  files: Readonly<Record<string, Uint8Array>>,
+): { filename: string; bytes: Uint8Array<ArrayBuffer> } {
   const folder = `selfcest-${preset}-v${policyVersion}`;
-  return { filename: `${folder}.tar`, bytes: tarArchive(folder, Object.entries(files).map(([name, bytes]) => ({ name, bytes }))) };
+  return {
+    filename: `${folder}.tar`,
+    bytes: tarArchive(
+      folder,
+      Object.entries(files).map(([name, bytes]) => ({ name, bytes })),
+    ),
+  };
 }
 
 export interface PickedFile {
@@ -65,11 +75,13 @@ export function checkpointFilesOf(picked: readonly PickedFile[]): CheckpointPick
       const file = name as RunFileName;
       const earlier = pick.run.get(file);
       if (earlier === undefined) pick.run.set(file, { bytes, origin });
-      else if (!sameBytes(earlier.bytes, bytes)) throw new Error(`${name} is given twice with different contents (${earlier.origin} and ${origin}); pick the files of one run`);
+      else if (!sameBytes(earlier.bytes, bytes))
+        throw new Error(`${name} is given twice with different contents (${earlier.origin} and ${origin}); pick the files of one run`);
       return;
     }
     if (name === PROVENANCE_FILE) {
-      if (pick.provenance !== null) throw new Error(`${PROVENANCE_FILE} is given twice (${pick.origins.get(PROVENANCE_FILE)} and ${origin}); pick the files of one checkpoint`);
+      if (pick.provenance !== null)
+        throw new Error(`${PROVENANCE_FILE} is given twice (${pick.origins.get(PROVENANCE_FILE)} and ${origin}); pick the files of one checkpoint`);
       pick.provenance = bytes;
       pick.origins.set(PROVENANCE_FILE, origin);
       return;

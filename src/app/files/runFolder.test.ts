@@ -12,7 +12,11 @@ const RUN = 'runs/ablation/gating-s1';
 const file = (name: string, path: string): PickedFile => ({ name, bytes: new Uint8Array(readFileSync(path)) });
 const text = (name: string, s: string): PickedFile => ({ name, bytes: new TextEncoder().encode(s) });
 const shipped = readdirSync(SHIPPED).map((name) => file(name, join(SHIPPED, name)));
-const runFiles = [file('metrics.jsonl', join(RUN, 'metrics.jsonl')), file('state.json', join(RUN, 'state.json')), file('traces.jsonl', join(RUN, 'traces.sample.jsonl'))];
+const runFiles = [
+  file('metrics.jsonl', join(RUN, 'metrics.jsonl')),
+  file('state.json', join(RUN, 'state.json')),
+  file('traces.jsonl', join(RUN, 'traces.sample.jsonl')),
+];
 const historyOf = (picked: PickedFile[]) => runHistoryOf(checkpointFilesOf(picked));
 const row = (step: number) => JSON.stringify({ step, meanReward: 0.5, violations: { clone_over_budget: 2 } });
 
@@ -45,21 +49,31 @@ describe('a run folder beside its checkpoint', () => {
     ]);
     expect(h.loaded[0]).toBe('curves of 2 GRPO steps (steps 1–2) from metrics.jsonl; no run.json or state.json says its group size, so no violation rates');
     const meta = JSON.parse(new TextDecoder().decode(shipped.find((f) => f.name === 'selfcest.json')?.bytes)) as Record<string, unknown>;
-    const exported = shipped.map((f) => (f.name === 'selfcest.json' ? text(f.name, JSON.stringify({ ...meta, training: { playground: { batch: 3, group: 5 } } })) : f));
+    const exported = shipped.map((f) =>
+      f.name === 'selfcest.json' ? text(f.name, JSON.stringify({ ...meta, training: { playground: { batch: 3, group: 5 } } })) : f,
+    );
     expect(historyOf([...exported, text('metrics.jsonl', row(1))]).metrics[0].episodes).toBe(15);
   });
 
   it('refuses a malformed metrics.jsonl or traces.jsonl, naming the file and the line', () => {
     expect(() => historyOf([...shipped, text('metrics.jsonl', `${row(1)}\n{"step":2,"meanRew`)])).toThrow(/^metrics\.jsonl: line 2: not JSON/);
-    expect(() => historyOf([...shipped, text('metrics.jsonl', `${row(1)}\n${row(1)}`)])).toThrow('metrics.jsonl: line 2: step 1 does not follow step 1 (steps must increase)');
+    expect(() => historyOf([...shipped, text('metrics.jsonl', `${row(1)}\n${row(1)}`)])).toThrow(
+      'metrics.jsonl: line 2: step 1 does not follow step 1 (steps must increase)',
+    );
     const tar = tarArchive('r', [...shipped, text('metrics.jsonl', `${row(1)}\n{"step":2,"meanReward":0.5,"accuracy":3}\n`)], 0);
     expect(() => historyOf([{ name: 'r.tar', bytes: tar }])).toThrow('r.tar: r/metrics.jsonl: line 2: accuracy must be a share in [0, 1] (got 3)');
     const line = (t: object) => JSON.stringify(t);
     const good = line({ step: 3, ...sampleTrace() });
-    expect(() => historyOf([...shipped, text('traces.jsonl', `${good}\n\n${line({ step: 3, ...sampleTrace({ correct: 'yes' as never }) })}\n`)])).toThrow('traces.jsonl: line 3: correct must be a boolean');
-    expect(() => historyOf([...shipped, text('traces.jsonl', `${good}\n${line(sampleTrace())}\n`)])).toThrow('traces.jsonl: line 2: step must be a non-negative integer (got undefined)');
+    expect(() => historyOf([...shipped, text('traces.jsonl', `${good}\n\n${line({ step: 3, ...sampleTrace({ correct: 'yes' as never }) })}\n`)])).toThrow(
+      'traces.jsonl: line 3: correct must be a boolean',
+    );
+    expect(() => historyOf([...shipped, text('traces.jsonl', `${good}\n${line(sampleTrace())}\n`)])).toThrow(
+      'traces.jsonl: line 2: step must be a non-negative integer (got undefined)',
+    );
     expect(() => historyOf([...shipped, text('traces.jsonl', 'nope')])).toThrow(/^traces\.jsonl: line 1: not valid JSON/);
-    expect(() => historyOf([...shipped, text('metrics.jsonl', row(1)), text('state.json', '{"kind":"train"}')])).toThrow('state.json: config must be an object');
+    expect(() => historyOf([...shipped, text('metrics.jsonl', row(1)), text('state.json', '{"kind":"train"}')])).toThrow(
+      'state.json: config must be an object',
+    );
   });
 
   it("sets aside a warm-start run's rows, empty files and unneeded config files instead of refusing the checkpoint", () => {
@@ -80,13 +94,21 @@ describe('resume counters', () => {
     expect(resumeCounters(null, history(25))).toEqual({ counters: { policyVersion: 25, grpoSteps: 25, sftSteps: 0 }, fromRun: true });
     const provenance = { policyVersion: 9, grpoSteps: 6, sftSteps: 3 };
     expect(resumeCounters(provenance, history(6))).toEqual({ counters: provenance, fromRun: false });
-    expect(() => resumeCounters(provenance, history(7))).toThrow("metrics.jsonl: reaches step 7, but the weights' provenance.json counts 6 GRPO steps; pick the files of one run");
+    expect(() => resumeCounters(provenance, history(7))).toThrow(
+      "metrics.jsonl: reaches step 7, but the weights' provenance.json counts 6 GRPO steps; pick the files of one run",
+    );
   });
 
   it('batches rollouts by runs of equal steps, in order', () => {
     const t = sampleTrace();
     const u = sampleTrace({ problemId: 'q' });
-    expect(stepBatches([{ step: 5, trace: t }, { step: 5, trace: u }, { step: 10, trace: t }])).toEqual([
+    expect(
+      stepBatches([
+        { step: 5, trace: t },
+        { step: 5, trace: u },
+        { step: 10, trace: t },
+      ]),
+    ).toEqual([
       { step: 5, traces: [t, u] },
       { step: 10, traces: [t] },
     ]);

@@ -56,7 +56,8 @@ export function parseRunTraces(text: string, file: string): { step: number; trac
   const lines = text.split('\n').flatMap((l, i) => (l.trim() === '' ? [] : [i + 1]));
   return traces.map((t, i) => {
     const { step, ...trace } = t as EpisodeTrace & { step?: unknown };
-    if (!Number.isSafeInteger(step) || (step as number) < 0) throw new RunFolderError(`${file}: line ${lines[i]}: step must be a non-negative integer (got ${JSON.stringify(step)})`);
+    if (!Number.isSafeInteger(step) || (step as number) < 0)
+      throw new RunFolderError(`${file}: line ${lines[i]}: step must be a non-negative integer (got ${JSON.stringify(step)})`);
     return { step: step as number, trace: trace as EpisodeTrace };
   });
 }
@@ -78,7 +79,9 @@ function groupConfigOf(pick: CheckpointPick): { config: Record<string, unknown>;
   }
   if (!isObject(training)) return null;
   const config = training.kind === 'train' ? training : training.playground;
-  return isObject(config) && typeof config.group === 'number' ? { config, from: pick.origins.get(CHECKPOINT_FILES.selfcest) ?? CHECKPOINT_FILES.selfcest } : null;
+  return isObject(config) && typeof config.group === 'number'
+    ? { config, from: pick.origins.get(CHECKPOINT_FILES.selfcest) ?? CHECKPOINT_FILES.selfcest }
+    : null;
 }
 
 /** The picked run files as curves and rollouts; throws RunFolderError (or the Runs panel's KeptRunError) naming the file and line. */
@@ -129,7 +132,9 @@ export function runHistoryOf(pick: CheckpointPick): RunHistory {
 export function resumeCounters(provenance: ModelCounters | null, history: RunHistory): { counters: ModelCounters | null; fromRun: boolean } {
   if (provenance) {
     if (history.lastStep > provenance.grpoSteps) {
-      throw new RunFolderError(`${history.lastStepFrom}: reaches step ${history.lastStep}, but the weights' provenance.json counts ${provenance.grpoSteps} GRPO steps; pick the files of one run`);
+      throw new RunFolderError(
+        `${history.lastStepFrom}: reaches step ${history.lastStep}, but the weights' provenance.json counts ${provenance.grpoSteps} GRPO steps; pick the files of one run`,
+      );
     }
     return { counters: { policyVersion: provenance.policyVersion, grpoSteps: provenance.grpoSteps, sftSteps: provenance.sftSteps }, fromRun: false };
   }

@@ -106,7 +106,9 @@ describe('untar', () => {
       writeFileSync(join(dir, 'ckpt/real.safetensors'), 'x');
       symlinkSync('real.safetensors', join(dir, 'ckpt/model.safetensors'));
       execFileSync('tar', ['--format=ustar', '-cf', 'a.tar', 'ckpt/model.safetensors'], { cwd: dir });
-      expect(() => untar(readFileSync(join(dir, 'a.tar')))).toThrow('tar: ckpt/model.safetensors (entry 1 at byte 0) is a symbolic link; only regular files can be read');
+      expect(() => untar(readFileSync(join(dir, 'a.tar')))).toThrow(
+        'tar: ckpt/model.safetensors (entry 1 at byte 0) is a symbolic link; only regular files can be read',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

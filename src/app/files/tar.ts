@@ -34,7 +34,11 @@ function header(name: string, size: number, mtimeSec: number): Uint8Array {
 }
 
 /** Files under `folder/` in one tar archive. */
-export function tarArchive(folder: string, files: readonly { name: string; bytes: Uint8Array }[], mtimeSec = Math.floor(Date.now() / 1000)): Uint8Array<ArrayBuffer> {
+export function tarArchive(
+  folder: string,
+  files: readonly { name: string; bytes: Uint8Array }[],
+  mtimeSec = Math.floor(Date.now() / 1000),
+): Uint8Array<ArrayBuffer> {
   const padded = (n: number) => Math.ceil(n / BLOCK) * BLOCK;
   const total = files.reduce((a, f) => a + BLOCK + padded(f.bytes.length), 2 * BLOCK);
   const out = new Uint8Array(total);
@@ -88,7 +92,7 @@ function checksums(h: Uint8Array): [number, number] {
 /** The `path` of a pax extended header (records of "<length> <key>=<value>\n"), if it has one. */
 function paxPath(data: Uint8Array, where: string): string | undefined {
   let path: string | undefined;
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     const space = data.indexOf(0x20, at);
     const length = space < 0 ? NaN : Number(decoder.decode(data.subarray(at, space)));
     if (!Number.isInteger(length) || length <= space - at || at + length > data.length) {
@@ -132,7 +136,9 @@ export function untar(data: Uint8Array): TarFile[] {
     if (stored === null || (stored !== unsigned && stored !== signed)) {
       const magic = field(h, 257, 6);
       const what = entry === 1 && !magic.startsWith('ustar') ? ' (this is not a tar archive)' : ' (the archive is corrupt)';
-      throw new TarError(`bad header checksum for ${where}: stored ${stored === null ? JSON.stringify(field(h, 148, 8)) : stored.toString(8)}, computed ${unsigned.toString(8)}${what}`);
+      throw new TarError(
+        `bad header checksum for ${where}: stored ${stored === null ? JSON.stringify(field(h, 148, 8)) : stored.toString(8)}, computed ${unsigned.toString(8)}${what}`,
+      );
     }
     const ustar = field(h, 257, 6) === 'ustar'; // POSIX ustar: the prefix field extends the name
     const prefix = ustar ? field(h, 345, 155) : '';
@@ -143,7 +149,9 @@ export function untar(data: Uint8Array): TarFile[] {
     if (size === null) throw new TarError(`${name} (${where}): bad size field ${JSON.stringify(field(h, 124, 12))}`);
     const start = at + BLOCK;
     if (start + size > data.length) {
-      throw new TarError(`truncated: ${name} (${where}) declares ${size} bytes, but the archive has only ${data.length - start} after its header (size beyond end)`);
+      throw new TarError(
+        `truncated: ${name} (${where}) declares ${size} bytes, but the archive has only ${data.length - start} after its header (size beyond end)`,
+      );
     }
     const body = data.subarray(start, start + size);
     const type = String.fromCharCode(h[156]);

@@ -6,7 +6,19 @@
  * The held-out charts open the page, in the story panel.
  */
 import { useMemo, useState } from 'react';
-import { CHARTS, CHART_GROUPS, GRPO_X, WARM_START_X, chartDataOf, heldOutDataOf, heldOutSubtitle, warmStartDataOf, warmStartSubtitle, type ChartGroup, type ChartSpec } from '../charts/chartSpecs';
+import {
+  CHARTS,
+  CHART_GROUPS,
+  GRPO_X,
+  WARM_START_X,
+  chartDataOf,
+  heldOutDataOf,
+  heldOutSubtitle,
+  warmStartDataOf,
+  warmStartSubtitle,
+  type ChartGroup,
+  type ChartSpec,
+} from '../charts/chartSpecs';
 import { LineChart } from '../charts/LineChart';
 import { DEFAULT_SMOOTHING } from '../charts/smoothing';
 import { SmoothingSelect } from '../charts/SmoothingSelect';
@@ -14,14 +26,27 @@ import { type MetricPoint, usePlayground } from '../state/store';
 
 function SpecChart({ spec, points, smoothing }: { spec: ChartSpec; points: readonly MetricPoint[]; smoothing: number }) {
   const data = useMemo(() => chartDataOf(spec, points), [spec, points]);
-  return <LineChart id={spec.id} title={spec.title} data={data} yMin={spec.yMin} yMax={spec.yMax} smoothing={smoothing} xLabel={GRPO_X} legendColumns={spec.legendColumns} />;
+  return (
+    <LineChart
+      id={spec.id}
+      title={spec.title}
+      data={data}
+      yMin={spec.yMin}
+      yMax={spec.yMax}
+      smoothing={smoothing}
+      xLabel={GRPO_X}
+      legendColumns={spec.legendColumns}
+    />
+  );
 }
 
 export function HeldOutChart() {
   const points = usePlayground((s) => s.metrics);
   const frontier = usePlayground((s) => s.frontier);
   const data = useMemo(() => heldOutDataOf(points, frontier), [points, frontier]);
-  return <LineChart id="heldout" title="Held-out accuracy" subtitle={heldOutSubtitle(data)} data={data} yMin={0} yMax={1} smoothing={0} sparse xLabel={GRPO_X} />;
+  return (
+    <LineChart id="heldout" title="Held-out accuracy" subtitle={heldOutSubtitle(data)} data={data} yMin={0} yMax={1} smoothing={0} sparse xLabel={GRPO_X} />
+  );
 }
 
 /** Drawn once the model has warm-start steps: the loss smoothed like the GRPO curves, the lr raw on its own axis. */
@@ -29,7 +54,18 @@ function WarmStartChart({ smoothing }: { smoothing: number }) {
   const rows = usePlayground((s) => s.sftMetrics);
   const { data, lr, skipped } = useMemo(() => warmStartDataOf(rows), [rows]);
   if (rows.length === 0) return null;
-  return <LineChart id="warmstart" title="Warm-start loss" subtitle={warmStartSubtitle(rows.length, skipped)} data={data} yMin={0} smoothing={smoothing} xLabel={WARM_START_X} secondary={lr} />;
+  return (
+    <LineChart
+      id="warmstart"
+      title="Warm-start loss"
+      subtitle={warmStartSubtitle(rows.length, skipped)}
+      data={data}
+      yMin={0}
+      smoothing={smoothing}
+      xLabel={WARM_START_X}
+      secondary={lr}
+    />
+  );
 }
 
 /** The groups open when the page opens: what a run learns and what it costs. */
@@ -39,7 +75,12 @@ function ChartFold({ group, title, points, smoothing }: { group: ChartGroup; tit
   const [open, setOpen] = useState(OPEN_AT_START.has(group));
   const specs = CHARTS.filter((c) => c.group === group);
   return (
-    <details className="fold chart-fold" data-testid={`chart-group-${group}`} open={open} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+    <details
+      className="fold chart-fold"
+      data-testid={`chart-group-${group}`}
+      open={open}
+      onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
+    >
       <summary>
         {title} <span className="muted small">({specs.map((c) => c.title).join(' · ')})</span>
       </summary>
@@ -76,7 +117,12 @@ export function ChartsPanel() {
         )}
       </h2>
       <div className="row small">
-        <SmoothingSelect testId="chart-smoothing" value={smoothing} onChange={setSmoothing} title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets)." />
+        <SmoothingSelect
+          testId="chart-smoothing"
+          value={smoothing}
+          onChange={setSmoothing}
+          title="Exponential moving average over steps, debiased as in TensorBoard; the raw values are drawn faint behind. Legends: the last smoothed value (raw in brackets)."
+        />
       </div>
       {sftRows > 0 && (
         <div className="charts">

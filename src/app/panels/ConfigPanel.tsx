@@ -8,7 +8,22 @@ import type { Field as TableField } from '../../core/runConfig';
 import { RUN_RECIPES, TASK_NAMES, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
-import { ESSENTIAL_FIELDS, FOLD_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe, type ConfigProp, type Draft } from '../state/configForm';
+import {
+  ESSENTIAL_FIELDS,
+  FOLD_FIELDS,
+  changedKeys,
+  configOfDraft,
+  draftErrors,
+  draftOf,
+  optionPresetsOf,
+  presetOfDraft,
+  recipesOfDraft,
+  retaskDraft,
+  withPreset,
+  withRecipe,
+  type ConfigProp,
+  type Draft,
+} from '../state/configForm';
 import { usePlayground } from '../state/store';
 
 /** The task options: JSON typed, or a named setting of the draft's task picked beside it ("custom" when it is none). */
@@ -17,7 +32,13 @@ function TaskOptionsInput({ id, prop, draft, error, onDraft }: { id: string; pro
   const chosen = presetOfDraft(draft) ?? 'custom';
   return (
     <span className="task-options">
-      <select data-testid={`${id}-preset`} aria-label="named setting of the task options" value={chosen} title="the task's named settings; typing in the field beside makes it custom" onChange={(e) => onDraft(withPreset(draft, e.target.value))}>
+      <select
+        data-testid={`${id}-preset`}
+        aria-label="named setting of the task options"
+        value={chosen}
+        title="the task's named settings; typing in the field beside makes it custom"
+        onChange={(e) => onDraft(withPreset(draft, e.target.value))}
+      >
         {presets.map((p) => (
           <option key={p.name} value={p.name}>
             {p.label}
@@ -25,12 +46,36 @@ function TaskOptionsInput({ id, prop, draft, error, onDraft }: { id: string; pro
         ))}
         {chosen === 'custom' && <option value="custom">custom</option>}
       </select>
-      <input id={id} data-testid={id} className={error ? 'json invalid' : 'json'} value={String(draft.taskOptions ?? '')} spellCheck={false} title={`${prop.help}: ${rangeOf(prop)}`} onChange={(e) => onDraft({ ...draft, taskOptions: e.target.value })} />
+      <input
+        id={id}
+        data-testid={id}
+        className={error ? 'json invalid' : 'json'}
+        value={String(draft.taskOptions ?? '')}
+        spellCheck={false}
+        title={`${prop.help}: ${rangeOf(prop)}`}
+        onChange={(e) => onDraft({ ...draft, taskOptions: e.target.value })}
+      />
     </span>
   );
 }
 
-function Field({ prop, value, error, changed, onChange, draft, onDraft }: { prop: ConfigProp; value: Draft[keyof Draft]; error?: string; changed: boolean; onChange: (v: NonNullable<Draft[keyof Draft]>) => void; draft: Draft; onDraft: (d: Draft) => void }) {
+function Field({
+  prop,
+  value,
+  error,
+  changed,
+  onChange,
+  draft,
+  onDraft,
+}: {
+  prop: ConfigProp;
+  value: Draft[keyof Draft];
+  error?: string;
+  changed: boolean;
+  onChange: (v: NonNullable<Draft[keyof Draft]>) => void;
+  draft: Draft;
+  onDraft: (d: Draft) => void;
+}) {
   const id = `config-${prop.key}`;
   let input;
   if (prop.type === 'json') {
@@ -52,14 +97,27 @@ function Field({ prop, value, error, changed, onChange, draft, onDraft }: { prop
       <span id={id} data-testid={id} className="budgets">
         {BUDGET_BUCKETS.map((b) => (
           <label key={b}>
-            <input type="checkbox" checked={chosen.includes(b)} onChange={(e) => onChange(e.target.checked ? [...chosen, b].sort((x, y) => x - y) : chosen.filter((c) => c !== b))} />
+            <input
+              type="checkbox"
+              checked={chosen.includes(b)}
+              onChange={(e) => onChange(e.target.checked ? [...chosen, b].sort((x, y) => x - y) : chosen.filter((c) => c !== b))}
+            />
             {b}
           </label>
         ))}
       </span>
     );
   } else {
-    input = <input id={id} data-testid={id} className={error ? 'num invalid' : 'num'} value={String(value ?? '')} title={`${prop.help}: ${rangeOf(prop)}`} onChange={(e) => onChange(e.target.value)} />;
+    input = (
+      <input
+        id={id}
+        data-testid={id}
+        className={error ? 'num invalid' : 'num'}
+        value={String(value ?? '')}
+        title={`${prop.help}: ${rangeOf(prop)}`}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    );
   }
   return (
     <>
@@ -111,9 +169,19 @@ function ConfigFold({ id, title, fields, grid }: { id: string; title: string; fi
   const edited = fields.filter((f) => grid.changed.has(f.key)).length;
   const shown = open || wrong > 0 || edited > 0;
   return (
-    <details className="fold config-fold" data-testid={`config-fold-${id}`} open={shown} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+    <details
+      className="fold config-fold"
+      data-testid={`config-fold-${id}`}
+      open={shown}
+      onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
+    >
       <summary>
-        {title} <span className="muted small">({fields.length}{edited > 0 ? `, ${edited} changed` : ''}{wrong > 0 ? `, ${wrong} to fix` : ''})</span>
+        {title}{' '}
+        <span className="muted small">
+          ({fields.length}
+          {edited > 0 ? `, ${edited} changed` : ''}
+          {wrong > 0 ? `, ${wrong} to fix` : ''})
+        </span>
       </summary>
       <FieldGrid fields={fields} {...grid} />
     </details>
@@ -161,7 +229,13 @@ export function ConfigPanel() {
           onChange={(e) => e.target.value !== 'custom' && setDraft(withRecipe(draft, e.target.value))}
         >
           {RUN_RECIPES.map((r) => (
-            <option key={r.name} value={r.name} title={Object.entries(r.fields).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(', ')}>
+            <option
+              key={r.name}
+              value={r.name}
+              title={Object.entries(r.fields)
+                .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+                .join(', ')}
+            >
               {r.label}
             </option>
           ))}
@@ -173,7 +247,13 @@ export function ConfigPanel() {
         <ConfigFold key={fold.id} id={fold.id} title={fold.title} fields={fold.fields} grid={grid} />
       ))}
       <div className="buttons">
-        <button type="button" data-testid="config-apply" disabled={!next || changed.size === 0 || !idle || pending !== null} onClick={() => next && void applyConfig(next)} title={idle ? 'Send to the engine and write into the URL' : 'Pause first'}>
+        <button
+          type="button"
+          data-testid="config-apply"
+          disabled={!next || changed.size === 0 || !idle || pending !== null}
+          onClick={() => next && void applyConfig(next)}
+          title={idle ? 'Send to the engine and write into the URL' : 'Pause first'}
+        >
           Apply{changed.size > 0 ? ` (${changed.size})` : ''}
         </button>
         <button type="button" data-testid="config-revert" disabled={changed.size === 0} onClick={() => setDraft(draftOf(config))}>

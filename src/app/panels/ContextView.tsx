@@ -18,7 +18,12 @@ export function TokenText({ ctx }: { ctx: Pick<ContextTrace, 'tokens' | 'writers
   return (
     <div className="tokens">
       {contextPieces(ctx).map((p, i) => (
-        <span key={i} className={`tok w-${p.writer}${p.special ? ' special' : ''}`} data-writer={p.writer} title={`#${i} ${WRITER_NAMES[p.writer]} (id ${ctx.tokens[i]})`}>
+        <span
+          key={i}
+          className={`tok w-${p.writer}${p.special ? ' special' : ''}`}
+          data-writer={p.writer}
+          title={`#${i} ${WRITER_NAMES[p.writer]} (id ${ctx.tokens[i]})`}
+        >
           {p.text}
         </span>
       ))}
@@ -38,9 +43,13 @@ export function ContextView({ ctx }: { ctx: ContextTrace }) {
   const facts = [
     ctx.role === 'root' ? `root #${ctx.id}` : `clone #${ctx.id} of #${ctx.parent} · round ${ctx.round}`,
     ctx.budget !== null ? `budget ${ctx.budget}` : null,
-    ctx.spans ? `${ctx.generatedTokens} generated tokens (text only: the source's token count)` : `${ctx.generatedTokens} generated / ${ctx.tokens.length} tokens`,
+    ctx.spans
+      ? `${ctx.generatedTokens} generated tokens (text only: the source's token count)`
+      : `${ctx.generatedTokens} generated / ${ctx.tokens.length} tokens`,
     `answer ${ctx.answer ?? '∅'}`,
-    ctx.credit ? `reward ${ctx.credit.reward.toFixed(3)} · advantage ${ctx.credit.advantage.toFixed(3)} · weight ${ctx.credit.weight.toFixed(3)}${ctx.credit.gated ? ' · gated' : ''}` : null,
+    ctx.credit
+      ? `reward ${ctx.credit.reward.toFixed(3)} · advantage ${ctx.credit.advantage.toFixed(3)} · weight ${ctx.credit.weight.toFixed(3)}${ctx.credit.gated ? ' · gated' : ''}`
+      : null,
   ].filter(Boolean);
   return (
     <div className="context-view" data-testid="context-view" data-context={ctx.id}>

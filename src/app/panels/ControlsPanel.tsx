@@ -88,10 +88,10 @@ function FirstUseHint() {
   };
   return (
     <div className="hint small" data-testid="first-use-hint" role="note">
-      <b>First time here?</b> <b>Train</b> runs GRPO on the loaded warm start (the recipe in Config) until Pause; <b>Step</b> takes one step.
-      On the right, <i>What the run is learning</i> says in a sentence what the held-out evaluations show, and the <i>Delegation tree</i> draws the newest rollout
-      as it arrives. Click a row under <i>Rollouts</i> to hold one, and try <i>Step in slow motion</i> to see one step stage by stage. Runs are saved in this
-      browser; hover a config field for its meaning.{' '}
+      <b>First time here?</b> <b>Train</b> runs GRPO on the loaded warm start (the recipe in Config) until Pause; <b>Step</b> takes one step. On the right,{' '}
+      <i>What the run is learning</i> says in a sentence what the held-out evaluations show, and the <i>Delegation tree</i> draws the newest rollout as it
+      arrives. Click a row under <i>Rollouts</i> to hold one, and try <i>Step in slow motion</i> to see one step stage by stage. Runs are saved in this browser;
+      hover a config field for its meaning.{' '}
       <button type="button" className="link" data-testid="hint-dismiss" onClick={dismiss}>
         Got it
       </button>
@@ -131,7 +131,13 @@ export function ControlsPanel() {
         <button type="button" data-testid="step" disabled={!free} onClick={() => void step()} title="Exactly one GRPO step">
           Step
         </button>
-        <button type="button" data-testid="reset" disabled={!ready || pending !== null} onClick={() => void reset()} title="Back to the loaded checkpoint; curves and rollouts cleared">
+        <button
+          type="button"
+          data-testid="reset"
+          disabled={!ready || pending !== null}
+          onClick={() => void reset()}
+          title="Back to the loaded checkpoint; curves and rollouts cleared"
+        >
           Reset
         </button>
       </div>

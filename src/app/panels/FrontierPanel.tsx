@@ -11,10 +11,25 @@ import { exportSvg } from '../charts/svgExport';
 import { errorText, evaluateFrontier, exportFrontierCsv } from '../state/actions';
 import { usePlayground } from '../state/store';
 
-function parseForm(methods: string, limits: string, n: string): { ok: true; methods: ReturnType<typeof validateMethods>; limits: number[]; n: number } | { ok: false; error: string } {
+function parseForm(
+  methods: string,
+  limits: string,
+  n: string,
+): { ok: true; methods: ReturnType<typeof validateMethods>; limits: number[]; n: number } | { ok: false; error: string } {
   try {
-    const m = validateMethods(methods.split(',').map((s) => s.trim()).filter(Boolean));
-    const l = validateLimits(limits.split(',').map((s) => s.trim()).filter(Boolean).map(Number));
+    const m = validateMethods(
+      methods
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+    const l = validateLimits(
+      limits
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map(Number),
+    );
     return { ok: true, methods: m, limits: l, n: validateProblemCount(n.trim() === '' ? NaN : Number(n)) };
   } catch (e) {
     return { ok: false, error: errorText(e) };
@@ -41,12 +56,21 @@ export function FrontierPanel() {
       <h2>
         Frontier{' '}
         <span className="muted" data-testid="frontier-status">
-          {evaluating ? 'evaluating…' : `${points.length === 0 ? 'no points yet' : `${points.length} points · monitor set, ${nSummary(points)}`}${evalEvery > 0 ? ` · during training every ${evalEvery} steps at n = ${evalN}` : ''}`}
+          {evaluating
+            ? 'evaluating…'
+            : `${points.length === 0 ? 'no points yet' : `${points.length} points · monitor set, ${nSummary(points)}`}${evalEvery > 0 ? ` · during training every ${evalEvery} steps at n = ${evalN}` : ''}`}
         </span>
       </h2>
       <div className="row">
         <label>
-          methods <input data-testid="frontier-methods" className={form.ok ? 'mono' : 'mono invalid'} size={22} value={methods} onChange={(e) => setMethods(e.target.value)} />
+          methods{' '}
+          <input
+            data-testid="frontier-methods"
+            className={form.ok ? 'mono' : 'mono invalid'}
+            size={22}
+            value={methods}
+            onChange={(e) => setMethods(e.target.value)}
+          />
         </label>
         <label>
           limits <input data-testid="frontier-limits" className="mono" size={12} value={limits} onChange={(e) => setLimits(e.target.value)} />
@@ -54,11 +78,21 @@ export function FrontierPanel() {
         <label>
           n <input data-testid="frontier-n" className="num" value={n ?? String(evalN)} onChange={(e) => setN(e.target.value)} />
         </label>
-        <button type="button" data-testid="frontier-run" disabled={!free || !form.ok} onClick={() => form.ok && void evaluateFrontier(form.methods, form.limits, form.n)} title="Evaluate the current weights: every method at every root limit">
+        <button
+          type="button"
+          data-testid="frontier-run"
+          disabled={!free || !form.ok}
+          onClick={() => form.ok && void evaluateFrontier(form.methods, form.limits, form.n)}
+          title="Evaluate the current weights: every method at every root limit"
+        >
           Evaluate
         </button>
       </div>
-      {!form.ok && <p className="field-error" data-testid="frontier-form-error">{form.error}</p>}
+      {!form.ok && (
+        <p className="field-error" data-testid="frontier-form-error">
+          {form.error}
+        </p>
+      )}
       <div className="row">
         <span className="muted">cost</span>
         {/* A toggle: the chosen axis is pressed (drawn active), not disabled. */}
@@ -70,7 +104,12 @@ export function FrontierPanel() {
             critical path
           </button>
         </span>
-        <button type="button" data-testid="frontier-export-svg" disabled={points.length === 0} onClick={() => svgRef.current && exportSvg(svgRef.current, `frontier-${cost}.svg`)}>
+        <button
+          type="button"
+          data-testid="frontier-export-svg"
+          disabled={points.length === 0}
+          onClick={() => svgRef.current && exportSvg(svgRef.current, `frontier-${cost}.svg`)}
+        >
           SVG
         </button>
         <button type="button" data-testid="frontier-export-csv" disabled={points.length === 0} onClick={() => exportFrontierCsv()}>

@@ -43,7 +43,13 @@ export function ModelPanel() {
       )}
       <ProvenanceView />
       <div className="buttons">
-        <button type="button" data-testid="export-weights" disabled={!free} onClick={() => void exportWeights()} title="model.safetensors, config.json, tokenizer.json, selfcest.json and provenance.json in one .tar">
+        <button
+          type="button"
+          data-testid="export-weights"
+          disabled={!free}
+          onClick={() => void exportWeights()}
+          title="model.safetensors, config.json, tokenizer.json, selfcest.json and provenance.json in one .tar"
+        >
           Weights (.tar)
         </button>
         <button type="button" data-testid="export-traces" disabled={!free} onClick={() => void exportTraces()}>

@@ -9,7 +9,8 @@ const SHOWN: Record<'grpo' | 'sft', readonly string[]> = {
 };
 
 function eventText(e: ProvenanceEvent): string {
-  if (e.kind === 'load') return `load ${e.source} (${e.preset}${e.trainedBy ? `, trained by ${e.trainedBy === 'grpo' ? 'GRPO' : 'a warm start'}` : ''}) at v${e.policyVersion}`;
+  if (e.kind === 'load')
+    return `load ${e.source} (${e.preset}${e.trainedBy ? `, trained by ${e.trainedBy === 'grpo' ? 'GRPO' : 'a warm start'}` : ''}) at v${e.policyVersion}`;
   const shown = SHOWN[e.kind].map((k) => `${k} ${JSON.stringify(e.settings[k])}`).join(', ');
   return `${e.kind === 'grpo' ? 'GRPO' : 'warm start'} steps ${e.firstStep}–${e.lastStep}, v${e.fromVersion}→v${e.toVersion}: ${shown}`;
 }

@@ -1,7 +1,16 @@
 /** Kept training episodes, newest first, filtered (rolloutFilter.ts); a row opens its delegation tree. Below: the kept episodes by problem size. */
 import { useState } from 'react';
 import { openTree } from '../state/actions';
-import { BASIC_FILTERS, FILTER_HELP, type RolloutFilter, countLine, filterRollouts, isRolloutFilter, markBadges, violationClassesOf } from '../state/rolloutFilter';
+import {
+  BASIC_FILTERS,
+  FILTER_HELP,
+  type RolloutFilter,
+  countLine,
+  filterRollouts,
+  isRolloutFilter,
+  markBadges,
+  violationClassesOf,
+} from '../state/rolloutFilter';
 import { usePlayground } from '../state/store';
 import { SizeStrategy } from './SizeStrategy';
 import { type EpisodeTrace, recordedReward } from '../../core/rollout/trace';
@@ -82,10 +91,16 @@ export function RolloutTable() {
             <tr>
               <th className="num">step</th>
               <th>problem</th>
-              <th className="num" title="answer / truth">ans / truth</th>
+              <th className="num" title="answer / truth">
+                ans / truth
+              </th>
               <th className="num">reward</th>
-              <th className="num" title="generated tokens: total / critical path">tokens</th>
-              <th className="num" title="clones">cl.</th>
+              <th className="num" title="generated tokens: total / critical path">
+                tokens
+              </th>
+              <th className="num" title="clones">
+                cl.
+              </th>
               <th>violations, gates</th>
             </tr>
           </thead>
@@ -98,7 +113,9 @@ export function RolloutTable() {
                 data-correct={trace.correct}
                 data-violations={trace.violations.length}
                 data-gated={trace.contexts.some((c) => c.credit?.gated === true)}
-                className={key === selected ? 'selected' : ''} onClick={() => openTree({ kind: 'episode', key })}>
+                className={key === selected ? 'selected' : ''}
+                onClick={() => openTree({ kind: 'episode', key })}
+              >
                 <td className="num">{step}</td>
                 <td className="mono wrap" title={trace.prompt}>
                   {trace.prompt}

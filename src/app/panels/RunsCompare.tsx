@@ -8,7 +8,21 @@ import { useMemo, useState } from 'react';
 import { type Crosshair, LineChart } from '../charts/LineChart';
 import { type FlatConfig, configDiff, valueText } from '../runs/configDiff';
 import type { KeptRun } from '../runs/keptRun';
-import { type DrawnRun, type OverlayAxis, type OverlayData, type OverlayX, OVERLAY_AXES, OVERLAY_METRICS, crosshairReader, heldOutNs, heldOutOverlay, overlayData, overlayMetric, overlayX, unplacedNote } from '../runs/overlay';
+import {
+  type DrawnRun,
+  type OverlayAxis,
+  type OverlayData,
+  type OverlayX,
+  OVERLAY_AXES,
+  OVERLAY_METRICS,
+  crosshairReader,
+  heldOutNs,
+  heldOutOverlay,
+  overlayData,
+  overlayMetric,
+  overlayX,
+  unplacedNote,
+} from '../runs/overlay';
 
 export interface ComparedRun extends DrawnRun {
   config: FlatConfig | null;
@@ -28,13 +42,41 @@ function MetricChart({ id, runs, smoothing, x }: { id: string; runs: readonly Dr
   const metric = overlayMetric(id);
   const data = useMemo(() => overlayData(metric, runs, x), [metric, runs, x]);
   const crosshair = useCrosshair(data, smoothing, x);
-  return <LineChart id={`runs-${id.replace(/[^\w-]/g, '_')}`} title={metric.title} data={data} yMin={metric.yMin} yMax={metric.yMax} smoothing={smoothing} legendColumns={1} xLabel={x.label} xFormat={x.tick} crosshair={crosshair} />;
+  return (
+    <LineChart
+      id={`runs-${id.replace(/[^\w-]/g, '_')}`}
+      title={metric.title}
+      data={data}
+      yMin={metric.yMin}
+      yMax={metric.yMax}
+      smoothing={smoothing}
+      legendColumns={1}
+      xLabel={x.label}
+      xFormat={x.tick}
+      crosshair={crosshair}
+    />
+  );
 }
 
 function HeldOutChart({ runs, x }: { runs: readonly DrawnRun[]; x: OverlayX }) {
   const data = useMemo(() => heldOutOverlay(runs, x), [runs, x]);
   const crosshair = useCrosshair(data, 0, x);
-  return <LineChart id="runs-heldout" title="Held-out accuracy" subtitle={heldOutNs(runs)} data={data} yMin={0} yMax={1} smoothing={0} sparse legendColumns={1} xLabel={x.label} xFormat={x.tick} crosshair={crosshair} />;
+  return (
+    <LineChart
+      id="runs-heldout"
+      title="Held-out accuracy"
+      subtitle={heldOutNs(runs)}
+      data={data}
+      yMin={0}
+      yMax={1}
+      smoothing={0}
+      sparse
+      legendColumns={1}
+      xLabel={x.label}
+      xFormat={x.tick}
+      crosshair={crosshair}
+    />
+  );
 }
 
 function DiffTable({ runs }: { runs: readonly ComparedRun[] }) {
@@ -45,7 +87,9 @@ function DiffTable({ runs }: { runs: readonly ComparedRun[] }) {
       <h3>
         Settings that differ{' '}
         <span className="muted" data-testid="runs-diff-summary" data-differ={diff.rows.length}>
-          {runs.length - diff.unrecorded.length < 2 ? 'fewer than two of these runs recorded their config' : `${diff.rows.length} differ${diff.rows.length === 1 ? 's' : ''}, ${diff.agreeing} agree${diff.agreeing === 1 ? 's' : ''}`}
+          {runs.length - diff.unrecorded.length < 2
+            ? 'fewer than two of these runs recorded their config'
+            : `${diff.rows.length} differ${diff.rows.length === 1 ? 's' : ''}, ${diff.agreeing} agree${diff.agreeing === 1 ? 's' : ''}`}
           {unrecorded.length > 0 && ` · no config recorded for ${unrecorded.join(', ')} (import its run.json)`}
         </span>
       </h3>
@@ -85,15 +129,31 @@ export function RunsCompare({ runs, smoothing }: { runs: readonly ComparedRun[];
   const [extra, setExtra] = useState('accuracy');
   const [axis, setAxis] = useState<OverlayAxis>('step');
   const drawn = useMemo(() => runs.map((r) => ({ run: r.run, color: r.color })), [runs]);
-  const x = useMemo(() => overlayX(axis, drawn.map((r) => r.run)), [axis, drawn]);
-  const note = axis === 'step' ? '' : unplacedNote(x, drawn.map((r) => r.run.name));
+  const x = useMemo(
+    () =>
+      overlayX(
+        axis,
+        drawn.map((r) => r.run),
+      ),
+    [axis, drawn],
+  );
+  const note =
+    axis === 'step'
+      ? ''
+      : unplacedNote(
+          x,
+          drawn.map((r) => r.run.name),
+        );
   const last = (run: KeptRun) => run.metrics.at(-1)?.metrics.step ?? 0;
   return (
     <div className="runs-compare" data-testid="runs-compare" data-runs={runs.length}>
       <ul className="runs-legend" data-testid="runs-legend" aria-label="runs compared">
         {runs.map((r) => (
           <li key={r.run.id} data-testid="runs-legend-item" data-name={r.run.name}>
-            <span className="run-swatch" style={{ background: r.color }} aria-hidden="true" /> {r.run.name} <span className="muted">({last(r.run)} step{last(r.run) === 1 ? '' : 's'})</span>
+            <span className="run-swatch" style={{ background: r.color }} aria-hidden="true" /> {r.run.name}{' '}
+            <span className="muted">
+              ({last(r.run)} step{last(r.run) === 1 ? '' : 's'})
+            </span>
           </li>
         ))}
       </ul>

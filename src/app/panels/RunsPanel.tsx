@@ -47,7 +47,8 @@ const fmt = (v: number, digits = 3) => (Number.isFinite(v) ? v.toFixed(digits) :
 function originText(run: KeptRun): string {
   const o = run.origin;
   if (run.id === CURRENT) return 'this page, now';
-  if (o.kind === 'page') return `page · ${o.model.preset} from ${o.model.source} · policy v${run.counters.policyVersion ?? '?'}${o.hash ? ` · #${o.hash}` : ''}`;
+  if (o.kind === 'page')
+    return `page · ${o.model.preset} from ${o.model.source} · policy v${run.counters.policyVersion ?? '?'}${o.hash ? ` · #${o.hash}` : ''}`;
   return `CLI · ${o.files.join(' + ')}${o.command ? ` · ${o.command.join(' ')}` : ''}`;
 }
 
@@ -76,7 +77,23 @@ function RolloutPicker({ run }: { run: KeptRun }) {
   );
 }
 
-function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: { run: KeptRun; index: number; selected: boolean; onToggle: () => void; config: FlatConfig | null; differs: boolean[]; smoothing: number }) {
+function RunRow({
+  run,
+  index,
+  selected,
+  onToggle,
+  config,
+  differs,
+  smoothing,
+}: {
+  run: KeptRun;
+  index: number;
+  selected: boolean;
+  onToggle: () => void;
+  config: FlatConfig | null;
+  differs: boolean[];
+  smoothing: number;
+}) {
   const [draft, setDraft] = useState<string | null>(null);
   const outcome = runOutcome(run, smoothing);
   const kept = run.id !== CURRENT;
@@ -120,7 +137,11 @@ function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: 
       <td className="num" data-testid="run-reward">
         {fmt(outcome.reward)}
       </td>
-      <td className="num" data-testid="run-heldout" title={outcome.heldOut ? `step ${outcome.heldOut.step}${outcome.heldOut.n !== null ? `, n = ${outcome.heldOut.n}` : ''}` : 'no held-out evaluation'}>
+      <td
+        className="num"
+        data-testid="run-heldout"
+        title={outcome.heldOut ? `step ${outcome.heldOut.step}${outcome.heldOut.n !== null ? `, n = ${outcome.heldOut.n}` : ''}` : 'no held-out evaluation'}
+      >
         {outcome.heldOut ? `${fmt(outcome.heldOut.accuracy)} @${outcome.heldOut.step}` : '—'}
       </td>
       <td className="run-actions">
@@ -129,11 +150,21 @@ function RunRow({ run, index, selected, onToggle, config, differs, smoothing }: 
             <button type="button" data-testid="run-rename" onClick={() => setDraft(run.name)}>
               Rename
             </button>
-            <button type="button" data-testid="run-export" title="Download this run's record (curves, held-out readings, config); Import reads it back" onClick={() => exportKeptRun(run.id)}>
+            <button
+              type="button"
+              data-testid="run-export"
+              title="Download this run's record (curves, held-out readings, config); Import reads it back"
+              onClick={() => exportKeptRun(run.id)}
+            >
               Export
             </button>
             {run.origin.kind === 'page' && (
-              <button type="button" data-testid="run-reopen" title="Apply this run's config to the page (its weights were not kept: a new run starts from its start checkpoint)" onClick={() => void reopenKeptRun(run.id)}>
+              <button
+                type="button"
+                data-testid="run-reopen"
+                title="Apply this run's config to the page (its weights were not kept: a new run starts from its start checkpoint)"
+                onClick={() => void reopenKeptRun(run.id)}
+              >
                 Use config
               </button>
             )}
@@ -176,7 +207,10 @@ export function RunsPanel() {
   // A key setting is marked where the listed runs do not all agree on it.
   const differs = KEY_SETTINGS.map((k) => new Set(configs.filter((c): c is FlatConfig => c !== null).map((c) => k.text(c))).size > 1);
   // Memoised: the charts redraw when the ticked runs change, not at every render of the panel.
-  const selected = useMemo(() => runs.map((r, i) => ({ run: r, color: runColour(i), config: configs[i] })).filter((d) => picked.includes(d.run.id)), [runs, configs, picked]);
+  const selected = useMemo(
+    () => runs.map((r, i) => ({ run: r, color: runColour(i), config: configs[i] })).filter((d) => picked.includes(d.run.id)),
+    [runs, configs, picked],
+  );
   const toggle = (id: string) => setPicked((p) => (p.includes(id) ? p.filter((x) => x !== id) : [...p, id]));
   const act = async (f: () => Promise<unknown>) => {
     setBusy(true);
@@ -197,8 +231,7 @@ export function RunsPanel() {
       </h2>
       <div className="row">
         <label>
-          keep the current run as{' '}
-          <input data-testid="keep-run-name" size={34} placeholder={suggested} value={name} onChange={(e) => setName(e.target.value)} />
+          keep the current run as <input data-testid="keep-run-name" size={34} placeholder={suggested} value={name} onChange={(e) => setName(e.target.value)} />
         </label>
         <button
           type="button"
@@ -230,7 +263,11 @@ export function RunsPanel() {
         </label>
       </div>
       {note && (
-        <p className={note.kind === 'error' ? 'error' : 'muted'} role={note.kind === 'error' ? 'alert' : undefined} data-testid={note.kind === 'error' ? 'runs-error' : 'runs-note'}>
+        <p
+          className={note.kind === 'error' ? 'error' : 'muted'}
+          role={note.kind === 'error' ? 'alert' : undefined}
+          data-testid={note.kind === 'error' ? 'runs-error' : 'runs-note'}
+        >
           {note.message}
         </p>
       )}
@@ -266,14 +303,28 @@ export function RunsPanel() {
             </thead>
             <tbody>
               {runs.map((run, i) => (
-                <RunRow key={run.id} run={run} index={i} selected={picked.includes(run.id)} onToggle={() => toggle(run.id)} config={configs[i]} differs={differs} smoothing={smoothing} />
+                <RunRow
+                  key={run.id}
+                  run={run}
+                  index={i}
+                  selected={picked.includes(run.id)}
+                  onToggle={() => toggle(run.id)}
+                  config={configs[i]}
+                  differs={differs}
+                  smoothing={smoothing}
+                />
               ))}
             </tbody>
           </table>
         </div>
       )}
       <div className="row small">
-        <SmoothingSelect testId="runs-smoothing" value={smoothing} onChange={setSmoothing} title="Exponential moving average over steps, debiased (as in the curves panel); the raw values faint behind" />
+        <SmoothingSelect
+          testId="runs-smoothing"
+          value={smoothing}
+          onChange={setSmoothing}
+          title="Exponential moving average over steps, debiased (as in the curves panel); the raw values faint behind"
+        />
         {selected.length === 1 && <span className="muted">tick one more run to overlay</span>}
       </div>
       {/* One ticked run draws its own curves (a run read back from verl, alone); two or more overlay. */}

@@ -14,7 +14,13 @@ export function SessionNote() {
       {session?.kind === 'restored' && (
         <p className="muted" data-testid="session-restored" data-step={session.step} data-policy-version={session.policyVersion}>
           restored session from {timeText(session.savedAt)}, GRPO step {session.step} (policy v{session.policyVersion}){' '}
-          <button type="button" data-testid="start-fresh" disabled={busy} onClick={() => void startFresh()} title="Drop the saved session and load the config's start checkpoint">
+          <button
+            type="button"
+            data-testid="start-fresh"
+            disabled={busy}
+            onClick={() => void startFresh()}
+            title="Drop the saved session and load the config's start checkpoint"
+          >
             Start fresh
           </button>
         </p>

@@ -79,7 +79,8 @@ function Column({ col, n, stage, scale, trained }: { col: EpisodeColumn; n: numb
   return (
     <div className="slow-col" data-testid="slow-episode">
       <div className="context-head">
-        <b>episode {n}</b> · answer <span className="mono">{col.answer ?? '∅'}</span> <span className={col.correct ? 'ok' : 'bad'}>{col.correct ? '✓' : '✗'}</span> · {col.contexts.length - 1} clone(s)
+        <b>episode {n}</b> · answer <span className="mono">{col.answer ?? '∅'}</span>{' '}
+        <span className={col.correct ? 'ok' : 'bad'}>{col.correct ? '✓' : '✗'}</span> · {col.contexts.length - 1} clone(s)
       </div>
       {stage >= 1 && (
         <table className="slow-terms" data-testid="slow-reward">
@@ -111,7 +112,10 @@ function Column({ col, n, stage, scale, trained }: { col: EpisodeColumn; n: numb
 
 function Anatomy({ a }: { a: StepAnatomy }) {
   // A new step opens at its first prompt that trained (a skipped group shows little), stage 1.
-  const firstTrained = Math.max(0, a.groups.findIndex((g) => g.trained));
+  const firstTrained = Math.max(
+    0,
+    a.groups.findIndex((g) => g.trained),
+  );
   const [group, setGroup] = useState(firstTrained);
   const [stage, setStage] = useState<Stage>(0);
   useEffect(() => {
@@ -126,7 +130,9 @@ function Anatomy({ a }: { a: StepAnatomy }) {
   return (
     <>
       <p className="small" data-testid="slow-summary">
-        Step {a.step} · policy v{a.policyVersionBefore} → v{a.policyVersionAfter} · {a.groups.length} prompts × {s.group} · {a.metrics.updates} update(s) (mini-batch {s.miniBatch ?? 'whole batch'}, epochs {s.innerEpochs}) · lr {s.lr} · clip {s.clipLow}/{s.clipHigh} · β {s.beta} · credit {s.credit} · gating {s.gating ? s.gateMode : 'off'}
+        Step {a.step} · policy v{a.policyVersionBefore} → v{a.policyVersionAfter} · {a.groups.length} prompts × {s.group} · {a.metrics.updates} update(s)
+        (mini-batch {s.miniBatch ?? 'whole batch'}, epochs {s.innerEpochs}) · lr {s.lr} · clip {s.clipLow}/{s.clipHigh} · β {s.beta} · credit {s.credit} ·
+        gating {s.gating ? s.gateMode : 'off'}
       </p>
       <div className="row">
         <button type="button" data-testid="slow-prev-prompt" disabled={group === 0} onClick={() => setGroup(group - 1)}>
@@ -142,7 +148,16 @@ function Anatomy({ a }: { a: StepAnatomy }) {
       </div>
       <div className="row slow-stages" role="tablist" aria-label="Stages of the step">
         {STAGES.map((name, i) => (
-          <button key={name} type="button" role="tab" aria-selected={stage === i} aria-pressed={stage === i} data-testid={`slow-stage-${i}`} className={stage >= i ? 'stage-on' : ''} onClick={() => setStage(i as Stage)}>
+          <button
+            key={name}
+            type="button"
+            role="tab"
+            aria-selected={stage === i}
+            aria-pressed={stage === i}
+            data-testid={`slow-stage-${i}`}
+            className={stage >= i ? 'stage-on' : ''}
+            onClick={() => setStage(i as Stage)}
+          >
             {i + 1}. {name}
           </button>
         ))}
@@ -154,8 +169,10 @@ function Anatomy({ a }: { a: StepAnatomy }) {
         {stage === 0 && 'The G episodes this prompt got, as the rollout workers sampled them from the behaviour policy.'}
         {stage === 1 && 'Each episode’s reward: its score less the length, call and unused-budget costs.'}
         {stage === 2 && baselineText(a, shown)}
-        {stage === 3 && `Each context’s credit: the root gets A; a clone gets ${s.credit === 'ratio' ? 'A · clamp(r_clone / R)' : 'A (broadcast)'}, with r_clone = R unless a gate (${s.gating ? s.gateMode : 'off'}) sets it to 0.`}
-        {stage === 4 && `Every generated token coloured by what the update did to its log-probability: green up, red down, full colour at ±${scale.toPrecision(2)} nats (the largest change in this group); hover for p before → after. Before: the behaviour policy at rollout; after: the weights this step produced.`}
+        {stage === 3 &&
+          `Each context’s credit: the root gets A; a clone gets ${s.credit === 'ratio' ? 'A · clamp(r_clone / R)' : 'A (broadcast)'}, with r_clone = R unless a gate (${s.gating ? s.gateMode : 'off'}) sets it to 0.`}
+        {stage === 4 &&
+          `Every generated token coloured by what the update did to its log-probability: green up, red down, full colour at ±${scale.toPrecision(2)} nats (the largest change in this group); hover for p before → after. Before: the behaviour policy at rollout; after: the weights this step produced.`}
       </p>
       <div className="slow-cols">
         {cols.map((c, j) => (
@@ -174,7 +191,13 @@ export function SlowMotionPanel() {
     <section className="panel" aria-label="Slow-motion step" data-testid="slow-panel">
       <h2>Slow-motion step</h2>
       <div className="row">
-        <button type="button" data-testid="slow-step" disabled={!ready} onClick={() => void slowStep()} title="Runs one real GRPO step of this run (it counts like Step) and opens it stage by stage">
+        <button
+          type="button"
+          data-testid="slow-step"
+          disabled={!ready}
+          onClick={() => void slowStep()}
+          title="Runs one real GRPO step of this run (it counts like Step) and opens it stage by stage"
+        >
           {pending === 'slowStep' ? 'Running the step…' : 'Step in slow motion'}
         </button>
         <span className="small muted">One real step of this run (it counts, like Step), opened stage by stage for one prompt at a time.</span>

@@ -42,7 +42,10 @@ export function StatusBar() {
           </dd>
         )}
         {workers !== null && (
-          <dd data-testid="workers" title="worker threads: rollout workers run the episodes; gradient workers share each update's gradient with the trainer (Config: Rollout workers, Gradient workers)">
+          <dd
+            data-testid="workers"
+            title="worker threads: rollout workers run the episodes; gradient workers share each update's gradient with the trainer (Config: Rollout workers, Gradient workers)"
+          >
             {workers.rollout} rollout · {workers.gradient} gradient worker{workers.gradient === 1 ? '' : 's'}
           </dd>
         )}

@@ -75,21 +75,39 @@ export function StepperPanel() {
           seed <input data-testid="stepper-seed" className={seedOk ? 'num' : 'num invalid'} value={seed} onChange={(e) => setSeed(e.target.value)} />
         </label>
         <label>
-          prompt <input data-testid="stepper-prompt" className="mono" placeholder="(a task problem from the seed)" value={prompt} onChange={(e) => setPrompt(e.target.value)} />
+          prompt{' '}
+          <input
+            data-testid="stepper-prompt"
+            className="mono"
+            placeholder="(a task problem from the seed)"
+            value={prompt}
+            onChange={(e) => setPrompt(e.target.value)}
+          />
         </label>
         <label>
           <input type="checkbox" data-testid="stepper-allow-spawn" checked={allowSpawn} onChange={(e) => setAllowSpawn(e.target.checked)} /> allow spawn
         </label>
-        <button type="button" data-testid="stepper-start" disabled={!free || !seedOk} onClick={() => {
+        <button
+          type="button"
+          data-testid="stepper-start"
+          disabled={!free || !seedOk}
+          onClick={() => {
             setNote(null);
             void stepperStart(seedNum, prompt, allowSpawn);
-          }}>
+          }}
+        >
           Start
         </button>
         <button type="button" data-testid="stepper-token" disabled={!canAdvance} onClick={() => void advance('token')}>
           Next token
         </button>
-        <button type="button" data-testid="stepper-spawn" disabled={!canAdvance} title="Until the next spawn or join; without one, to the end of the episode (and it says so)" onClick={() => void advance('spawn')}>
+        <button
+          type="button"
+          data-testid="stepper-spawn"
+          disabled={!canAdvance}
+          title="Until the next spawn or join; without one, to the end of the episode (and it says so)"
+          onClick={() => void advance('spawn')}
+        >
           To next spawn
         </button>
         <button type="button" data-testid="stepper-end" disabled={!canAdvance} onClick={() => void advance('end')}>
@@ -110,7 +128,8 @@ export function StepperPanel() {
             <span data-testid="stepper-generated" data-generated={generated} data-done={stepper.done}>
               {generated} tokens generated
             </span>{' '}
-            · {stepper.trace.contexts.length - 1} clone(s) · {stepper.done ? `done: answer ${stepper.trace.answer ?? '∅'} (truth ${stepper.trace.truth})` : `${stepper.live.length} live`} · <WriterLegend />
+            · {stepper.trace.contexts.length - 1} clone(s) ·{' '}
+            {stepper.done ? `done: answer ${stepper.trace.answer ?? '∅'} (truth ${stepper.trace.truth})` : `${stepper.live.length} live`} · <WriterLegend />
           </div>
           <div className="stepper-contexts">
             {stepper.trace.contexts.map((c) => (

@@ -26,7 +26,10 @@ function Reading({ r }: { r: LiveReading }) {
       data-delegated={r.delegationRate}
       title={`step ${r.step}, ${r.method}: ${Math.round(r.accuracy * r.n)} of ${r.n} held-out problems right, 95% interval [${pct(r.lo)}, ${pct(r.hi)}]${r.delegationRate !== undefined ? `; delegated ${pct(r.delegationRate)}` : ''}`}
     >
-      <span className="muted">{r.step}</span> {r.method} {pct(r.accuracy)} <span className="muted">[{pct(r.lo)}, {pct(r.hi)}]</span>
+      <span className="muted">{r.step}</span> {r.method} {pct(r.accuracy)}{' '}
+      <span className="muted">
+        [{pct(r.lo)}, {pct(r.hi)}]
+      </span>
     </li>
   );
 }
@@ -55,7 +58,17 @@ export function StoryPanel() {
       </p>
       <div className="story-charts">
         <HeldOutChart />
-        <LineChart id="heldout-delegated" title="Held-out problems delegated" subtitle="delegate, greedy: root started a clone" data={delegation} yMin={0} yMax={1} smoothing={0} sparse xLabel={GRPO_X} />
+        <LineChart
+          id="heldout-delegated"
+          title="Held-out problems delegated"
+          subtitle="delegate, greedy: root started a clone"
+          data={delegation}
+          yMin={0}
+          yMax={1}
+          smoothing={0}
+          sparse
+          xLabel={GRPO_X}
+        />
       </div>
       {readings.length > 0 && (
         <details className="fold" data-testid="heldout-readings">

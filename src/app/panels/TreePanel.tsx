@@ -16,7 +16,8 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
     if (tree?.kind === 'kept') {
       const run = keptRuns.find((r) => r.id === tree.run);
       const trace = run?.rollouts?.[tree.index];
-      if (run && trace) return { trace, live: new Set<number>(), label: `kept run "${run.name}"${trace.step !== undefined ? `, step ${trace.step}` : ''}`, following: false };
+      if (run && trace)
+        return { trace, live: new Set<number>(), label: `kept run "${run.name}"${trace.step !== undefined ? `, step ${trace.step}` : ''}`, following: false };
     }
     if (tree?.kind === 'stepper' && stepper) {
       return { trace: stepper.trace, live: new Set(stepper.live.map((l) => l.context)), label: 'stepper rollout', following: false };
@@ -27,7 +28,13 @@ function useTreeTrace(): { trace: EpisodeTrace | null; live: ReadonlySet<number>
     }
     // Nothing picked: the newest rollout, redrawn as steps arrive.
     const newest = tree === null ? newestRollout(episodes) : null;
-    if (newest) return { trace: newest.trace, live: new Set<number>(), label: `newest rollout (GRPO step ${newest.step}${newest.trace.contexts.length > 1 ? ', its last that delegated' : ''})`, following: true };
+    if (newest)
+      return {
+        trace: newest.trace,
+        live: new Set<number>(),
+        label: `newest rollout (GRPO step ${newest.step}${newest.trace.contexts.length > 1 ? ', its last that delegated' : ''})`,
+        following: true,
+      };
     return { trace: null, live: new Set<number>(), label: '', following: false };
   }, [tree, episodes, stepper, keptRuns]);
 }
@@ -37,16 +44,27 @@ function Summary({ trace, label }: { trace: EpisodeTrace; label: string }) {
   return (
     <div className="small" data-testid="tree-summary">
       {label} · policy v{trace.policyVersion} · <span className="mono">{trace.prompt}</span> = <span className="mono">{trace.truth}</span> · answer{' '}
-      <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total, {trace.tokens.criticalPath} critical path
-      {r && ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}${r.tokenPenalty ? ` − tokens ${r.tokenPenalty.toFixed(3)}` : ''}`}
-      {!r && trace.sourceReward && ` · reward ${trace.sourceReward.reward.toFixed(3)}${trace.sourceReward.score !== null ? ` (score ${trace.sourceReward.score.toFixed(3)})` : ''}, as the source trainer gave it`}
+      <span className={`mono ${trace.correct ? 'ok' : 'bad'}`}>{trace.answer ?? '∅'}</span> · {trace.rounds} round(s) · tokens {trace.tokens.total} total,{' '}
+      {trace.tokens.criticalPath} critical path
+      {r &&
+        ` · reward ${r.reward.toFixed(3)} = score ${r.score.toFixed(3)} − root ${r.rootPenalty.toFixed(3)} − clones ${r.clonePenalty.toFixed(3)} − calls ${r.callPenalty.toFixed(3)}${r.budgetPenalty ? ` − budget ${r.budgetPenalty.toFixed(3)}` : ''}${r.tokenPenalty ? ` − tokens ${r.tokenPenalty.toFixed(3)}` : ''}`}
+      {!r &&
+        trace.sourceReward &&
+        ` · reward ${trace.sourceReward.reward.toFixed(3)}${trace.sourceReward.score !== null ? ` (score ${trace.sourceReward.score.toFixed(3)})` : ''}, as the source trainer gave it`}
       {!r && trace.sourceReward && <SourceParts parts={trace.sourceReward.parts} />}
     </div>
   );
 }
 
 /** The parts of the reward a converted run logged: those it logged, and the ones it did not, named as not logged (never shown as 0). */
-const PART_LABELS = [['score', 'score'], ['rootPenalty', 'root'], ['clonePenalty', 'clones'], ['callPenalty', 'calls'], ['budgetPenalty', 'budget'], ['tokenPenalty', 'tokens']] as const;
+const PART_LABELS = [
+  ['score', 'score'],
+  ['rootPenalty', 'root'],
+  ['clonePenalty', 'clones'],
+  ['callPenalty', 'calls'],
+  ['budgetPenalty', 'budget'],
+  ['tokenPenalty', 'tokens'],
+] as const;
 
 function SourceParts({ parts }: { parts: NonNullable<EpisodeTrace['sourceReward']>['parts'] }) {
   const logged = PART_LABELS.filter(([k]) => parts?.[k] !== undefined);
@@ -89,7 +107,13 @@ export function TreePanel() {
           {following ? '· live: follows the newest rollout (pick a row of the rollout table to hold one)' : ''}
         </span>
         {!following && tree !== null && (
-          <button type="button" className="small" data-testid="tree-follow" onClick={followNewest} title="Show the newest rollout again, redrawn as training goes on">
+          <button
+            type="button"
+            className="small"
+            data-testid="tree-follow"
+            onClick={followNewest}
+            title="Show the newest rollout again, redrawn as training goes on"
+          >
             Follow newest
           </button>
         )}
@@ -104,7 +128,10 @@ export function TreePanel() {
           {ctx && <ContextView ctx={ctx} />}
         </>
       ) : (
-        <p className="muted">Press Train: the newest rollout's tree is drawn here (root, clones with their budgets, answers and gates). Or pick a rollout in the table, or open the stepper's rollout.</p>
+        <p className="muted">
+          Press Train: the newest rollout's tree is drawn here (root, clones with their budgets, answers and gates). Or pick a rollout in the table, or open the
+          stepper's rollout.
+        </p>
       )}
     </section>
   );

@@ -110,14 +110,24 @@ describe('session archive (IndexedDB)', () => {
 
     const archive = new SessionArchive(db.open());
     const back = await archive.load();
-    expect(back).toEqual({ kind: 'unreadable', savedAt: '2026-01-01T00:02:00.000Z', message: 'saved session: config: batch must be an integer in [1, 1024] (got 0)' });
+    expect(back).toEqual({
+      kind: 'unreadable',
+      savedAt: '2026-01-01T00:02:00.000Z',
+      message: 'saved session: config: batch must be an integer in [1, 1024] (got 0)',
+    });
 
     await archive.keepCurrent(back.kind === 'unreadable' ? back.message : '');
     expect(await archive.load()).toEqual({ kind: 'none' });
     // The fresh session's saves do not delete it.
     await archive.save({ ...sessionAt(1), origin: { ...sessionAt(1).origin, id: 'o2' } });
     expect(await kv.get(recordKey)).toBeDefined();
-    expect(await archive.kept()).toEqual([{ keys: [recordKey, expect.stringMatching(/^files-/), 'files-origin-o1'], savedAt: '2026-01-01T00:02:00.000Z', message: expect.stringContaining('batch must be') }]);
+    expect(await archive.kept()).toEqual([
+      {
+        keys: [recordKey, expect.stringMatching(/^files-/), 'files-origin-o1'],
+        savedAt: '2026-01-01T00:02:00.000Z',
+        message: expect.stringContaining('batch must be'),
+      },
+    ]);
     const fresh = await new SessionArchive(db.open()).load();
     expect(fresh.kind === 'ok' && fresh.session.counters.grpoSteps).toBe(1);
 
@@ -141,8 +151,15 @@ describe('session archive (IndexedDB)', () => {
     await kv.set(weightsKey, weights);
     const record = (await kv.get(recordKey)) as Record<string, unknown>;
     await kv.set(recordKey, { ...record, episodes: (record.episodes as string).replace('"schema":"selfcest-episode/1"', '"schema":"x"') });
-    expect(await new SessionArchive(kv).load()).toMatchObject({ kind: 'unreadable', message: expect.stringMatching(/^saved session: episodes: traces: line 1: schema is "x"/) });
+    expect(await new SessionArchive(kv).load()).toMatchObject({
+      kind: 'unreadable',
+      message: expect.stringMatching(/^saved session: episodes: traces: line 1: schema is "x"/),
+    });
     await kv.set('current', 'garbage');
-    expect(await new SessionArchive(kv).load()).toEqual({ kind: 'unreadable', savedAt: null, message: 'saved session: the pointer to the current save is damaged' });
+    expect(await new SessionArchive(kv).load()).toEqual({
+      kind: 'unreadable',
+      savedAt: null,
+      message: 'saved session: the pointer to the current save is damaged',
+    });
   });
 });

@@ -50,10 +50,7 @@ export interface KeptSession {
   message: string;
 }
 
-export type LoadResult =
-  | { kind: 'none' }
-  | { kind: 'ok'; session: SavedSession }
-  | { kind: 'unreadable'; savedAt: string | null; message: string };
+export type LoadResult = { kind: 'none' } | { kind: 'ok'; session: SavedSession } | { kind: 'unreadable'; savedAt: string | null; message: string };
 
 export class SessionArchive {
   /** Origins known to be stored (their files are written once, not with every save). */
@@ -122,7 +119,9 @@ export class SessionArchive {
   async keepCurrent(message: string): Promise<void> {
     const pointer = await this.kv.get(CURRENT);
     if (pointer === undefined) return;
-    const keys = isPointer(pointer) ? [pointer.record, pointer.weightsKey, pointer.originKey] : (await this.kv.keys()).filter((k) => k.startsWith('session-') || k.startsWith('files-'));
+    const keys = isPointer(pointer)
+      ? [pointer.record, pointer.weightsKey, pointer.originKey]
+      : (await this.kv.keys()).filter((k) => k.startsWith('session-') || k.startsWith('files-'));
     const savedAt = typeof (pointer as Partial<Pointer> | null)?.savedAt === 'string' ? (pointer as Pointer).savedAt : null;
     await this.kv.set(KEPT, [...(await this.kept()), { keys, savedAt, message }]);
     await this.kv.delMany([CURRENT]);

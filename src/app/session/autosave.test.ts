@@ -19,7 +19,10 @@ const engine = {
     requests.push(r);
     // The origin is the imported weights at v0.
     const origin = r.kind === 'exportWeights' && r.origin === true;
-    const reply: EngineReplies['exportWeights'] = { files: { 'model.safetensors': new Uint8Array([origin ? 0 : counters.policyVersion]) }, counters: origin ? { policyVersion: 0, grpoSteps: 0, sftSteps: 0 } : { ...counters } };
+    const reply: EngineReplies['exportWeights'] = {
+      files: { 'model.safetensors': new Uint8Array([origin ? 0 : counters.policyVersion]) },
+      counters: origin ? { policyVersion: 0, grpoSteps: 0, sftSteps: 0 } : { ...counters },
+    };
     return reply as EngineReplies[K];
   },
 };

@@ -53,10 +53,13 @@ export function startAutosave(engine: Pick<Engine, 'request'>, archive: SessionA
 
   const schedule = (delay: number) => {
     if (stopped || timer !== null) return;
-    timer = setTimeout(() => {
-      timer = null;
-      void run();
-    }, Math.max(0, delay));
+    timer = setTimeout(
+      () => {
+        timer = null;
+        void run();
+      },
+      Math.max(0, delay),
+    );
   };
 
   const request = (urgent: boolean) => {
@@ -192,7 +195,10 @@ function sessionOf(s: PlaygroundState, current: { files: FileSet; counters: Mode
     metrics: s.metrics.filter((m) => m.metrics.step <= current.counters.grpoSteps),
     sftMetrics: s.sftMetrics.filter((r) => r.step <= current.counters.sftSteps),
     frontier: s.frontier,
-    episodes: s.episodes.filter((e) => e.step <= current.counters.grpoSteps).slice(0, SAVED_EPISODES).map((e) => ({ step: e.step, trace: e.trace })),
+    episodes: s.episodes
+      .filter((e) => e.step <= current.counters.grpoSteps)
+      .slice(0, SAVED_EPISODES)
+      .map((e) => ({ step: e.step, trace: e.trace })),
     provenance: provenanceUpTo(s.provenance, current.counters.grpoSteps),
   };
 }

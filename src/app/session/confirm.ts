@@ -47,7 +47,8 @@ export function discardSummary(s: DiscardState): string | null {
   const rollouts = s.episodes.length > 0 ? plural(s.episodes.length, 'rollout') : null;
   const kept = keptCurrentRun(s);
   // Curves and frontier already kept in the Runs panel are not lost: only the weights and the rollouts.
-  if (kept !== null) return `the weights at policy v${s.policyVersion}${rollouts ? ` and ${rollouts}` : ''} (the curves and frontier points are kept as run "${kept.name}" in the Runs panel)`;
+  if (kept !== null)
+    return `the weights at policy v${s.policyVersion}${rollouts ? ` and ${rollouts}` : ''} (the curves and frontier points are kept as run "${kept.name}" in the Runs panel)`;
   const parts: string[] = [];
   if (s.metrics.length > 0) parts.push(`${plural(s.metrics.length, 'GRPO step')} of curves`);
   if (s.sftMetrics.length > 0) parts.push(plural(s.sftMetrics.length, 'warm-start step'));

@@ -113,7 +113,11 @@ export function fromRecord(raw: unknown, weights: unknown, origin: unknown): Sav
   const originCounters = checkCounters(raw.origin.counters, 'origin.counters');
   const metrics = checkRows<MetricPoint>(raw.metrics, 'metrics', (r) => isObject(r.metrics) && isCount(r.metrics.step) && typeof r.episodes === 'number');
   const sftMetrics = checkRows<SftMetricsRow>(raw.sftMetrics, 'sftMetrics', (r) => isCount(r.step) && typeof r.loss === 'number');
-  const frontier = checkRows<FrontierPoint>(raw.frontier, 'frontier', (r) => typeof r.method === 'string' && typeof r.limit === 'number' && typeof r.accuracy === 'number');
+  const frontier = checkRows<FrontierPoint>(
+    raw.frontier,
+    'frontier',
+    (r) => typeof r.method === 'string' && typeof r.limit === 'number' && typeof r.accuracy === 'number',
+  );
   if (typeof raw.episodes !== 'string') fail('episodes must be traces JSONL text');
   let traces: EpisodeTrace[];
   try {

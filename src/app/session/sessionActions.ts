@@ -28,7 +28,12 @@ export async function restoreSession(session: SavedSession): Promise<string | nu
   // The engine's log gets the saved history, so that exports after the reload hold the earlier steps
   // (rows, and the saved rollouts oldest first); the weights' file set carries the optimizer moments.
   const log = { metrics: session.metrics.map((m) => m.metrics), traces: [...session.episodes].reverse() };
-  const resume = { counters: session.counters, origin: { files: fileBuffers(session.origin.files), counters: session.origin.counters }, source: session.model.source, log };
+  const resume = {
+    counters: session.counters,
+    origin: { files: fileBuffers(session.origin.files), counters: session.origin.counters },
+    source: session.model.source,
+    log,
+  };
   const model = await send({ kind: 'loadFiles', files: fileBuffers(session.weights), resume }, { replaces: true, onError: (message) => (why = message) });
   if (!model) return why;
   showModel(model, session.modelNote, session.provenance);

@@ -35,7 +35,16 @@ const config = { ...PAGE_DEFAULTS, preset: 'tiny' as const, lr: 3e-5, gating: fa
 
 const trace = sampleTrace({ policyVersion: 0, problemId: 'train-0-0', method: 'mono' });
 const metricsRow = (s: number) => ({ step: s, meanReward: 0.4 + s / 100 }) as StepMetrics;
-const sftRow = (s: number, skipped = false): SftMetricsRow => ({ step: s, loss: 1 / s, lr: 1e-3, gradNorm: 1, skipped, tokens: 100, trainedTokens: 80, elapsedSec: s });
+const sftRow = (s: number, skipped = false): SftMetricsRow => ({
+  step: s,
+  loss: 1 / s,
+  lr: 1e-3,
+  gradNorm: 1,
+  skipped,
+  tokens: 100,
+  trainedTokens: 80,
+  elapsedSec: s,
+});
 
 /** The shared stand-in plus the requests these flows send: a Step or a warm start moves its counters and sends the events the real one sends; reset and pause. */
 class FlowEngine extends ModelEngine {
@@ -121,7 +130,9 @@ describe('discarding work asks first', () => {
     setState({ keptRuns: [pageRunOf(getState(), { id: 'k1', name: 'before reset', keptAt: new Date().toISOString(), hash: '' })] });
     answer = false;
     await reset();
-    expect(asked.at(-1)).toMatch(/^Reset discards the weights at policy v1 and 1 rollout \(the curves and frontier points are kept as run "before reset" in the Runs panel\)\./);
+    expect(asked.at(-1)).toMatch(
+      /^Reset discards the weights at policy v1 and 1 rollout \(the curves and frontier points are kept as run "before reset" in the Runs panel\)\./,
+    );
     await step();
     await reset();
     expect(asked.at(-1)).toMatch(/^Reset discards the weights at policy v2 and 2 GRPO steps of curves, 2 rollouts\./);
@@ -146,9 +157,21 @@ describe('provenance', () => {
     expect(provenance.map((e) => e.kind)).toEqual(['load', 'grpo', 'sft', 'grpo']);
     expect(provenance[0]).toMatchObject({ kind: 'load', source: WARM_START_SOURCE, policyVersion: 0 });
     expect(provenance[1]).toMatchObject({ firstStep: 1, lastStep: 2, fromVersion: 0, toVersion: 2, settings: trainingSettings('grpo', config) });
-    expect(provenance[1].kind === 'grpo' && provenance[1].settings).toMatchObject({ lr: 3e-5, gating: false, seed: 4, batch: config.batch, group: config.group });
+    expect(provenance[1].kind === 'grpo' && provenance[1].settings).toMatchObject({
+      lr: 3e-5,
+      gating: false,
+      seed: 4,
+      batch: config.batch,
+      group: config.group,
+    });
     // Three warm-start steps, one skipped: two policy versions.
-    expect(provenance[2]).toMatchObject({ firstStep: 1, lastStep: 3, fromVersion: 2, toVersion: 4, settings: { sftLr: 1e-3, sftTeacher: 'naive', scheduleSteps: 3, scheduleStart: 1 } });
+    expect(provenance[2]).toMatchObject({
+      firstStep: 1,
+      lastStep: 3,
+      fromVersion: 2,
+      toVersion: 4,
+      settings: { sftLr: 1e-3, sftTeacher: 'naive', scheduleSteps: 3, scheduleStart: 1 },
+    });
     expect(provenance[3]).toMatchObject({ firstStep: 3, lastStep: 3, fromVersion: 4, toVersion: 5 });
     expect(getState().policyVersion).toBe(5);
 
@@ -174,7 +197,10 @@ describe('provenance', () => {
     expect(s.importNote).not.toMatch(/ignored/);
     expect(engine.requests.at(-1)).toMatchObject({ kind: 'loadFiles', resume: { counters: { policyVersion: 5, grpoSteps: 3, sftSteps: 3 } } });
     expect(s.policyVersion).toBe(5);
-    expect(s.provenance).toEqual([...provenance, expect.objectContaining({ kind: 'load', source: 'selfcest-tiny-v5.tar', policyVersion: 5, grpoSteps: 3, sftSteps: 3 })]);
+    expect(s.provenance).toEqual([
+      ...provenance,
+      expect.objectContaining({ kind: 'load', source: 'selfcest-tiny-v5.tar', policyVersion: 5, grpoSteps: 3, sftSteps: 3 }),
+    ]);
 
     // Training goes on from there: step 4, v6; Reset returns to the import, not to v0.
     await step();
@@ -217,7 +243,9 @@ describe('the saved session', () => {
     await step();
     await warmStart(2);
     await step();
-    setState((s) => ({ frontier: [...s.frontier, { method: 'delegate', limit: 48, n: 32, accuracy: 0.5, meanTokens: 30, meanCriticalPathTokens: 20, interval: [0.3, 0.7] }] }));
+    setState((s) => ({
+      frontier: [...s.frontier, { method: 'delegate', limit: 48, n: 32, accuracy: 0.5, meanTokens: 30, meanCriticalPathTokens: 20, interval: [0.3, 0.7] }],
+    }));
     expect(autosave.unsaved()).toBe(true);
     await autosave.flush();
     expect(autosave.unsaved()).toBe(false);

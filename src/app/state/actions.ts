@@ -9,7 +9,15 @@ import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
 import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
 import { type RunHistory, resumeCounters, runHistoryOf, stepBatches } from '../files/runFolder';
-import { PROVENANCE_FILE, type Provenance, type ProvenanceEvent, encodeProvenance, loadEvent, makeProvenance, originProvenance } from '../../core/io/provenance';
+import {
+  PROVENANCE_FILE,
+  type Provenance,
+  type ProvenanceEvent,
+  encodeProvenance,
+  loadEvent,
+  makeProvenance,
+  originProvenance,
+} from '../../core/io/provenance';
 import { confirmAction, confirmDiscard } from '../session/confirm';
 import { addEpisodes, addMetrics } from './events';
 import { MAX_EPISODES, clearedHistory, getState, setState, type TreeSource } from './store';
@@ -61,7 +69,9 @@ export async function send<K extends EngineRequestKind>(req: RequestOf<K>, opts:
  * the one given, or a load of its source.
  */
 export function showModel(model: ModelReport, note: string | null = null, provenance?: ProvenanceEvent[]): void {
-  const events = provenance ?? [loadEvent(model.source, model.preset, { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null)];
+  const events = provenance ?? [
+    loadEvent(model.source, model.preset, { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null),
+  ];
   // "restored session" no longer describes a replaced model; a note about an unreadable save stays.
   const session = getState().session?.kind === 'unreadable' ? getState().session : null;
   setState({ model, modelNote: note, importNote: null, policyVersion: model.policyVersion, ...clearedHistory(), provenance: events, session });
@@ -86,7 +96,10 @@ export function writeHash(config: RunConfig): void {
 
 export async function applyConfig(config: RunConfig): Promise<void> {
   const before = getState().config;
-  if (replacesModel(before, config) && !confirmDiscard(config.preset !== before.preset ? `Switching the model preset to ${config.preset}` : 'Switching the start checkpoint')) {
+  if (
+    replacesModel(before, config) &&
+    !confirmDiscard(config.preset !== before.preset ? `Switching the model preset to ${config.preset}` : 'Switching the start checkpoint')
+  ) {
     writeHash(before); // a link edited by hand goes back to the config that stays
     return;
   }
@@ -212,15 +225,26 @@ export async function importFiles(files: readonly File[]): Promise<void> {
   for (const [name, bytes] of pick.files) buffers[name] = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
   const { counters } = resumed;
   const log = history.metrics.length > 0 || history.traces.length > 0 ? { metrics: history.metrics.map((p) => p.metrics), traces: history.traces } : null;
-  const req = counters ? { kind: 'loadFiles' as const, files: buffers, resume: { counters, ...(log ? { log } : {}) } } : { kind: 'loadFiles' as const, files: buffers };
+  const req = counters
+    ? { kind: 'loadFiles' as const, files: buffers, resume: { counters, ...(log ? { log } : {}) } }
+    : { kind: 'loadFiles' as const, files: buffers };
   const model = await send(req, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
   if (!model) return;
-  const load = loadEvent(archives, model.preset, counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 }, new Date(), model.trainedBy ?? null);
+  const load = loadEvent(
+    archives,
+    model.preset,
+    counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 },
+    new Date(),
+    model.trainedBy ?? null,
+  );
   showModel(model, null, [...(provenance?.events ?? []), load]);
   setState({ metrics: history.metrics });
   // Oldest first, a step at a time: the table ends newest first, as the engine's events build it.
   for (const batch of stepBatches(history.traces.slice(-MAX_EPISODES))) addEpisodes(batch.step, batch.traces);
-  const resumes = resumed.fromRun && counters ? `; resumes at step ${counters.grpoSteps}, policy v${counters.policyVersion} (its last logged step: the weights carry no usable provenance)` : '';
+  const resumes =
+    resumed.fromRun && counters
+      ? `; resumes at step ${counters.grpoSteps}, policy v${counters.policyVersion} (its last logged step: the weights carry no usable provenance)`
+      : '';
   const run = history.loaded.map((l) => `; ${l}`).join('');
   const unused = note ? `; ${note}${counters ? '' : '; the model starts at v0'}` : '';
   setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${run}${resumes}${ignored}${unused}` });

@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS, RUN_RECIPES, TASK_NAMES } from '../../core/runConfig';
 import { TASKS } from '../../core/tasks';
-import { PAGE_FIELDS, changedKeys, configOfDraft, draftErrors, draftOf, optionPresetsOf, presetOfDraft, recipesOfDraft, retaskDraft, withPreset, withRecipe } from './configForm';
+import {
+  PAGE_FIELDS,
+  changedKeys,
+  configOfDraft,
+  draftErrors,
+  draftOf,
+  optionPresetsOf,
+  presetOfDraft,
+  recipesOfDraft,
+  retaskDraft,
+  withPreset,
+  withRecipe,
+} from './configForm';
 import { configFromHash, configToHash } from '../../core/runConfig';
 
 describe('config form', () => {
@@ -49,8 +61,12 @@ describe('config form', () => {
     expect(PAGE_FIELDS.find((f) => f.key === 'taskOptions')?.type).toBe('json');
     const mh = retaskDraft(draftOf(PAGE_DEFAULTS), 'multihop');
     expect(mh.taskOptions).toBe('{}');
-    expect(draftErrors({ ...mh, taskOptions: '{"perChunk":9}' })).toEqual({ taskOptions: 'taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)' });
-    expect(draftErrors({ ...mh, taskOptions: '{"perchunk":6}' }).taskOptions).toBe('taskOptions: multihop has no option perchunk (it has chunks, perChunk, hops, names, filler)');
+    expect(draftErrors({ ...mh, taskOptions: '{"perChunk":9}' })).toEqual({
+      taskOptions: 'taskOptions: multihop: perChunk must be an integer in [1, 6] (got 9)',
+    });
+    expect(draftErrors({ ...mh, taskOptions: '{"perchunk":6}' }).taskOptions).toBe(
+      'taskOptions: multihop has no option perchunk (it has chunks, perChunk, hops, names, filler)',
+    );
     expect(draftErrors({ ...mh, taskOptions: '{"chunks":' }).taskOptions).toBe('taskOptions must be a JSON object (got "{\\"chunks\\":")');
     expect(configOfDraft({ ...mh, taskOptions: '{"perChunk":9}' }, PAGE_DEFAULTS)).toBeNull();
   });
@@ -108,7 +124,18 @@ describe('recipes', () => {
 
   it('the reference recipe is the paper’s settings, on a page whose fixed values already are', () => {
     const config = configOfDraft(withRecipe(draftOf(PAGE_DEFAULTS), 'reference'), PAGE_DEFAULTS)!;
-    expect(config).toMatchObject({ group: 4, batch: 32, miniBatch: 8, clip: 0.1, dualClip: 3, beta: 5e-4, gating: true, gateMode: 'reference', credit: 'ratio', std: true });
+    expect(config).toMatchObject({
+      group: 4,
+      batch: 32,
+      miniBatch: 8,
+      clip: 0.1,
+      dualClip: 3,
+      beta: 5e-4,
+      gating: true,
+      gateMode: 'reference',
+      credit: 'ratio',
+      std: true,
+    });
     // Not page fields: the page runs them at the reference's values.
     expect(config).toMatchObject({ epochs: 1, aggregation: 'token-mean', gradClip: 1, clipHigh: null });
     // Its lr is the page's (6e-7 is the 4B model's).

@@ -3,7 +3,21 @@
  * an editable draft value, checked with the same checkField the URL hash, the CLI and the
  * engine use. Pure; the panel renders it.
  */
-import { type Field, PAGE_DEFAULTS, RUN_RECIPES, type RunConfig, type RunConfigKey, checkField, crossFieldErrors, fieldOf, fieldsOf, fieldText, parseFieldText, runConfigDefaults, taskEntryOf } from '../../core/runConfig';
+import {
+  type Field,
+  PAGE_DEFAULTS,
+  RUN_RECIPES,
+  type RunConfig,
+  type RunConfigKey,
+  checkField,
+  crossFieldErrors,
+  fieldOf,
+  fieldsOf,
+  fieldText,
+  parseFieldText,
+  runConfigDefaults,
+  taskEntryOf,
+} from '../../core/runConfig';
 import { type OptionPreset, getTask, isTaskName } from '../../core/tasks';
 
 export type ConfigProp = Field;
@@ -18,9 +32,17 @@ export const ESSENTIAL_KEYS: readonly ConfigKey[] = ['task', 'taskOptions', 'che
 /** The other page fields, folded by what they set; each page field is in the essentials or in one fold. */
 export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly ConfigKey[] }[] = [
   { id: 'model', title: 'Model and data', keys: ['preset', 'seed'] },
-  { id: 'ppo', title: 'GRPO and PPO', keys: ['miniBatch', 'beta', 'clip', 'dualClip', 'temperature', 'dynamicSampling', 'oversample', 'sampleRounds', 'restartOptimizer'] },
+  {
+    id: 'ppo',
+    title: 'GRPO and PPO',
+    keys: ['miniBatch', 'beta', 'clip', 'dualClip', 'temperature', 'dynamicSampling', 'oversample', 'sampleRounds', 'restartOptimizer'],
+  },
   { id: 'advantage', title: 'Advantage, credit and gating', keys: ['gateMode', 'gatedKl', 'credit', 'std'] },
-  { id: 'reward', title: 'Reward', keys: ['partialCredit', 'rootTau', 'rootPmax', 'cloneTau', 'clonePmax', 'callRate', 'budgetRate', 'tokenRate', 'tokenRateAfter'] },
+  {
+    id: 'reward',
+    title: 'Reward',
+    keys: ['partialCredit', 'rootTau', 'rootPmax', 'cloneTau', 'clonePmax', 'callRate', 'budgetRate', 'tokenRate', 'tokenRateAfter'],
+  },
   { id: 'rollout', title: 'Rollout limits', keys: ['budgets', 'maxClones', 'maxRounds', 'rootMaxTokens', 'rootLimitMin', 'rootLimitStraddle'] },
   { id: 'eval', title: 'Held-out evaluation', keys: ['evalEvery', 'evalN'] },
   { id: 'sft', title: 'Warm start', keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher'] },
@@ -35,7 +57,11 @@ const pageField = (k: ConfigKey): Field => {
 
 /** The essentials and each fold, as fields in the order above. */
 export const ESSENTIAL_FIELDS: readonly Field[] = ESSENTIAL_KEYS.map(pageField);
-export const FOLD_FIELDS: readonly { id: string; title: string; fields: readonly Field[] }[] = CONFIG_FOLDS.map((f) => ({ id: f.id, title: f.title, fields: f.keys.map(pageField) }));
+export const FOLD_FIELDS: readonly { id: string; title: string; fields: readonly Field[] }[] = CONFIG_FOLDS.map((f) => ({
+  id: f.id,
+  title: f.title,
+  fields: f.keys.map(pageField),
+}));
 
 /** What the form holds per field: text for numbers (so "1e-4" can be typed), else the value. */
 export type Draft = Partial<Record<ConfigKey, string | boolean | number[]>>;
@@ -127,7 +153,8 @@ export function retaskDraft(draft: Draft, task: string): Draft {
   if (presetOfDraft(draft) !== null) next.taskOptions = fieldText(fieldOf('taskOptions'), after.taskOptions);
   for (const p of PAGE_FIELDS) {
     if (!p.taskDefault) continue;
-    if (JSON.stringify(parseDraftValue(p, draft[p.key])) === JSON.stringify(before[p.key])) next[p.key] = isText(p) ? fieldText(p, after[p.key]) : (after[p.key] as string | boolean | number[]);
+    if (JSON.stringify(parseDraftValue(p, draft[p.key])) === JSON.stringify(before[p.key]))
+      next[p.key] = isText(p) ? fieldText(p, after[p.key]) : (after[p.key] as string | boolean | number[]);
   }
   return next;
 }
@@ -146,5 +173,7 @@ export function withRecipe(draft: Draft, name: string): Draft {
 
 /** The recipes whose every field the draft already has (what the recipe menu shows as chosen). */
 export function recipesOfDraft(draft: Draft): string[] {
-  return RUN_RECIPES.filter((r) => (Object.entries(r.fields) as [ConfigKey, unknown][]).every(([k, v]) => JSON.stringify(parseDraftValue(fieldOf(k), draft[k])) === JSON.stringify(v))).map((r) => r.name);
+  return RUN_RECIPES.filter((r) =>
+    (Object.entries(r.fields) as [ConfigKey, unknown][]).every(([k, v]) => JSON.stringify(parseDraftValue(fieldOf(k), draft[k])) === JSON.stringify(v)),
+  ).map((r) => r.name);
 }

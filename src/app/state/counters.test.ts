@@ -7,8 +7,20 @@ const T0 = new Date('2026-01-01T00:00:00Z');
 
 describe('the counters the status bar names', () => {
   it('add up: v211 after 200 GRPO steps and 11 warm-start steps is said as such, skipped steps apart', () => {
-    let ev = recordSteps([loadEvent('x', 'small', undefined, T0)], 'grpo', Array.from({ length: 200 }, (_, i) => ({ step: i + 1, applied: true })), trainingSettings('grpo', PAGE_DEFAULTS), T0);
-    ev = recordSteps(ev, 'sft', Array.from({ length: 12 }, (_, i) => ({ step: i + 1, applied: i !== 5 })), trainingSettings('sft', PAGE_DEFAULTS), T0);
+    let ev = recordSteps(
+      [loadEvent('x', 'small', undefined, T0)],
+      'grpo',
+      Array.from({ length: 200 }, (_, i) => ({ step: i + 1, applied: true })),
+      trainingSettings('grpo', PAGE_DEFAULTS),
+      T0,
+    );
+    ev = recordSteps(
+      ev,
+      'sft',
+      Array.from({ length: 12 }, (_, i) => ({ step: i + 1, applied: i !== 5 })),
+      trainingSettings('sft', PAGE_DEFAULTS),
+      T0,
+    );
     const b = counterBreakdown(ev);
     expect([b.policyVersion, b.grpoSteps, b.sftSteps]).toEqual([211, 200, 12]);
     expect(policyVersionTitle(b)).toContain('v211 = v0 at load + 200 GRPO steps + 11 applied warm-start steps (1 warm-start step skipped: no update)');

@@ -21,7 +21,12 @@ export function addMetrics(rows: readonly StepMetrics[]): void {
     const last = s.metrics.length ? s.metrics[s.metrics.length - 1].metrics.step : 0;
     const fresh: MetricPoint[] = rows.filter((m) => m.step > last).map((metrics) => ({ metrics, episodes }));
     if (fresh.length === 0) return {};
-    const provenance = recordSteps(s.provenance, 'grpo', fresh.map((p) => ({ step: p.metrics.step, applied: true })), trainingSettings('grpo', s.config));
+    const provenance = recordSteps(
+      s.provenance,
+      'grpo',
+      fresh.map((p) => ({ step: p.metrics.step, applied: true })),
+      trainingSettings('grpo', s.config),
+    );
     return { metrics: [...s.metrics, ...fresh], provenance };
   });
 }
@@ -42,7 +47,12 @@ export function handleEvent(event: EngineEvent): void {
         const stale = s.engineState === 'pausing' && (event.state === 'training' || event.state === 'sft');
         if (stale) return { policyVersion: event.policyVersion };
         const settled = event.state === 'idle' || event.state === 'paused';
-        return { engineState: event.state, finishing: event.state === 'pausing' ? event.finishing : null, policyVersion: event.policyVersion, ...(settled ? { progress: null } : {}) };
+        return {
+          engineState: event.state,
+          finishing: event.state === 'pausing' ? event.finishing : null,
+          policyVersion: event.policyVersion,
+          ...(settled ? { progress: null } : {}),
+        };
       });
       return;
     case 'policyVersion':
@@ -70,7 +80,12 @@ export function handleEvent(event: EngineEvent): void {
         const settings = { ...trainingSettings('sft', s.config), scheduleSteps: warmStart?.steps ?? null, scheduleStart: warmStart?.firstStep ?? null };
         return {
           sftMetrics: [...s.sftMetrics, ...event.rows].slice(-MAX_SFT_ROWS),
-          provenance: recordSteps(s.provenance, 'sft', event.rows.map((r) => ({ step: r.step, applied: !r.skipped })), settings),
+          provenance: recordSteps(
+            s.provenance,
+            'sft',
+            event.rows.map((r) => ({ step: r.step, applied: !r.skipped })),
+            settings,
+          ),
           warmStart,
         };
       });

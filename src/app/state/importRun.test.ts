@@ -102,12 +102,16 @@ describe('a CLI run folder imports whole', () => {
     expect(s.episodes.at(-1)?.step).toBe(5);
     expect(new Set(s.episodes.map((e) => e.key)).size).toBe(32);
     expect(s.importNote).toMatch(/^loaded gating-s1\.tar: gating-s1\/\S+/);
-    expect(s.importNote).toContain('; curves of 25 GRPO steps (steps 1–25) from gating-s1.tar: gating-s1/metrics.jsonl, episodes per step from gating-s1.tar: gating-s1/state.json');
+    expect(s.importNote).toContain(
+      '; curves of 25 GRPO steps (steps 1–25) from gating-s1.tar: gating-s1/metrics.jsonl, episodes per step from gating-s1.tar: gating-s1/state.json',
+    );
     expect(s.importNote).toContain('; 32 rollouts (steps 5–25) from gating-s1.tar: gating-s1/traces.jsonl');
     expect(s.importNote).toContain('; resumes at step 25, policy v25 (its last logged step: the weights carry no usable provenance)');
     expect(s.importNote).toMatch(/; ignored \(not part of a checkpoint\): gating-s1\.tar: gating-s1\/optimizer\.safetensors$/);
     expect(s.policyVersion).toBe(25);
-    expect(s.provenance).toEqual([expect.objectContaining({ kind: 'load', source: 'gating-s1.tar', policyVersion: 25, grpoSteps: 25, sftSteps: 0, trainedBy: 'sft' })]);
+    expect(s.provenance).toEqual([
+      expect.objectContaining({ kind: 'load', source: 'gating-s1.tar', policyVersion: 25, grpoSteps: 25, sftSteps: 0, trainedBy: 'sft' }),
+    ]);
     const load = engine.requests.at(-1);
     expect(load).toMatchObject({ kind: 'loadFiles', resume: { counters: { policyVersion: 25, grpoSteps: 25, sftSteps: 0 } } });
     expect(load?.kind === 'loadFiles' && load.resume?.log?.traces.map((t) => t.step)).toEqual(s.episodes.map((e) => e.step).reverse());
@@ -116,16 +120,22 @@ describe('a CLI run folder imports whole', () => {
     await exportTraces();
     expect(lines(downloaded('metrics.jsonl')).map((l) => (JSON.parse(l) as StepMetrics).step)).toEqual(s.metrics.map((p) => p.metrics.step));
     const exported = lines(downloaded('traces.jsonl')).map((l) => JSON.parse(l) as { step: number; problemId: string });
-    expect(exported.map((t) => [t.step, t.problemId])).toEqual(lines(new TextDecoder().decode(runFiles[2].bytes)).map((l) => [JSON.parse(l).step, JSON.parse(l).problemId]));
+    expect(exported.map((t) => [t.step, t.problemId])).toEqual(
+      lines(new TextDecoder().decode(runFiles[2].bytes)).map((l) => [JSON.parse(l).step, JSON.parse(l).problemId]),
+    );
 
     await step();
-    expect(getState().metrics.map((p) => p.metrics.step).slice(-2)).toEqual([25, 26]);
+    expect(
+      getState()
+        .metrics.map((p) => p.metrics.step)
+        .slice(-2),
+    ).toEqual([25, 26]);
     expect(getState().episodes[0].step).toBe(26);
     expect(engine.model.counters()).toEqual({ policyVersion: 26, grpoSteps: 26, sftSteps: 0 });
     expect(engine.log.metrics.map((m) => m.step).slice(-2)).toEqual([25, 26]);
   });
 
-  it('the page\'s own exports picked together (weights .tar, Metrics and Traces JSONL) come back as they were, at the provenance\'s counters', async () => {
+  it("the page's own exports picked together (weights .tar, Metrics and Traces JSONL) come back as they were, at the provenance's counters", async () => {
     await step();
     await step();
     await exportWeights();
@@ -134,7 +144,11 @@ describe('a CLI run folder imports whole', () => {
     const before = getState();
     const weights = downloads.find((d) => d.name.endsWith('.tar'));
     setState({ ...INITIAL_STATE, config, engineState: 'idle' }, true);
-    await importFiles([new File([weights?.data as Uint8Array<ArrayBuffer>], weights?.name ?? ''), new File([downloaded('metrics.jsonl')], 'metrics.jsonl'), new File([downloaded('traces.jsonl')], 'traces.jsonl')]);
+    await importFiles([
+      new File([weights?.data as Uint8Array<ArrayBuffer>], weights?.name ?? ''),
+      new File([downloaded('metrics.jsonl')], 'metrics.jsonl'),
+      new File([downloaded('traces.jsonl')], 'traces.jsonl'),
+    ]);
     const s = getState();
     expect(s.importError).toBeNull();
     expect(engine.requests.at(-1)).toMatchObject({ kind: 'loadFiles', resume: { counters: { policyVersion: 2, grpoSteps: 2, sftSteps: 0 } } });
@@ -164,14 +178,27 @@ describe('what is refused, and leaves everything as it was', () => {
   it('a malformed metrics.jsonl or traces.jsonl, naming the file and the line; nothing reaches the engine', async () => {
     await step();
     const before = getState();
-    const bad = [runFiles[0], runFiles[1], { name: 'traces.jsonl', bytes: new TextEncoder().encode(`${lines(new TextDecoder().decode(runFiles[2].bytes))[0]}\n{"step":5,"schema":"selfcest-episode/0"}\n`) }];
+    const bad = [
+      runFiles[0],
+      runFiles[1],
+      {
+        name: 'traces.jsonl',
+        bytes: new TextEncoder().encode(`${lines(new TextDecoder().decode(runFiles[2].bytes))[0]}\n{"step":5,"schema":"selfcest-episode/0"}\n`),
+      },
+    ];
     await importFiles([new File([tarArchive('run', [...shipped, ...bad], 0)], 'run.tar')]);
     expect(getState().importError).toBe('run.tar: run/traces.jsonl: line 2: schema is "selfcest-episode/0", expected "selfcest-episode/1"');
     const metrics = { name: 'metrics.jsonl', bytes: new TextEncoder().encode('{"step":1,"meanReward":0.5}\n{"step":2,"meanReward":"high"}\n') };
     await importFiles([...shipped, metrics].map(asFile));
     expect(getState().importError).toBe('metrics.jsonl: line 2: meanReward must be a finite number (got "high")');
     const s = getState();
-    expect([s.model, s.metrics, s.episodes, s.provenance, s.policyVersion]).toEqual([before.model, before.metrics, before.episodes, before.provenance, before.policyVersion]);
+    expect([s.model, s.metrics, s.episodes, s.provenance, s.policyVersion]).toEqual([
+      before.model,
+      before.metrics,
+      before.episodes,
+      before.provenance,
+      before.policyVersion,
+    ]);
     expect(engine.requests.map((r) => r.kind)).toEqual(['step']);
   });
 

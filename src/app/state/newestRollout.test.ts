@@ -3,10 +3,14 @@ import type { EpisodeTrace } from '../../core/rollout/trace';
 import { newestRollout } from './newestRollout';
 import type { EpisodeRow } from './store';
 
-const row = (key: number, step: number, clones: number): EpisodeRow => ({ key, step, trace: { contexts: Array.from({ length: 1 + clones }, (_, id) => ({ id })) } as unknown as EpisodeTrace });
+const row = (key: number, step: number, clones: number): EpisodeRow => ({
+  key,
+  step,
+  trace: { contexts: Array.from({ length: 1 + clones }, (_, id) => ({ id })) } as unknown as EpisodeTrace,
+});
 
 describe('the rollout the tree follows', () => {
-  it('is the newest step\'s last delegating rollout, else its last one; none without rollouts', () => {
+  it("is the newest step's last delegating rollout, else its last one; none without rollouts", () => {
     expect(newestRollout([])).toBeNull();
     expect(newestRollout([row(1, 1, 2), row(2, 2, 0), row(3, 2, 1), row(4, 2, 0)])?.key).toBe(3);
     expect(newestRollout([row(1, 1, 2), row(2, 2, 0), row(3, 2, 0)])?.key).toBe(3);

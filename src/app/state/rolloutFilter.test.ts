@@ -4,12 +4,43 @@ import type { Violation } from '../../core/protocol/violations';
 import { countLine, episodeMarks, filterRollouts, isRolloutFilter, markBadges, matches, violationClassesOf } from './rolloutFilter';
 
 function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = {}): ContextTrace {
-  return { id, role, parent: role === 'root' ? null : 0, round: role === 'root' ? null : 0, subtask: null, budget: role === 'root' ? null : 16, tokens: [], text: '', writers: '', logprobs: [], generatedTokens: 4, answer: '1', violation: null, violationDetail: null, ...extra };
+  return {
+    id,
+    role,
+    parent: role === 'root' ? null : 0,
+    round: role === 'root' ? null : 0,
+    subtask: null,
+    budget: role === 'root' ? null : 16,
+    tokens: [],
+    text: '',
+    writers: '',
+    logprobs: [],
+    generatedTokens: 4,
+    answer: '1',
+    violation: null,
+    violationDetail: null,
+    ...extra,
+  };
 }
 
 function episode(correct: boolean, contexts: ContextTrace[]): EpisodeTrace {
   const violations = contexts.filter((c) => c.violation).map((c) => ({ violation: c.violation as Violation, context: c.id, detail: c.violationDetail ?? '' }));
-  return { schema: TRACE_SCHEMA, policyVersion: 1, task: 'arithmetic', problemId: 'p', prompt: '1+2', truth: '3', method: 'delegate', answer: correct ? '3' : '4', correct, rounds: 1, contexts, events: [], violations, tokens: countTokens(contexts) };
+  return {
+    schema: TRACE_SCHEMA,
+    policyVersion: 1,
+    task: 'arithmetic',
+    problemId: 'p',
+    prompt: '1+2',
+    truth: '3',
+    method: 'delegate',
+    answer: correct ? '3' : '4',
+    correct,
+    rounds: 1,
+    contexts,
+    events: [],
+    violations,
+    tokens: countTokens(contexts),
+  };
 }
 
 const gate = { advantage: 0, weight: 1, gated: true, reward: 0 };

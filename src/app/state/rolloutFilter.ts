@@ -19,7 +19,9 @@ export const FILTER_HELP: Record<(typeof BASIC_FILTERS)[number], string> = {
 };
 
 export function isRolloutFilter(v: string): v is RolloutFilter {
-  return (BASIC_FILTERS as readonly string[]).includes(v) || (v.startsWith('violation:') && (VIOLATIONS as readonly string[]).includes(v.slice('violation:'.length)));
+  return (
+    (BASIC_FILTERS as readonly string[]).includes(v) || (v.startsWith('violation:') && (VIOLATIONS as readonly string[]).includes(v.slice('violation:'.length)))
+  );
 }
 
 export function matches(trace: EpisodeTrace, filter: RolloutFilter): boolean {
@@ -94,7 +96,10 @@ export interface MarkBadge {
  */
 export function markBadges(trace: EpisodeTrace): MarkBadge[] {
   const { violations, gatedWithoutViolation } = episodeMarks(trace);
-  const gatedDetails = [...violations.filter((v) => v.gated).map((v) => `#${v.context} ${v.violation}: ${v.detail}`), ...gatedWithoutViolation.map((id) => `#${id}`)];
+  const gatedDetails = [
+    ...violations.filter((v) => v.gated).map((v) => `#${v.context} ${v.violation}: ${v.detail}`),
+    ...gatedWithoutViolation.map((id) => `#${id}`),
+  ];
   const gatedContexts = new Set([...violations.filter((v) => v.gated).map((v) => v.context), ...gatedWithoutViolation]);
   const out: MarkBadge[] = [];
   for (const cls of VIOLATIONS) {

@@ -8,13 +8,27 @@ import { baselineText, deltaColour, deltaScale, groupColumns, rewardTerms } from
 
 const rootOf = (t: EpisodeTrace) => t.contexts[0];
 const clone = (over: Partial<ContextTrace>): ContextTrace => ({
-  id: 1, role: 'clone', parent: 0, round: 0, subtask: '1+2', budget: 8, tokens: [3, 22, 62, 23, 4, 10, 24, 1], text: '', writers: 'pppppggg', logprobs: [-1, -2, -0.5], generatedTokens: 3, answer: '3', violation: null, violationDetail: null, ...over,
+  id: 1,
+  role: 'clone',
+  parent: 0,
+  round: 0,
+  subtask: '1+2',
+  budget: 8,
+  tokens: [3, 22, 62, 23, 4, 10, 24, 1],
+  text: '',
+  writers: 'pppppggg',
+  logprobs: [-1, -2, -0.5],
+  generatedTokens: 3,
+  answer: '3',
+  violation: null,
+  violationDetail: null,
+  ...over,
 });
 
 /** Two episodes of one prompt: R 0.8 (with an ungated and a gated clone) and R 0.2. */
 function anatomy(): StepAnatomy {
   const mean = 0.5;
-  const std = Math.sqrt(((0.3 ** 2) * 2) / 1);
+  const std = Math.sqrt((0.3 ** 2 * 2) / 1);
   const A = 0.3 / (std + 1e-6);
   const reward = (r: number) => ({ reward: r, score: r + 0.1, rootPenalty: 0.05, clonePenalty: 0.05, callPenalty: 0, budgetPenalty: 0 });
   const good = sampleTrace({
@@ -25,17 +39,43 @@ function anatomy(): StepAnatomy {
       clone({ id: 2, answer: null, violation: 'clone_over_budget', generatedTokens: 8, credit: { advantage: 0, weight: 1, gated: true, reward: 0 } }),
     ],
   });
-  const bad = sampleTrace({ correct: false, answer: '4', reward: reward(0.2), contexts: [{ ...rootOf(sampleTrace()), credit: { advantage: -A, weight: 1, gated: false, reward: 0.2 } }] });
+  const bad = sampleTrace({
+    correct: false,
+    answer: '4',
+    reward: reward(0.2),
+    contexts: [{ ...rootOf(sampleTrace()), credit: { advantage: -A, weight: 1, gated: false, reward: 0.2 } }],
+  });
   return {
     step: 1,
     policyVersionBefore: 0,
     policyVersionAfter: 1,
     metrics: { step: 1, updates: 1 } as StepMetrics,
-    settings: { group: 2, batch: 1, miniBatch: null, innerEpochs: 1, lr: 1e-4, stdNormalize: true, credit: 'ratio', gating: true, gateMode: 'reference', gatedKl: true, ratioClamp: ADVANTAGE_DEFAULTS.ratioClamp, eps: 1e-6, clipLow: 0.2, clipHigh: 0.2, beta: 0, temperature: 1 },
+    settings: {
+      group: 2,
+      batch: 1,
+      miniBatch: null,
+      innerEpochs: 1,
+      lr: 1e-4,
+      stdNormalize: true,
+      credit: 'ratio',
+      gating: true,
+      gateMode: 'reference',
+      gatedKl: true,
+      ratioClamp: ADVANTAGE_DEFAULTS.ratioClamp,
+      eps: 1e-6,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      beta: 0,
+      temperature: 1,
+    },
     traces: [good, bad],
     groups: [{ problemId: 'p', prompt: '1+2', truth: '3', episodes: [0, 1], mean, std, zeroVariance: false, trained: true }],
     after: [
-      [[-0.05, -0.1, -0.2], [-0.5, -1.5, -0.5], [-1, -2, -0.5]],
+      [
+        [-0.05, -0.1, -0.2],
+        [-0.5, -1.5, -0.5],
+        [-1, -2, -0.5],
+      ],
       [[-0.2, -0.3, -0.4]],
     ],
   };
@@ -58,7 +98,11 @@ describe('slow-motion view', () => {
     const [root, ungated, gated] = good.contexts;
     // The root's three generated tokens `<ans>`, `3`, `<eos>`, before → after.
     expect(root.tokens.map((t) => t.text)).toEqual(['<ans>', '3', '<eos>']);
-    expect(root.tokens.map((t) => [t.before, t.after])).toEqual([[-0.1, -0.05], [-0.2, -0.1], [-0.3, -0.2]]);
+    expect(root.tokens.map((t) => [t.before, t.after])).toEqual([
+      [-0.1, -0.05],
+      [-0.2, -0.1],
+      [-0.3, -0.2],
+    ]);
     expect(root.meanDelta).toBeCloseTo((0.05 + 0.1 + 0.1) / 3, 12);
     expect(root.factor).toBeNull();
     // Ungated clone: r_clone = R, factor clamp(R / R) = 1; gated: no factor, A 0.

@@ -98,7 +98,14 @@ export function groupColumns(a: StepAnatomy, group: number): EpisodeColumn[] {
         meanDelta: tokens.length === 0 ? 0 : tokens.reduce((s, d) => s + (d.after - d.before), 0) / tokens.length,
       };
     });
-    return { index: i, answer: t.answer, correct: t.correct, reward: t.reward ?? { reward: R, score: 0, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 }, advantage: contexts[0]?.advantage ?? 0, contexts };
+    return {
+      index: i,
+      answer: t.answer,
+      correct: t.correct,
+      reward: t.reward ?? { reward: R, score: 0, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0 },
+      advantage: contexts[0]?.advantage ?? 0,
+      contexts,
+    };
   });
 }
 
@@ -108,7 +115,9 @@ export function baselineText(a: StepAnatomy, group: number): string {
   if (g.zeroVariance) return `every reward is ${g.mean.toFixed(3)}: no signal, the group is skipped (advantage 0, weight 0)`;
   const mean = `mean ${g.mean.toFixed(3)}`;
   if (!g.trained) return `${mean}, std ${g.std.toFixed(3)}; left out of the batch by dynamic sampling`;
-  return a.settings.stdNormalize ? `A = (R − ${g.mean.toFixed(3)}) / (${g.std.toFixed(3)} + ${a.settings.eps})  (${mean}, sample std ${g.std.toFixed(3)})` : `A = R − ${g.mean.toFixed(3)}  (Dr. GRPO: no std normalisation)`;
+  return a.settings.stdNormalize
+    ? `A = (R − ${g.mean.toFixed(3)}) / (${g.std.toFixed(3)} + ${a.settings.eps})  (${mean}, sample std ${g.std.toFixed(3)})`
+    : `A = R − ${g.mean.toFixed(3)}  (Dr. GRPO: no std normalisation)`;
 }
 
 /** The largest |after − before| over a group's generated tokens: the colour scale of stage 5 (0 when nothing moved). */

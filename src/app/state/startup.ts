@@ -19,7 +19,12 @@ export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
 export async function startPlayground(createEngine: () => Engine, store: KeyValueStore | null = browserStore()): Promise<void> {
   const archive = store === null ? null : new SessionArchive(store);
-  const saved: LoadResult = archive === null ? { kind: 'none' } : await archive.load().catch((e: unknown) => ({ kind: 'unreadable' as const, savedAt: null, message: `saved session: could not be read (${errorText(e)})` }));
+  const saved: LoadResult =
+    archive === null
+      ? { kind: 'none' }
+      : await archive
+          .load()
+          .catch((e: unknown) => ({ kind: 'unreadable' as const, savedAt: null, message: `saved session: could not be read (${errorText(e)})` }));
   // A first visit (no link, nothing saved) opens on the demo, and its link is written into the URL.
   const demo = opensOnDemo(location.hash, saved.kind === 'ok');
   const link = configFromHash(demo ? `#${DEMO_HASH}` : location.hash, machineDefaults());

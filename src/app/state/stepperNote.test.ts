@@ -5,7 +5,26 @@ import { advanceNote } from './stepperNote';
 
 function state(events: EpisodeEvent[], done: boolean): StepperState {
   const tokens = { root: 0, clonesTotal: 0, longestClonePerRound: [], criticalPath: 0, total: 0 };
-  return { trace: { schema: TRACE_SCHEMA, policyVersion: 0, task: 'arithmetic', problemId: 'p', prompt: '1+2', truth: '3', method: 'delegate', answer: null, correct: false, rounds: 0, contexts: [], events, violations: [], tokens }, live: [], done };
+  return {
+    trace: {
+      schema: TRACE_SCHEMA,
+      policyVersion: 0,
+      task: 'arithmetic',
+      problemId: 'p',
+      prompt: '1+2',
+      truth: '3',
+      method: 'delegate',
+      answer: null,
+      correct: false,
+      rounds: 0,
+      contexts: [],
+      events,
+      violations: [],
+      tokens,
+    },
+    live: [],
+    done,
+  };
 }
 
 const spawn: EpisodeEvent = { kind: 'spawn', round: 0, atToken: 5, clones: [1] };

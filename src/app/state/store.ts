@@ -31,7 +31,6 @@ export function engineStateText(state: EngineState, finishing: string | null): s
   return state === 'pausing' ? `pausing…${finishing ? ` (finishing ${finishing})` : ''}` : state;
 }
 
-
 export interface EpisodeRow {
   /** Unique over the page's life; stable across new arrivals. */
   key: number;
@@ -53,8 +52,7 @@ export interface SftProgress {
 
 /** The saved session, as the page tells it: restored at start, unreadable (kept, not deleted), or the last save. */
 export type SessionNote =
-  | { kind: 'restored'; savedAt: string; step: number; policyVersion: number }
-  | { kind: 'unreadable'; savedAt: string | null; message: string };
+  { kind: 'restored'; savedAt: string; step: number; policyVersion: number } | { kind: 'unreadable'; savedAt: string | null; message: string };
 
 export interface LogLine {
   level: 'info' | 'warn' | 'error';
@@ -159,7 +157,10 @@ export const getState = usePlayground.getState;
 export const setState = usePlayground.setState;
 
 /** The history that belongs to one model: cleared when the model is replaced or reset. */
-export function clearedHistory(): Pick<PlaygroundState, 'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'sftMetrics' | 'frontier' | 'anatomy'> {
+export function clearedHistory(): Pick<
+  PlaygroundState,
+  'metrics' | 'episodes' | 'tree' | 'context' | 'stepper' | 'sft' | 'sftMetrics' | 'frontier' | 'anatomy'
+> {
   return { metrics: [], episodes: [], tree: null, context: null, stepper: null, sft: null, sftMetrics: [], frontier: [], anatomy: null };
 }
 

@@ -16,7 +16,16 @@ const config: RunConfig = { ...PAGE_DEFAULTS, sftLr: 3e-3, sftWarmup: 50, sftBat
 describe('the warm start plan', () => {
   it('is the schedule the engine runs: peak lr, warm-up capped at a tenth of the steps, cosine to a tenth of the peak', () => {
     const p = warmStartPlan(config, 200)!;
-    expect(p).toMatchObject({ steps: 200, teacher: 'naive', peakLr: 3e-3, warmup: 20, warmupAsked: 50, batchTokens: 1024, delegateFraction: 0.5, task: 'arithmetic' });
+    expect(p).toMatchObject({
+      steps: 200,
+      teacher: 'naive',
+      peakLr: 3e-3,
+      warmup: 20,
+      warmupAsked: 50,
+      batchTokens: 1024,
+      delegateFraction: 0.5,
+      task: 'arithmetic',
+    });
     expect(p.minLr).toBeCloseTo(3e-4, 12);
     // The same numbers as the schedule itself: the peak right after the warm-up, the floor at the end.
     expect(cosineLr(p.warmup, p.steps, p.peakLr, p.warmup, 0.1)).toBeCloseTo(p.peakLr, 12);

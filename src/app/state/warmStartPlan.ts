@@ -85,7 +85,12 @@ export function warmStartQuestion(plan: WarmStartPlan, events: readonly Provenan
   const history = grpoHistory(events);
   if (history.steps === 0 && history.checkpoints.length === 0) return null;
   const counters = counterBreakdown(events);
-  const trained = [history.steps > 0 ? plural(history.steps, 'GRPO step') : null, history.checkpoints.length > 0 ? `the GRPO training of ${history.checkpoints.join(', ')}` : null].filter((x) => x !== null).join(' and ');
+  const trained = [
+    history.steps > 0 ? plural(history.steps, 'GRPO step') : null,
+    history.checkpoints.length > 0 ? `the GRPO training of ${history.checkpoints.join(', ')}` : null,
+  ]
+    .filter((x) => x !== null)
+    .join(' and ');
   const ratio = plan.peakLr / grpoLr;
   const compared = ratio >= 2 ? `, ${Math.round(ratio)}× the GRPO learning rate ${lrText(grpoLr)}` : '';
   return [

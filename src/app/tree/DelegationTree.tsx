@@ -5,13 +5,45 @@
  */
 import { useId } from 'react';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import { BADGE_FONT, BADGE_PAD, FACTS_FONT, HEAD_FONT, NODE_H, OUTCOME_COLOURS, PAD_L, PAD_R, TASK_FONT, badgeWidth, chunkRead, fitText, layoutTree, nodeLabels, type Outcome, taskLine, type TreeNode } from './treeLayout';
+import {
+  BADGE_FONT,
+  BADGE_PAD,
+  FACTS_FONT,
+  HEAD_FONT,
+  NODE_H,
+  OUTCOME_COLOURS,
+  PAD_L,
+  PAD_R,
+  TASK_FONT,
+  badgeWidth,
+  chunkRead,
+  fitText,
+  layoutTree,
+  nodeLabels,
+  type Outcome,
+  taskLine,
+  type TreeNode,
+} from './treeLayout';
 
 function signed(v: number): string {
   return `${v >= 0 ? '+' : ''}${v.toFixed(3)}`;
 }
 
-function NodeBox({ node, trace, width, hatch, selected, onSelect }: { node: TreeNode; trace: EpisodeTrace; width: number; hatch: string; selected: boolean; onSelect: (id: number) => void }) {
+function NodeBox({
+  node,
+  trace,
+  width,
+  hatch,
+  selected,
+  onSelect,
+}: {
+  node: TreeNode;
+  trace: EpisodeTrace;
+  width: number;
+  hatch: string;
+  selected: boolean;
+  onSelect: (id: number) => void;
+}) {
   const { ctx, outcome } = node;
   const colour = OUTCOME_COLOURS[outcome];
   const { head, badge } = nodeLabels(ctx, outcome);
@@ -76,7 +108,17 @@ function NodeBox({ node, trace, width, hatch, selected, onSelect }: { node: Tree
   );
 }
 
-export function DelegationTree({ trace, live, selected, onSelect }: { trace: EpisodeTrace; live?: ReadonlySet<number>; selected: number | null; onSelect: (id: number) => void }) {
+export function DelegationTree({
+  trace,
+  live,
+  selected,
+  onSelect,
+}: {
+  trace: EpisodeTrace;
+  live?: ReadonlySet<number>;
+  selected: number | null;
+  onSelect: (id: number) => void;
+}) {
   const layout = layoutTree(trace, live);
   const hatch = `hatch${useId().replace(/[^a-zA-Z0-9_-]/g, '')}`;
   const pad = 4;
@@ -100,7 +142,16 @@ export function DelegationTree({ trace, live, selected, onSelect }: { trace: Epi
         const x1 = to.x;
         const y1 = to.y + NODE_H / 2;
         const mx = (x0 + x1) / 2;
-        return <path key={to.ctx.id} d={`M${x0},${y0} C${mx},${y0} ${mx},${y1} ${x1},${y1}`} fill="none" stroke="currentColor" strokeOpacity={0.35} strokeDasharray={to.outcome === 'gated' ? '3 3' : undefined} />;
+        return (
+          <path
+            key={to.ctx.id}
+            d={`M${x0},${y0} C${mx},${y0} ${mx},${y1} ${x1},${y1}`}
+            fill="none"
+            stroke="currentColor"
+            strokeOpacity={0.35}
+            strokeDasharray={to.outcome === 'gated' ? '3 3' : undefined}
+          />
+        );
       })}
       {layout.nodes.map((n) => (
         <NodeBox key={n.ctx.id} node={n} trace={trace} width={layout.nodeW} hatch={hatch} selected={n.ctx.id === selected} onSelect={onSelect} />

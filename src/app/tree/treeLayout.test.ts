@@ -3,7 +3,22 @@ import { countTokens, TRACE_SCHEMA, type ContextTrace, type EpisodeTrace } from 
 import { clonePrompt } from '../../core/protocol/grammar';
 import { Tokenizer } from '../../core/tokenizer/tokenizer';
 import { VOCAB } from '../../core/tokenizer/vocab';
-import { BADGE_FONT, HEAD_FONT, MAX_NODE_W, NODE_H, NODE_W, PAD_L, PAD_R, badgeWidth, chunkRead, fitText, layoutTree, nodeLabels, taskLine, textWidth } from './treeLayout';
+import {
+  BADGE_FONT,
+  HEAD_FONT,
+  MAX_NODE_W,
+  NODE_H,
+  NODE_W,
+  PAD_L,
+  PAD_R,
+  badgeWidth,
+  chunkRead,
+  fitText,
+  layoutTree,
+  nodeLabels,
+  taskLine,
+  textWidth,
+} from './treeLayout';
 
 function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = {}): ContextTrace {
   return {
@@ -26,7 +41,22 @@ function ctx(id: number, role: 'root' | 'clone', extra: Partial<ContextTrace> = 
 }
 
 function episode(contexts: ContextTrace[], correct = true): EpisodeTrace {
-  return { schema: TRACE_SCHEMA, policyVersion: 3, task: 'arithmetic', problemId: 'p', prompt: '1+1+2', truth: '4', method: 'delegate', answer: '4', correct, rounds: 2, contexts, events: [], violations: [], tokens: countTokens(contexts) };
+  return {
+    schema: TRACE_SCHEMA,
+    policyVersion: 3,
+    task: 'arithmetic',
+    problemId: 'p',
+    prompt: '1+1+2',
+    truth: '4',
+    method: 'delegate',
+    answer: '4',
+    correct,
+    rounds: 2,
+    contexts,
+    events: [],
+    violations: [],
+    tokens: countTokens(contexts),
+  };
 }
 
 describe('layoutTree', () => {
@@ -117,4 +147,3 @@ describe('node task lines', () => {
     expect(taskLine(ctx(0, 'root'), '1+1+2')).toBe('1+1+2');
   });
 });
-

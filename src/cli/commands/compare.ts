@@ -40,8 +40,9 @@ export const compare = defineCommand(
     const table = [
       `| run | steps | reward (last ${k}) | accuracy | gate rate | tokens | clones |`,
       '|---|---|---|---|---|---|---|',
-      ...runs.map(({ label, rows }) =>
-        `| ${label} | ${rows.at(-1)!.step} | ${shown(rows, 'meanReward', 3)} | ${shown(rows, 'accuracy', 3)} | ${shown(rows, 'gateRate', 3)} | ${shown(rows, 'meanTotalTokens', 1)} | ${shown(rows, 'clonesPerEpisode', 2)} |`,
+      ...runs.map(
+        ({ label, rows }) =>
+          `| ${label} | ${rows.at(-1)!.step} | ${shown(rows, 'meanReward', 3)} | ${shown(rows, 'accuracy', 3)} | ${shown(rows, 'gateRate', 3)} | ${shown(rows, 'meanTotalTokens', 1)} | ${shown(rows, 'clonesPerEpisode', 2)} |`,
       ),
     ].join('\n');
     console.log(table);
@@ -63,7 +64,14 @@ async function runRows(path: string): Promise<Row[]> {
   // A file named directly is taken by its content (traces or metrics rows); a directory by what it holds.
   const direct = path.endsWith('.jsonl') && existsSync(path) && statSync(path).isFile();
   const directText = direct ? await readFile(path, 'utf8') : null;
-  const tracesFile = directText !== null ? (looksLikeTraces(directText) ? path : null) : existsSync(committedRows(path, 'metrics.jsonl')) ? null : committedRows(path, 'traces.jsonl');
+  const tracesFile =
+    directText !== null
+      ? looksLikeTraces(directText)
+        ? path
+        : null
+      : existsSync(committedRows(path, 'metrics.jsonl'))
+        ? null
+        : committedRows(path, 'traces.jsonl');
   const metricsFile = direct ? path : committedRows(path, 'metrics.jsonl');
   if (tracesFile !== null) {
     let text: string;

@@ -6,7 +6,17 @@ import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/spli
 import { SEED_MAX } from '../../core/rng';
 import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, LIMIT_IN_PROMPT_FLAG, OPTIONS_FLAG, getTokenizer, limitInPrompt, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import {
+  BACKEND_FLAG,
+  LIMIT_IN_PROMPT_FLAG,
+  OPTIONS_FLAG,
+  getTokenizer,
+  limitInPrompt,
+  loadPolicyFlag,
+  openDecoder,
+  setupBackend,
+  taskFromFlags,
+} from '../setup';
 import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
@@ -19,7 +29,12 @@ export const evaluate = defineCommand(
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 500, min: 1, max: 100_000, help: 'number of problems' },
     seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
-    split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
+    split: {
+      type: 'string',
+      choices: EVAL_SPLITS,
+      default: 'final',
+      help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems',
+    },
     method: { type: 'string', choices: ['delegate', 'mono'], default: 'delegate', help: 'delegate may spawn; mono masks spawning' },
     temperature: { type: 'number', min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sample at this temperature instead of greedy' },
     options: OPTIONS_FLAG,
@@ -79,14 +94,22 @@ export const evaluate = defineCommand(
     };
     if (f.json) console.log(JSON.stringify(result));
     else {
-      console.log(`${f.method} on ${s.n} ${f.split}-set problems (seed ${f.seed}): accuracy ${(s.accuracy * 100).toFixed(1)}% [${(result.interval[0] * 100).toFixed(1)}, ${(result.interval[1] * 100).toFixed(1)}], mean reward ${result.meanReward.toFixed(3)}, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`);
+      console.log(
+        `${f.method} on ${s.n} ${f.split}-set problems (seed ${f.seed}): accuracy ${(s.accuracy * 100).toFixed(1)}% [${(result.interval[0] * 100).toFixed(1)}, ${(result.interval[1] * 100).toFixed(1)}], mean reward ${result.meanReward.toFixed(3)}, tokens ${s.meanTokens.toFixed(1)} (critical path ${s.meanCriticalPathTokens.toFixed(1)}), clones ${s.meanClones.toFixed(2)}`,
+      );
       const v = Object.entries(s.violations).filter(([, n]) => n > 0);
       if (v.length) console.log(`violations: ${v.map(([k, n]) => `${k} ${n}`).join(', ')}`);
       if (result.strategy) {
         const st = result.strategy;
         console.log(`delegation by operands: ${st.bySize.map((r) => `${r.size}: ${(r.rate * 100).toFixed(0)}% of ${r.episodes}`).join(', ')}`);
-        console.log(`accuracy by operands: ${st.bySize.map((r) => `${r.size}: ${(r.accuracy * 100).toFixed(1)}% at ${r.meanTokens.toFixed(1)} tokens`).join(', ')}`);
-        console.log(`budgets: ${Object.entries(st.budgets).map(([b, n]) => `${b}: ${n}`).join(', ')}`);
+        console.log(
+          `accuracy by operands: ${st.bySize.map((r) => `${r.size}: ${(r.accuracy * 100).toFixed(1)}% at ${r.meanTokens.toFixed(1)} tokens`).join(', ')}`,
+        );
+        console.log(
+          `budgets: ${Object.entries(st.budgets)
+            .map(([b, n]) => `${b}: ${n}`)
+            .join(', ')}`,
+        );
       }
     }
   },

@@ -7,7 +7,17 @@ import { checkOutDir } from '../runDir';
 import { grpoConfigOf } from '../../core/runConfigTargets';
 import { withOptions } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit } from '../../core/eval/splits';
-import { REFERENCE_RECIPE, VERL_LENGTH_DEFAULTS, VERL_RECIPES, type VerlRecipe, toYaml, unsupportedInVerl, verlConfig, verlReadme, withReferenceRecipe } from '../../core/verl/config';
+import {
+  REFERENCE_RECIPE,
+  VERL_LENGTH_DEFAULTS,
+  VERL_RECIPES,
+  type VerlRecipe,
+  toYaml,
+  unsupportedInVerl,
+  verlConfig,
+  verlReadme,
+  withReferenceRecipe,
+} from '../../core/verl/config';
 import { MAX_VERL_ROWS, exportVerlDataset } from '../verl/exportDataset';
 import { rewardPythonSource } from '../verl/rewardFile';
 
@@ -28,11 +38,36 @@ export const exportVerl = defineRunCommand(
     'test-split': { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'held-out set of test.parquet: final (what eval scores) or monitor' },
     'data-source': { type: 'string', help: 'data_source of the rows (default selfcest_<task>)' },
     'verl-dir': { type: 'string', help: 'the folder as the verl machine sees it (absolute), for the paths in config.yaml (default: --out, made absolute)' },
-    recipe: { type: 'string', choices: VERL_RECIPES, default: 'playground', help: "whose reward and clone-loop settings: the playground run's, or the reference's (SELFCEST's clone_tool_grpo_alt.yaml and clone_reward_2.py; a flag given here still wins)" },
-    'response-length': { type: 'int', min: 16, max: 1 << 20, help: `a real model's root response tokens (verl counts injected tool responses too; default ${VERL_LENGTH_DEFAULTS.responseLength}, reference ${REFERENCE_RECIPE.lengths.responseLength})` },
-    'prompt-length': { type: 'int', min: 16, max: 1 << 20, help: `prompt tokens (default ${VERL_LENGTH_DEFAULTS.promptLength}, reference ${REFERENCE_RECIPE.lengths.promptLength})` },
-    'clone-length': { type: 'int', min: 1, max: 1 << 20, help: `one clone's response tokens, its budget in the reward when verl records none (default ${VERL_LENGTH_DEFAULTS.cloneLength})` },
-    'summary-length': { type: 'int', min: 1, max: 1 << 20, help: `characters of a clone's answer injected into the root (verl cuts summaries by characters; default ${VERL_LENGTH_DEFAULTS.summaryLength})` },
+    recipe: {
+      type: 'string',
+      choices: VERL_RECIPES,
+      default: 'playground',
+      help: "whose reward and clone-loop settings: the playground run's, or the reference's (SELFCEST's clone_tool_grpo_alt.yaml and clone_reward_2.py; a flag given here still wins)",
+    },
+    'response-length': {
+      type: 'int',
+      min: 16,
+      max: 1 << 20,
+      help: `a real model's root response tokens (verl counts injected tool responses too; default ${VERL_LENGTH_DEFAULTS.responseLength}, reference ${REFERENCE_RECIPE.lengths.responseLength})`,
+    },
+    'prompt-length': {
+      type: 'int',
+      min: 16,
+      max: 1 << 20,
+      help: `prompt tokens (default ${VERL_LENGTH_DEFAULTS.promptLength}, reference ${REFERENCE_RECIPE.lengths.promptLength})`,
+    },
+    'clone-length': {
+      type: 'int',
+      min: 1,
+      max: 1 << 20,
+      help: `one clone's response tokens, its budget in the reward when verl records none (default ${VERL_LENGTH_DEFAULTS.cloneLength})`,
+    },
+    'summary-length': {
+      type: 'int',
+      min: 1,
+      max: 1 << 20,
+      help: `characters of a clone's answer injected into the root (verl cuts summaries by characters; default ${VERL_LENGTH_DEFAULTS.summaryLength})`,
+    },
     out: { type: 'string', required: true, help: 'folder to write (new, or an earlier export)' },
   },
   async ({ flags: f, config: given, given: named, argv }) => {
@@ -52,7 +87,15 @@ export const exportVerl = defineRunCommand(
     };
     const entry = withOptions(cfg.task, cfg.taskOptions);
     // Everything that can be refused is built before the folder is touched.
-    const reward = rewardPythonSource({ recipe, task: cfg.task, reward: cfg.reward, gating: cfg.advantage.gating, gateMode: cfg.advantage.gateMode, cloneMaxTokens: lengths.cloneLength, formatMaxTokens: REFERENCE_RECIPE.formatMaxTokens });
+    const reward = rewardPythonSource({
+      recipe,
+      task: cfg.task,
+      reward: cfg.reward,
+      gating: cfg.advantage.gating,
+      gateMode: cfg.advantage.gateMode,
+      cloneMaxTokens: lengths.cloneLength,
+      formatMaxTokens: REFERENCE_RECIPE.formatMaxTokens,
+    });
     await checkFolder(f.out);
     const dataset = await exportVerlDataset({
       entry,
@@ -70,13 +113,44 @@ export const exportVerl = defineRunCommand(
       ['selfcest_dump.py', readFileSync(new URL('../verl/selfcest_dump.py', import.meta.url), 'utf8')],
       // The command as JSON: one comment line whatever the arguments hold.
       ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings, recipe, named))],
-      ['run.json', JSON.stringify({ format: EXPORT_FORMAT, version: 1, command: argv, recipe, config: cfg, lengths, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource }, null, 2) + '\n'],
-      ['README.md', verlReadme(cfg, { ...settings, recipe, train: dataset.train.rows, test: dataset.test.rows, testSplit: dataset.testSplit, dataSource: dataset.dataSource, command })],
+      [
+        'run.json',
+        JSON.stringify(
+          {
+            format: EXPORT_FORMAT,
+            version: 1,
+            command: argv,
+            recipe,
+            config: cfg,
+            lengths,
+            train: dataset.train.rows,
+            test: dataset.test.rows,
+            testSplit: dataset.testSplit,
+            dataSource: dataset.dataSource,
+          },
+          null,
+          2,
+        ) + '\n',
+      ],
+      [
+        'README.md',
+        verlReadme(cfg, {
+          ...settings,
+          recipe,
+          train: dataset.train.rows,
+          test: dataset.test.rows,
+          testSplit: dataset.testSplit,
+          dataSource: dataset.dataSource,
+          command,
+        }),
+      ],
     ];
     const tag = `.tmp-${process.pid}`;
     for (const [name, text] of files) await writeFile(join(f.out, name + tag), text);
     for (const [name] of files) await rename(join(f.out, name + tag), join(f.out, name));
-    console.log(`wrote ${f.out}: train.parquet (${dataset.train.rows} rows), test.parquet (${dataset.test.rows} rows, ${dataset.testSplit} set), ${files.map(([n]) => n).join(', ')}`);
+    console.log(
+      `wrote ${f.out}: train.parquet (${dataset.train.rows} rows), test.parquet (${dataset.test.rows} rows, ${dataset.testSplit} set), ${files.map(([n]) => n).join(', ')}`,
+    );
   },
 );
 
@@ -93,6 +167,8 @@ async function checkFolder(out: string): Promise<void> {
     earlier = false;
   }
   if (foreign.length > 0 || !earlier) {
-    throw new UsageError(`--out ${out} holds ${foreign.length > 0 ? foreign.slice(0, 3).join(', ') : 'files'} and is not an earlier verl export: name a new folder`);
+    throw new UsageError(
+      `--out ${out} holds ${foreign.length > 0 ? foreign.slice(0, 3).join(', ') : 'files'} and is not an earlier verl export: name a new folder`,
+    );
   }
 }

@@ -2,7 +2,17 @@ import { TASK_NAMES } from '../../core/tasks';
 import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
 import { defineCommand } from '../command';
-import { BACKEND_FLAG, LIMIT_IN_PROMPT_FLAG, OPTIONS_FLAG, getTokenizer, limitInPrompt, loadPolicyFlag, openDecoder, setupBackend, taskFromFlags } from '../setup';
+import {
+  BACKEND_FLAG,
+  LIMIT_IN_PROMPT_FLAG,
+  OPTIONS_FLAG,
+  getTokenizer,
+  limitInPrompt,
+  loadPolicyFlag,
+  openDecoder,
+  setupBackend,
+  taskFromFlags,
+} from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { disposeParams } from '../../core/model/params';
@@ -17,7 +27,12 @@ export const frontierCommand = defineCommand(
     checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
     n: { type: 'int', default: 200, min: 1, max: 100_000, help: 'problems' },
     seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
-    split: { type: 'string', choices: EVAL_SPLITS, default: 'final', help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems' },
+    split: {
+      type: 'string',
+      choices: EVAL_SPLITS,
+      default: 'final',
+      help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems',
+    },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
@@ -47,11 +62,19 @@ export const frontierCommand = defineCommand(
       problems,
       { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed, rollout: { ...FRONTIER_DEFAULTS.rollout, ...told } },
       (t) => tok.encode(t),
-      f.json ? undefined : (p) => console.log(`${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`),
+      f.json
+        ? undefined
+        : (p) =>
+            console.log(
+              `${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`,
+            ),
     );
     close();
     disposeParams(policy.params);
     if (f.json) console.log(JSON.stringify({ split: f.split, seed: f.seed, n: f.n, ...result }));
-    else console.log(`${f.split} set, seed ${f.seed}, n ${f.n}; pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`);
+    else
+      console.log(
+        `${f.split} set, seed ${f.seed}, n ${f.n}; pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`,
+      );
   },
 );

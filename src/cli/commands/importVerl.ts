@@ -11,7 +11,11 @@ export const importVerl = defineCommand(
   'import-verl',
   "Convert a verl run's rollout records (root and clone samples, JSONL) into traces.jsonl: the page and compare then show it as delegation trees and curves.",
   {
-    in: { type: 'string', required: true, help: "rollout records, one JSON object per line: selfcest_dump.py's folder of <step>.jsonl files (trainer.rollout_data_dir), or one such file" },
+    in: {
+      type: 'string',
+      required: true,
+      help: "rollout records, one JSON object per line: selfcest_dump.py's folder of <step>.jsonl files (trainer.rollout_data_dir), or one such file",
+    },
     out: { type: 'string', required: true, help: 'traces file to write (.jsonl)' },
     task: { type: 'string', help: 'task name for records without data_source (default: verl)' },
   },
@@ -38,9 +42,13 @@ export const importVerl = defineCommand(
     const clones = traces.reduce((n, t) => n + t.contexts.length - 1, 0);
     const withReward = traces.filter((t) => t.reward || t.sourceReward).length;
     const withParts = traces.filter((t) => t.reward).length;
-    console.log(`wrote ${f.out}: ${traces.length} episodes from ${files.length} file${files.length === 1 ? '' : 's'}, ${clones} clones, ${withReward} with the source's reward (${withParts} with all its parts)`);
+    console.log(
+      `wrote ${f.out}: ${traces.length} episodes from ${files.length} file${files.length === 1 ? '' : 's'}, ${clones} clones, ${withReward} with the source's reward (${withParts} with all its parts)`,
+    );
     if (withReward < traces.length) {
-      console.log(`warning: ${traces.length - withReward} episodes carry no reward: the trees show them, but the Runs panel and compare need a reward in every step's episodes (log "reward" with the root samples)`);
+      console.log(
+        `warning: ${traces.length - withReward} episodes carry no reward: the trees show them, but the Runs panel and compare need a reward in every step's episodes (log "reward" with the root samples)`,
+      );
     } else {
       const rows = rowsFromTraces(traces);
       console.log(`steps ${rows[0].step}–${rows[rows.length - 1].step}; compare with: npm run cli -- compare --runs verl=${f.out}`);

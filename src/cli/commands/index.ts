@@ -13,4 +13,18 @@ import { probeLookup } from './probeLookup';
 import { importVerl } from './importVerl';
 import { exportVerl } from './exportVerl';
 
-export const COMMANDS: Record<string, Command> = { init, rollout, logits, sft, train, eval: evaluate, frontier: frontierCommand, report, compare, lookup, 'probe-lookup': probeLookup, 'import-verl': importVerl, 'export-verl': exportVerl };
+export const COMMANDS: Record<string, Command> = {
+  init,
+  rollout,
+  logits,
+  sft,
+  train,
+  eval: evaluate,
+  frontier: frontierCommand,
+  report,
+  compare,
+  lookup,
+  'probe-lookup': probeLookup,
+  'import-verl': importVerl,
+  'export-verl': exportVerl,
+};

@@ -36,7 +36,9 @@ export const logits = defineCommand(
     rows.forEach((row, i) => {
       const j = row.findIndex((v) => !Number.isFinite(v));
       if (j >= 0) {
-        throw new Error(`${f.checkpoint}: the logits are not finite (${row[j]} for token ${j} at position ${i} of --text); the weights are probably too large for float32`);
+        throw new Error(
+          `${f.checkpoint}: the logits are not finite (${row[j]} for token ${j} at position ${i} of --text); the weights are probably too large for float32`,
+        );
       }
     });
     if (f.json) {

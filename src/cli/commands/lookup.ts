@@ -13,8 +13,20 @@ export const lookup = defineCommand(
     n: { type: 'int', default: 100, min: 1, max: 5000, help: 'lookups of each kind per chunk size' },
     sizes: { type: 'string', default: '1,3,6', help: 'chunk sizes (assignments per chunk, 1–6)' },
     seed: { type: 'int', default: 1, min: 0, max: SEED_MAX, help: 'seed of the lookups' },
-    filler: { type: 'int', default: 0, min: 0, max: 96, help: "filler characters among each chunk's assignments, as multihop's filler option (its long context: 24 for 4 assignments)" },
-    names: { type: 'int', default: 1, min: 1, max: 2, help: "the multihop option names: 1 (one-letter names, q7.) or 2 (qx=7., the notation of the first multihop runs)" },
+    filler: {
+      type: 'int',
+      default: 0,
+      min: 0,
+      max: 96,
+      help: "filler characters among each chunk's assignments, as multihop's filler option (its long context: 24 for 4 assignments)",
+    },
+    names: {
+      type: 'int',
+      default: 1,
+      min: 1,
+      max: 2,
+      help: 'the multihop option names: 1 (one-letter names, q7.) or 2 (qx=7., the notation of the first multihop runs)',
+    },
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: BACKEND_FLAG,
   },
@@ -30,7 +42,9 @@ export const lookup = defineCommand(
       if (f.json) console.log(JSON.stringify(rows));
       else
         for (const r of rows)
-          console.log(`chunk of ${r.size}: finds ${(r.foundAccuracy * 100).toFixed(1)}% of ${r.foundN}, answers none ${(r.missingAccuracy * 100).toFixed(1)}% of ${r.missingN}`);
+          console.log(
+            `chunk of ${r.size}: finds ${(r.foundAccuracy * 100).toFixed(1)}% of ${r.foundN}, answers none ${(r.missingAccuracy * 100).toFixed(1)}% of ${r.missingN}`,
+          );
     } finally {
       disposeParams(policy.params);
     }

@@ -18,7 +18,11 @@ export const probeLookup = defineCommand(
     names: { type: 'int', default: 2, min: 1, max: 2, help: 'characters (tokens) per variable name' },
     layout: { type: 'string', default: 'last', choices: ['last', 'first'], help: 'the question after the chunk (protocol v1) or before it' },
     cot: { type: 'bool', default: false, help: 'the clone restates the lookup (=ab=12) before its answer' },
-    adjacent: { type: 'bool', default: false, help: "multihop's one-letter notation: the value right after its name (q7.), the clone writing q7<ans>7<eos> (needs --names 1)" },
+    adjacent: {
+      type: 'bool',
+      default: false,
+      help: "multihop's one-letter notation: the value right after its name (q7.), the clone writing q7<ans>7<eos> (needs --names 1)",
+    },
     mix: { type: 'bool', default: false, help: 'train on chunks of 1 to --size assignments (held out: --size)' },
     steps: { type: 'int', default: 3000, min: 1, max: 1_000_000, help: 'most training steps' },
     batch: { type: 'int', default: D.batch, min: 2, max: 4096, help: 'drills per step' },
@@ -66,10 +70,17 @@ export const probeLookup = defineCommand(
       mkdirSync(dirname(out), { recursive: true });
       writeFileSync(out, JSON.stringify({ kind: 'config', preset: f.preset, backend, ...cfg }) + '\n');
     }
-    const result = await runLookupProbe(presetConfig(f.preset), cfg, (t) => tok.encode(t), (r) => {
-      console.log(`step ${r.step}: finds ${(r.foundAccuracy * 100).toFixed(1)}%, none ${(r.missingAccuracy * 100).toFixed(1)}%, loss ${r.loss.toFixed(4)} (${r.elapsedSec}s)`);
-      line({ kind: 'row', ...r });
-    });
+    const result = await runLookupProbe(
+      presetConfig(f.preset),
+      cfg,
+      (t) => tok.encode(t),
+      (r) => {
+        console.log(
+          `step ${r.step}: finds ${(r.foundAccuracy * 100).toFixed(1)}%, none ${(r.missingAccuracy * 100).toFixed(1)}%, loss ${r.loss.toFixed(4)} (${r.elapsedSec}s)`,
+        );
+        line({ kind: 'row', ...r });
+      },
+    );
     const last = result.rows[result.rows.length - 1];
     line({ kind: 'result', stepsToTarget: result.stepsToTarget, final: last });
     console.log(

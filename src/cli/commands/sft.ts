@@ -54,7 +54,9 @@ export const sft = defineRunCommand(
       runDir.restoreOptimizer(optimizer);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
       const before = saved.state.config.steps;
-      console.log(`resuming ${out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`);
+      console.log(
+        `resuming ${out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`,
+      );
     } else {
       policy = f.init ? (await loadPolicyFlag('init', f.init)).policy : freshPolicy(rc.preset, cfg.seed);
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
@@ -63,7 +65,9 @@ export const sft = defineRunCommand(
     }
     const preset = rc.preset;
     const save = (rows: object[]) =>
-      runDir.save(policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, { 'metrics.jsonl': rows });
+      runDir.save(policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, {
+        'metrics.jsonl': rows,
+      });
     let appliedSteps = 0;
     let skippedSteps = 0;
     let skippedSinceLog = 0;

@@ -82,7 +82,11 @@ export const train = defineRunCommand(
         opt = optimizer();
         console.log(`step ${step}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);
       }
-      const { metrics, episodes } = await grpoStep({ policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) }, cfg, step);
+      const { metrics, episodes } = await grpoStep(
+        { policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+        cfg,
+        step,
+      );
       step++;
       await rollouts?.sync(step);
       elapsed += metrics.wallSec;
@@ -102,7 +106,12 @@ export const train = defineRunCommand(
           const s = summarize(evalTraces);
           const reading = { accuracy: s.accuracy, tokens: s.meanTokens, reward: meanReward(task, problems, evalTraces, rewardAt(cfg, step - 1)) };
           readings.push(reading);
-          if (mix.length > 1) Object.assign(row, { [`evalAccuracy_${task.name}`]: reading.accuracy, [`evalTokens_${task.name}`]: reading.tokens, [`evalReward_${task.name}`]: reading.reward });
+          if (mix.length > 1)
+            Object.assign(row, {
+              [`evalAccuracy_${task.name}`]: reading.accuracy,
+              [`evalTokens_${task.name}`]: reading.tokens,
+              [`evalReward_${task.name}`]: reading.reward,
+            });
         }
         local?.dispose();
         const mean = (k: 'accuracy' | 'tokens' | 'reward') => readings.reduce((a, r) => a + r[k], 0) / readings.length;
@@ -117,7 +126,9 @@ export const train = defineRunCommand(
         `step ${step}/${cfg.steps} reward ${metrics.meanReward.toFixed(3)} acc ${metrics.accuracy.toFixed(3)} tokens ${metrics.meanTotalTokens.toFixed(0)} (cp ${metrics.meanCriticalPathTokens.toFixed(0)}) clones ${metrics.clonesPerEpisode.toFixed(2)} gate ${metrics.gateRate.toFixed(3)} (mass ${metrics.gatedMassShare.toFixed(3)}, bias ${Number.isFinite(metrics.gatedCloneAdvantage) ? metrics.gatedCloneAdvantage.toFixed(3) : '—'}) zvar ${metrics.zeroVarianceFraction.toFixed(2)}${cfg.dynamicSampling ? ` kept ${metrics.groupsSampled - metrics.groupsDropped}/${metrics.groupsSampled}` : ''} kl ${metrics.kl.toExponential(2)} clip ${metrics.clipFraction.toFixed(3)} ppo-kl ${metrics.approxKl.toExponential(2)} upd ${metrics.updates} gnorm ${metrics.gradNorm.toFixed(2)} ${metrics.wallSec.toFixed(1)}s eta ${formatDuration(eta)}` +
           (metrics.nonFiniteSkips > 0 ? ` | SKIPPED ${metrics.nonFiniteSkips} non-finite update(s)` : '') +
           ('evalAccuracy' in row ? ` | eval acc ${Number(row.evalAccuracy).toFixed(3)} reward ${Number(row.evalReward).toFixed(3)}` : '') +
-          (mix.length > 1 && 'evalAccuracy' in row ? ` (${mix.map(({ task }) => `${task.name} ${Number(row[`evalAccuracy_${task.name}`]).toFixed(3)}`).join(', ')})` : ''),
+          (mix.length > 1 && 'evalAccuracy' in row
+            ? ` (${mix.map(({ task }) => `${task.name} ${Number(row[`evalAccuracy_${task.name}`]).toFixed(3)}`).join(', ')})`
+            : ''),
       );
       if (step % f['save-every'] === 0 || step === cfg.steps) {
         await save({ 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });

@@ -31,7 +31,19 @@ export const CONFIG_BEGIN = '# --- CONFIG (written by export-verl) ---';
 export const CONFIG_END = '# --- end CONFIG ---';
 
 /** The RewardConfig fields, in the order the block lists them. */
-const REWARD_FIELDS = ['rootTau', 'rootRho', 'rootPmax', 'cloneTau', 'cloneRho', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'tokenRate', 'partialCredit'] as const;
+const REWARD_FIELDS = [
+  'rootTau',
+  'rootRho',
+  'rootPmax',
+  'cloneTau',
+  'cloneRho',
+  'clonePmax',
+  'callRate',
+  'callFree',
+  'budgetRate',
+  'tokenRate',
+  'partialCredit',
+] as const;
 
 /** selfcest_reward.py with `cfg` in its CONFIG block. */
 export function rewardPythonSource(cfg: VerlRewardConfig): string {
@@ -54,7 +66,8 @@ function pythonConfig(cfg: VerlRewardConfig): string {
   const recipe = cfg.recipe ?? 'playground';
   if (!VERL_RECIPES.includes(recipe)) throw new Error(`verl reward: recipe must be one of ${VERL_RECIPES.join(', ')} (got ${JSON.stringify(recipe)})`);
   const formatMaxTokens = cfg.formatMaxTokens ?? REFERENCE_RECIPE.formatMaxTokens;
-  if (!Number.isInteger(formatMaxTokens) || formatMaxTokens < 0) throw new Error(`verl reward: formatMaxTokens must be an integer ≥ 0 (got ${String(formatMaxTokens)})`);
+  if (!Number.isInteger(formatMaxTokens) || formatMaxTokens < 0)
+    throw new Error(`verl reward: formatMaxTokens must be an integer ≥ 0 (got ${String(formatMaxTokens)})`);
   const logParts = cfg.logParts ?? true;
   if (typeof logParts !== 'boolean') throw new Error(`verl reward: logParts must be true or false (got ${String(logParts)})`);
   if (!VERL_REWARD_TASKS.includes(cfg.task)) {

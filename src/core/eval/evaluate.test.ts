@@ -5,7 +5,13 @@ import { meanReward } from './evaluate';
 
 const problem = (truth: string): Problem => ({ task: 'arithmetic', id: truth, prompt: '1+1', truth, meta: {} });
 /** Only what the reward reads. */
-const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) => ({ answer, correct, rounds, tokens: { root, longestClonePerRound: clones, total: root + clones.reduce((a, b) => a + b, 0) }, contexts: [] });
+const episode = (answer: string | null, correct: boolean, root: number, clones: number[], rounds: number) => ({
+  answer,
+  correct,
+  rounds,
+  tokens: { root, longestClonePerRound: clones, total: root + clones.reduce((a, b) => a + b, 0) },
+  contexts: [],
+});
 
 describe('meanReward on held-out episodes', () => {
   it('is the mean of the SELFCEST rewards, checked by hand', () => {
@@ -13,7 +19,11 @@ describe('meanReward on held-out episodes', () => {
     // 2: correct, root 128: 1 − 0.3·(1 − e^{−64/64}); clone 64: − 0.2·(1 − e^{−32/32}); 3 rounds: − (0.3 − 0.2).
     // 3: no answer: 0.
     const r2 = 1 - 0.3 * (1 - Math.exp(-1)) - 0.2 * (1 - Math.exp(-1)) - 0.1;
-    const got = meanReward(arithmetic, [problem('5'), problem('7'), problem('9')], [episode('5', true, 40, [20], 1), episode('7', true, 128, [64, 10, 5], 3), episode(null, false, 30, [], 0)]);
+    const got = meanReward(
+      arithmetic,
+      [problem('5'), problem('7'), problem('9')],
+      [episode('5', true, 40, [20], 1), episode('7', true, 128, [64, 10, 5], 3), episode(null, false, 30, [], 0)],
+    );
     expect(got).toBeCloseTo((1 + r2 + 0) / 3, 12);
   });
 

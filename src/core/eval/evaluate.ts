@@ -88,7 +88,12 @@ export function summarize(traces: readonly EpisodeTrace[]): EvalSummary {
 }
 
 /** Mean SELFCEST reward (core/rl/reward.ts) of episodes run on `problems` in order (the training reward on held-out problems). */
-export function meanReward<O>(task: Task<O>, problems: readonly Problem[], traces: readonly (RewardedEpisode & Pick<EpisodeTrace, 'answer'>)[], cfg: RewardConfig = REWARD_DEFAULTS): number {
+export function meanReward<O>(
+  task: Task<O>,
+  problems: readonly Problem[],
+  traces: readonly (RewardedEpisode & Pick<EpisodeTrace, 'answer'>)[],
+  cfg: RewardConfig = REWARD_DEFAULTS,
+): number {
   if (traces.length !== problems.length) throw new Error(`meanReward: ${traces.length} episodes for ${problems.length} problems`);
   if (traces.length === 0) return 0;
   const total = traces.reduce((a, t, i) => a + episodeReward(t, task.verify(problems[i], t.answer), cfg).reward, 0);

@@ -195,7 +195,19 @@ export function paretoOf(points: readonly FrontierPoint[], cost: 'total' | 'crit
 export function frontierCsv(points: readonly FrontierPoint[]): string {
   const head = 'checkpoint,method,limit,n,accuracy,interval_low,interval_high,mean_tokens,mean_critical_path_tokens,mean_root_tokens,mean_root_context_tokens';
   const rows = points.map((p) =>
-    [p.checkpoint ?? '', p.method, p.limit, p.n, p.accuracy, p.interval[0], p.interval[1], p.meanTokens, p.meanCriticalPathTokens, p.meanRootTokens ?? '', p.meanRootContextTokens ?? ''].join(','),
+    [
+      p.checkpoint ?? '',
+      p.method,
+      p.limit,
+      p.n,
+      p.accuracy,
+      p.interval[0],
+      p.interval[1],
+      p.meanTokens,
+      p.meanCriticalPathTokens,
+      p.meanRootTokens ?? '',
+      p.meanRootContextTokens ?? '',
+    ].join(','),
   );
   return [head, ...rows].join('\n') + '\n';
 }

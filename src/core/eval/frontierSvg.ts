@@ -34,7 +34,9 @@ function panel(p: FrontierPanel, x0: number, cost: 'total' | 'critical'): string
       parts.push(`<text x="${sx(v)}" y="${sy(0) + 14}" text-anchor="middle">${v}</text>`);
     }
   }
-  parts.push(`<text x="${x0 + W / 2}" y="${H - 4}" text-anchor="middle">${cost === 'total' ? 'generated tokens / problem' : 'critical-path tokens / problem'} (log)</text>`);
+  parts.push(
+    `<text x="${x0 + W / 2}" y="${H - 4}" text-anchor="middle">${cost === 'total' ? 'generated tokens / problem' : 'critical-path tokens / problem'} (log)</text>`,
+  );
   const front = paretoOf(p.points, cost).map((i) => p.points[i]);
   if (front.length > 1) {
     const path = front.map((q, i) => `${i === 0 ? 'M' : 'L'}${sx(costOf(q)).toFixed(1)},${sy(q.accuracy).toFixed(1)}`).join('');
@@ -42,7 +44,9 @@ function panel(p: FrontierPanel, x0: number, cost: 'total' | 'critical'): string
   }
   for (const q of p.points) {
     const x = sx(costOf(q)).toFixed(1);
-    parts.push(`<line x1="${x}" x2="${x}" y1="${sy(q.interval[0]).toFixed(1)}" y2="${sy(q.interval[1]).toFixed(1)}" stroke="${colourOf(q.method)}" opacity="0.5"/>`);
+    parts.push(
+      `<line x1="${x}" x2="${x}" y1="${sy(q.interval[0]).toFixed(1)}" y2="${sy(q.interval[1]).toFixed(1)}" stroke="${colourOf(q.method)}" opacity="0.5"/>`,
+    );
     parts.push(
       `<circle class="point" cx="${x}" cy="${sy(q.accuracy).toFixed(1)}" r="3.5" fill="${colourOf(q.method)}"><title>${esc(`${q.checkpoint ?? ''} ${q.method} limit ${q.limit}: ${(q.accuracy * 100).toFixed(1)}% (n ${q.n}), ${q.meanTokens.toFixed(0)} tokens`)}</title></circle>`,
     );
@@ -53,7 +57,9 @@ function panel(p: FrontierPanel, x0: number, cost: 'total' | 'critical'): string
 export function frontierSvg(panels: readonly FrontierPanel[], cost: 'total' | 'critical' = 'total'): string {
   const methods = [...new Set(panels.flatMap((p) => p.points.map((q) => q.method)))];
   const width = W * Math.max(1, panels.length);
-  const legend = methods.map((m, i) => `<circle cx="${10 + i * 80}" cy="${H + 12}" r="4" fill="${colourOf(m)}"/><text x="${18 + i * 80}" y="${H + 16}">${esc(m)}</text>`).join('');
+  const legend = methods
+    .map((m, i) => `<circle cx="${10 + i * 80}" cy="${H + 12}" r="4" fill="${colourOf(m)}"/><text x="${18 + i * 80}" y="${H + 16}">${esc(m)}</text>`)
+    .join('');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 26}" font-family="sans-serif" font-size="10">`,
     `<rect width="100%" height="100%" fill="white"/>`,

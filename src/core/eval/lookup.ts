@@ -42,7 +42,13 @@ function checkSize(size: number): void {
  * notation of `names` (the task's option: what the clone is asked and writes differs), among
  * `filler` filler characters (the task's option of that name; the long context has 24 for 4).
  */
-export function lookupCases(size: number, n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names, filler = 0): { found: LookupCase[]; missing: LookupCase[] } {
+export function lookupCases(
+  size: number,
+  n: number,
+  seed: number,
+  names: number = MULTIHOP_DEFAULTS.names,
+  filler = 0,
+): { found: LookupCase[]; missing: LookupCase[] } {
   checkSize(size);
   if (!Number.isInteger(filler) || filler < 0 || filler > 96) throw new Error(`lookup: filler must be an integer in [0, 96] (got ${filler})`);
   if (!Number.isInteger(n) || n < 1) throw new Error(`lookup: n must be a positive integer (got ${n})`);
@@ -83,7 +89,12 @@ export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: re
     const rows = cases.slice(start, start + BATCH).map((c) => ({ prompt: encode(c.prompt), target: encode(c.written ?? `<ans>${c.answer}<eos>`) }));
     const width = Math.max(...rows.map((r) => r.prompt.length + r.target.length));
     const ids = rows.flatMap((r) => [...r.prompt, ...r.target, ...new Array<number>(width - r.prompt.length - r.target.length).fill(T.pad)]);
-    const greedy = tf.tidy(() => forwardLogits(params, config, tf.tensor2d(ids, [rows.length, width], 'int32')).argMax(-1).arraySync() as number[][]);
+    const greedy = tf.tidy(
+      () =>
+        forwardLogits(params, config, tf.tensor2d(ids, [rows.length, width], 'int32'))
+          .argMax(-1)
+          .arraySync() as number[][],
+    );
     rows.forEach((r, i) => {
       if (r.target.every((t, j) => greedy[i][r.prompt.length - 1 + j] === t)) solved++;
     });
@@ -92,7 +103,16 @@ export function lookupAccuracy(params: GPTParams, config: ModelConfig, cases: re
 }
 
 /** Lookup accuracy by chunk size. */
-export function lookupProbe(params: GPTParams, config: ModelConfig, encode: (t: string) => number[], sizes: readonly number[], n: number, seed: number, names: number = MULTIHOP_DEFAULTS.names, filler = 0): LookupResult[] {
+export function lookupProbe(
+  params: GPTParams,
+  config: ModelConfig,
+  encode: (t: string) => number[],
+  sizes: readonly number[],
+  n: number,
+  seed: number,
+  names: number = MULTIHOP_DEFAULTS.names,
+  filler = 0,
+): LookupResult[] {
   sizes.forEach(checkSize);
   return sizes.map((size) => {
     const { found, missing } = lookupCases(size, n, seed, names, filler);

@@ -135,7 +135,11 @@ export function probeDrill(rng: Rng, size: number, nameChars: 1 | 2, layout: Que
     answer = 'none';
   }
   const prompt = layout === 'last' ? `<clone>${chunk} ${question}?<sep>` : `<clone>${question}? ${chunk}<sep>`;
-  const written = adjacent ? ONE_LETTER.cloneAnswer(question, found ? answer : undefined) : cot ? `=${question}=${answer}<ans>${answer}<eos>` : `<ans>${answer}<eos>`;
+  const written = adjacent
+    ? ONE_LETTER.cloneAnswer(question, found ? answer : undefined)
+    : cot
+      ? `=${question}=${answer}<ans>${answer}<eos>`
+      : `<ans>${answer}<eos>`;
   return { prompt, answer, found, written };
 }
 
@@ -217,7 +221,7 @@ export async function runLookupProbe(
   let stepsToTarget: number | null = null;
   try {
     if (reached(read(0))) return { stepsToTarget: 0, rows };
-    for (let step = 0; step < c.steps; ) {
+    for (let step = 0; step < c.steps;) {
       const seqs = probeTrainDrills(c, step, heldOut).map((d) =>
         demoSequence(
           {

@@ -3,7 +3,22 @@ import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/t
 import { arithmeticProbe, strategyOf } from './strategy';
 
 function ctx(id: number, role: 'root' | 'clone', subtask: string | null, budget: number | null): ContextTrace {
-  return { id, role, parent: role === 'root' ? null : 0, round: role === 'root' ? null : 0, subtask, budget, tokens: [], text: '', writers: '', logprobs: [], generatedTokens: 0, answer: null, violation: null, violationDetail: null };
+  return {
+    id,
+    role,
+    parent: role === 'root' ? null : 0,
+    round: role === 'root' ? null : 0,
+    subtask,
+    budget,
+    tokens: [],
+    text: '',
+    writers: '',
+    logprobs: [],
+    generatedTokens: 0,
+    answer: null,
+    violation: null,
+    violationDetail: null,
+  };
 }
 
 /** A hand-made episode: its prompt and its clones' (subtask, budget). */
@@ -35,7 +50,11 @@ describe('strategy summary', () => {
     const traces = [
       episode('1+2+3', [], true, 12),
       episode('1+2+3', [['1+2', 8]], false, 30), // need =3<ans>3<eos> = 7: fits
-      episode('57+77-1+7*7-1', [['57+77', 8], ['-1', 16], ['7*7-1', 16]]), // 57+77 too small
+      episode('57+77-1+7*7-1', [
+        ['57+77', 8],
+        ['-1', 16],
+        ['7*7-1', 16],
+      ]), // 57+77 too small
       episode('57+77-1+7*7-1', [['57+77-1+7*7-1', 32]]), // needs 48: too small
       episode('57+77-1+7*7-1', [], true, 40),
       episode('2*3', [['2*', 64]], true, 9), // a subtask that does not parse: counted, not judged

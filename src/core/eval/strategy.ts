@@ -103,6 +103,18 @@ export function strategyOf(traces: readonly EpisodeTrace[], probe: StrategyProbe
       if (c.budget < need) tooSmall++;
     }
   }
-  const bySize = [...rows.values()].sort((a, b) => a.size - b.size).map((r) => ({ ...r, rate: r.delegated / r.episodes, accuracy: r.correct / r.episodes, meanTokens: r.meanTokens / r.episodes }));
-  return { episodes: traces.length, delegated, bySize, cloneCounts, clones, budgets: budgetCounts, judged, tooSmall, tooSmallShare: judged === 0 ? 0 : tooSmall / judged };
+  const bySize = [...rows.values()]
+    .sort((a, b) => a.size - b.size)
+    .map((r) => ({ ...r, rate: r.delegated / r.episodes, accuracy: r.correct / r.episodes, meanTokens: r.meanTokens / r.episodes }));
+  return {
+    episodes: traces.length,
+    delegated,
+    bySize,
+    cloneCounts,
+    clones,
+    budgets: budgetCounts,
+    judged,
+    tooSmall,
+    tooSmallShare: judged === 0 ? 0 : tooSmall / judged,
+  };
 }

@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { parseVerlRecords, verlRecordsToTraces } from '../verl/readback';
 import { rowsFromTraces } from './traceRows';
 
-const rec = (id: string, step: number, response: string, mask: number[], extra: object = {}) => ({ request_id: id, parent_request_id: null, step, prompt: 'q', response, response_mask: mask, ground_truth: '4', ...extra });
+const rec = (id: string, step: number, response: string, mask: number[], extra: object = {}) => ({
+  request_id: id,
+  parent_request_id: null,
+  step,
+  prompt: 'q',
+  response,
+  response_mask: mask,
+  ground_truth: '4',
+  ...extra,
+});
 
 describe('rows from traces', () => {
   it('gives per-step episode means by the trainer definitions, NaN where traces cannot tell', () => {

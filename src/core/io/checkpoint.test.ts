@@ -21,7 +21,10 @@ function tinyCheckpoint(seed = 7): Checkpoint {
   const tensors = new Map<string, Float32Array>();
   for (const s of paramSpecs(config)) {
     const n = s.shape.reduce((a, b) => a * b, 1);
-    tensors.set(s.name, Float32Array.from({ length: n }, () => rng.normal() * 0.02));
+    tensors.set(
+      s.name,
+      Float32Array.from({ length: n }, () => rng.normal() * 0.02),
+    );
   }
   return {
     config,
@@ -85,7 +88,7 @@ describe('encodeCheckpoint / decodeCheckpoint', () => {
     expect(decodeCheckpoint(files).tokenizerConfig).toEqual(ckpt.tokenizerConfig);
   });
 
-  it('makeSelfcestMeta records this build\'s protocol version and vocabulary', () => {
+  it("makeSelfcestMeta records this build's protocol version and vocabulary", () => {
     const meta = makeSelfcestMeta({ step: 3 });
     expect(meta.format).toBe('selfcest-checkpoint');
     expect(meta.protocolVersion).toBe(SELFCEST_PROTOCOL_VERSION);
@@ -238,7 +241,9 @@ describe('decodeCheckpoint rejects bad checkpoints with a message naming the pro
     [
       'a selfcest.json whose vocab differs from ours',
       () => withJson('selfcest.json', { vocab: VOCAB.map((t, i) => (i === 30 ? '!' : t)) }),
-      new RegExp(`selfcest.json: vocab differs from this build's vocabulary at id 30: checkpoint has "!", expected ${JSON.stringify(JSON.stringify(VOCAB[30])).slice(1, -1)}`),
+      new RegExp(
+        `selfcest.json: vocab differs from this build's vocabulary at id 30: checkpoint has "!", expected ${JSON.stringify(JSON.stringify(VOCAB[30])).slice(1, -1)}`,
+      ),
     ],
     [
       'a selfcest.json with a shorter vocab',
@@ -334,19 +339,63 @@ describe('decodeCheckpoint names the file and field of malformed JSON, never a T
     ['a config.json array', () => withFile('config.json', '[2]'), /^checkpoint: config.json must hold a JSON object$/],
     ['a null tokenizer.json', () => withFile('tokenizer.json', 'null'), /^checkpoint: tokenizer.json must hold a JSON object$/],
     ['a null tokenizer_config.json', () => withFile('tokenizer_config.json', 'null'), /^checkpoint: tokenizer_config.json must hold a JSON object$/],
-    ['a tokenizer.json whose model is an array', () => withJson('tokenizer.json', { model: [] }), /^checkpoint: tokenizer.json: model must be an object with the vocabulary \(got \[\]\)$/],
-    ['an empty tokenizer.json object', () => withFile('tokenizer.json', '{}'), /^checkpoint: tokenizer.json: model must be an object with the vocabulary \(got undefined\)$/],
-    ['a tokenizer.json whose vocab is an array', () => withJson('tokenizer.json', { model: { type: 'WordLevel', vocab: [...VOCAB] } }), /^checkpoint: tokenizer.json: model.vocab must be an object mapping each token to its id/],
-    ['a tokenizer.json with an extra token on an id already taken', () => withJson('tokenizer.json', { ...buildTokenizerJson(), model: { ...buildTokenizerJson().model, vocab: { ...buildTokenizerJson().model.vocab, zz: 5 } } }), /^checkpoint: tokenizer.json: model.vocab has the token "zz" \(id 5\), which is not in this vocabulary$/],
-    ['selfcest.json without format', () => without('selfcest.json', 'format'), /^checkpoint: selfcest.json: format must be "selfcest-checkpoint" \(got missing\)$/],
-    ['selfcest.json without protocolVersion', () => without('selfcest.json', 'protocolVersion'), /^checkpoint: selfcest.json: protocolVersion must be an integer \(got missing\)$/],
+    [
+      'a tokenizer.json whose model is an array',
+      () => withJson('tokenizer.json', { model: [] }),
+      /^checkpoint: tokenizer.json: model must be an object with the vocabulary \(got \[\]\)$/,
+    ],
+    [
+      'an empty tokenizer.json object',
+      () => withFile('tokenizer.json', '{}'),
+      /^checkpoint: tokenizer.json: model must be an object with the vocabulary \(got undefined\)$/,
+    ],
+    [
+      'a tokenizer.json whose vocab is an array',
+      () => withJson('tokenizer.json', { model: { type: 'WordLevel', vocab: [...VOCAB] } }),
+      /^checkpoint: tokenizer.json: model.vocab must be an object mapping each token to its id/,
+    ],
+    [
+      'a tokenizer.json with an extra token on an id already taken',
+      () =>
+        withJson('tokenizer.json', {
+          ...buildTokenizerJson(),
+          model: { ...buildTokenizerJson().model, vocab: { ...buildTokenizerJson().model.vocab, zz: 5 } },
+        }),
+      /^checkpoint: tokenizer.json: model.vocab has the token "zz" \(id 5\), which is not in this vocabulary$/,
+    ],
+    [
+      'selfcest.json without format',
+      () => without('selfcest.json', 'format'),
+      /^checkpoint: selfcest.json: format must be "selfcest-checkpoint" \(got missing\)$/,
+    ],
+    [
+      'selfcest.json without protocolVersion',
+      () => without('selfcest.json', 'protocolVersion'),
+      /^checkpoint: selfcest.json: protocolVersion must be an integer \(got missing\)$/,
+    ],
     ['selfcest.json without vocab', () => without('selfcest.json', 'vocab'), /^checkpoint: selfcest.json: vocab must be an array of strings \(got missing\)$/],
     ['selfcest.json with a null vocab', () => withJson('selfcest.json', { vocab: null }), /^checkpoint: selfcest.json: vocab must be an array of strings$/],
-    ['selfcest.json with a null step', () => withJson('selfcest.json', { step: null }), /^checkpoint: selfcest.json: step must be a non-negative integer \(got null\)$/],
-    ['config.json without n_embd', () => without('config.json', 'n_embd'), /^checkpoint: config.json: n_embd must be an integer in \[1, 4096\] \(got missing\)$/],
+    [
+      'selfcest.json with a null step',
+      () => withJson('selfcest.json', { step: null }),
+      /^checkpoint: selfcest.json: step must be a non-negative integer \(got null\)$/,
+    ],
+    [
+      'config.json without n_embd',
+      () => without('config.json', 'n_embd'),
+      /^checkpoint: config.json: n_embd must be an integer in \[1, 4096\] \(got missing\)$/,
+    ],
     ['config.json without model_type', () => without('config.json', 'model_type'), /^checkpoint: config.json: model_type must be "gpt2" \(got missing\)$/],
-    ['config.json with a null layer_norm_epsilon', () => withJson('config.json', { layer_norm_epsilon: null }), /^checkpoint: config.json: layer_norm_epsilon must be a number in \(0, 1\) \(got null\)$/],
-    ['config.json with a null activation_function', () => withJson('config.json', { activation_function: null }), /^checkpoint: config.json: activation_function must be "gelu_new" .*\(got null\)$/],
+    [
+      'config.json with a null layer_norm_epsilon',
+      () => withJson('config.json', { layer_norm_epsilon: null }),
+      /^checkpoint: config.json: layer_norm_epsilon must be a number in \(0, 1\) \(got null\)$/,
+    ],
+    [
+      'config.json with a null activation_function',
+      () => withJson('config.json', { activation_function: null }),
+      /^checkpoint: config.json: activation_function must be "gelu_new" .*\(got null\)$/,
+    ],
   ];
   it.each(cases)('%s', (_label, make, message) => {
     let thrown: unknown;

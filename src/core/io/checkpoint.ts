@@ -93,8 +93,7 @@ function fail(message: string): never {
 /** A parsed JSON value for a message; an absent field reads "missing". */
 const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v));
 const shapeText = (shape: readonly number[]) => `[${shape.join(', ')}]`;
-const sameShape = (a: readonly number[], b: readonly number[]) =>
-  a.length === b.length && a.every((d, i) => d === b[i]);
+const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
 const WTE = 'transformer.wte.weight';
 const WPE = 'transformer.wpe.weight';
@@ -172,8 +171,7 @@ export function decodeCheckpoint(files: ReadonlyMap<string, Uint8Array>): Checkp
   const tokenizer = parseJsonFile(CHECKPOINT_FILES.tokenizer, get(CHECKPOINT_FILES.tokenizer));
   checkTokenizer(tokenizer);
   const tokenizerConfigBytes = files.get(CHECKPOINT_FILES.tokenizerConfig);
-  const tokenizerConfig =
-    tokenizerConfigBytes === undefined ? undefined : parseJsonFile(CHECKPOINT_FILES.tokenizerConfig, tokenizerConfigBytes);
+  const tokenizerConfig = tokenizerConfigBytes === undefined ? undefined : parseJsonFile(CHECKPOINT_FILES.tokenizerConfig, tokenizerConfigBytes);
 
   let decoded: Map<string, DecodedTensor>;
   try {
@@ -243,7 +241,9 @@ function checkMeta(meta: SelfcestMeta): void {
   const n = Math.min(theirs.length, VOCAB.length);
   for (let i = 0; i < n; i++) {
     if (theirs[i] !== VOCAB[i]) {
-      fail(`${where}: vocab differs from this build's vocabulary at id ${i}: checkpoint has ${JSON.stringify(theirs[i])}, expected ${JSON.stringify(VOCAB[i])}`);
+      fail(
+        `${where}: vocab differs from this build's vocabulary at id ${i}: checkpoint has ${JSON.stringify(theirs[i])}, expected ${JSON.stringify(VOCAB[i])}`,
+      );
     }
   }
   if (theirs.length !== VOCAB.length) {

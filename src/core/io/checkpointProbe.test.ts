@@ -21,7 +21,10 @@ function checkpoint(scale = 1, c: ModelConfig = config): Checkpoint {
   for (const s of paramSpecs(c)) {
     const n = s.shape.reduce((a, b) => a * b, 1);
     const ln = s.name.includes('.ln_') && s.name.endsWith('.weight');
-    tensors.set(s.name, Float32Array.from({ length: n }, () => (ln ? 1 : rng.normal() * 0.02) * scale));
+    tensors.set(
+      s.name,
+      Float32Array.from({ length: n }, () => (ln ? 1 : rng.normal() * 0.02) * scale),
+    );
   }
   return { config: c, tensors, tokenizer: buildTokenizerJson(), selfcest: makeSelfcestMeta({ preset: 'test' }) };
 }
@@ -83,17 +86,19 @@ describe('probeCheckpoint', () => {
     expect(await probeError(ckpt)).toBeUndefined();
   });
 
-  it('catches one oversized position row past the vocabulary\'s length (the probe fills the context)', async () => {
+  it("catches one oversized position row past the vocabulary's length (the probe fills the context)", async () => {
     const long = { ...config, nPositions: VOCAB_SIZE + 23 };
     const ckpt = checkpoint(1, long);
     const wpe = ckpt.tensors.get('transformer.wpe.weight') as Float32Array;
     const last = long.nPositions - 1;
     wpe.fill(3e38, last * long.nEmbd, (last + 1) * long.nEmbd);
     const err = await probeError(ckpt);
-    expect(err?.message).toMatch(/^checkpoint: model.safetensors: the model's logits are not finite \(NaN at position \d+ of probe row 0, token \d+\).*in transformer\.wpe\.weight\)$/);
+    expect(err?.message).toMatch(
+      /^checkpoint: model.safetensors: the model's logits are not finite \(NaN at position \d+ of probe row 0, token \d+\).*in transformer\.wpe\.weight\)$/,
+    );
   });
 
-  it('probeLogits leaves the caller\'s variables in place', async () => {
+  it("probeLogits leaves the caller's variables in place", async () => {
     const params = paramsFromArrays(config, checkpoint(1e30).tensors, { trainable: false });
     const before = tf.memory().numTensors;
     await expect(probeLogits(params, config)).rejects.toThrow(/logits are not finite/);

@@ -14,7 +14,10 @@ export function jsonLines(text: string, notJson: (line: number, message: string)
 
 /** The first non-blank line of a JSON Lines text as a JSON object (a byte-order mark dropped), or null when it is not one. */
 export function firstJsonObject(text: string): Record<string, unknown> | null {
-  const first = text.replace(/^\uFEFF/, '').split('\n').find((l) => l.trim() !== '');
+  const first = text
+    .replace(/^\uFEFF/, '')
+    .split('\n')
+    .find((l) => l.trim() !== '');
   if (first === undefined) return null;
   try {
     const row = JSON.parse(first) as unknown;

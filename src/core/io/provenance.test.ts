@@ -23,7 +23,18 @@ const steps = (from: number, to: number, applied = true) => Array.from({ length:
 describe('training settings', () => {
   it('a GRPO segment records the fields train takes, a warm start those sft takes; page-only fields never', () => {
     const g = trainingSettings('grpo', { ...PAGE_DEFAULTS, lr: 3e-5, gating: false, seed: 7 });
-    expect(g).toMatchObject({ lr: 3e-5, batch: PAGE_DEFAULTS.batch, group: PAGE_DEFAULTS.group, miniBatch: PAGE_DEFAULTS.miniBatch, gating: false, gateMode: 'reference', credit: 'ratio', seed: 7, rootMaxTokens: 48, budgetRate: 0 });
+    expect(g).toMatchObject({
+      lr: 3e-5,
+      batch: PAGE_DEFAULTS.batch,
+      group: PAGE_DEFAULTS.group,
+      miniBatch: PAGE_DEFAULTS.miniBatch,
+      gating: false,
+      gateMode: 'reference',
+      credit: 'ratio',
+      seed: 7,
+      rootMaxTokens: 48,
+      budgetRate: 0,
+    });
     expect(g).not.toHaveProperty('sftLr');
     const s = trainingSettings('sft', { ...PAGE_DEFAULTS, sftLr: 1e-3, sftTeacher: 'naive' });
     expect(s).toMatchObject({ sftLr: 1e-3, sftTeacher: 'naive', seed: 0, budgets: PAGE_DEFAULTS.budgets });
@@ -43,7 +54,16 @@ describe('recordSteps', () => {
     // Five warm-start steps, the third skipped (non-finite): four policy versions.
     ev = recordSteps(ev, 'sft', [...steps(1, 2), { step: 3, applied: false }, ...steps(4, 5)], sft, T1);
     expect(ev).toHaveLength(3);
-    expect(ev[1]).toEqual({ kind: 'grpo', firstStep: 1, lastStep: 3, fromVersion: 0, toVersion: 3, settings: grpo, startedAt: T0.toISOString(), endedAt: T1.toISOString() });
+    expect(ev[1]).toEqual({
+      kind: 'grpo',
+      firstStep: 1,
+      lastStep: 3,
+      fromVersion: 0,
+      toVersion: 3,
+      settings: grpo,
+      startedAt: T0.toISOString(),
+      endedAt: T1.toISOString(),
+    });
     expect(ev[2]).toMatchObject({ kind: 'sft', firstStep: 1, lastStep: 5, fromVersion: 3, toVersion: 7 });
     expect(provenanceVersion(ev)).toBe(7);
   });
@@ -91,7 +111,10 @@ describe('counterBreakdown', () => {
   });
 
   it('counts only what followed the last load, and nothing for an empty list', () => {
-    const ev = [...recordSteps([loadEvent('a', 'tiny', undefined, T0)], 'grpo', steps(1, 5), grpo, T0), loadEvent('b', 'tiny', { policyVersion: 3, grpoSteps: 1, sftSteps: 2 }, T1)];
+    const ev = [
+      ...recordSteps([loadEvent('a', 'tiny', undefined, T0)], 'grpo', steps(1, 5), grpo, T0),
+      loadEvent('b', 'tiny', { policyVersion: 3, grpoSteps: 1, sftSteps: 2 }, T1),
+    ];
     expect(counterBreakdown(ev)).toMatchObject({ policyVersion: 3, grpoSteps: 1, sftSteps: 2, grpoVersions: 0, sftVersions: 0, sftSkipped: 0 });
     expect(counterBreakdown([])).toMatchObject({ policyVersion: 0, grpoSteps: 0, sftSteps: 0 });
   });
@@ -126,6 +149,8 @@ describe('provenance.json', () => {
     // A load's trainedBy survives the file; a wrong one is named.
     const g = makeProvenance(ZERO_COUNTERS, [loadEvent('checkpoints/selfcest-arith/', 'small', undefined, T0, 'grpo')]);
     expect(decodeProvenance(encodeProvenance(g)).events[0]).toMatchObject({ trainedBy: 'grpo' });
-    expect(bad({ ...g, events: [{ ...g.events[0], trainedBy: 'ppo' }] })).toThrow('provenance.json: events[0].trainedBy must be grpo or sft when given (got "ppo")');
+    expect(bad({ ...g, events: [{ ...g.events[0], trainedBy: 'ppo' }] })).toThrow(
+      'provenance.json: events[0].trainedBy must be grpo or sft when given (got "ppo")',
+    );
   });
 });

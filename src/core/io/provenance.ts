@@ -80,8 +80,22 @@ export function trainingSettings(kind: TrainingKind, config: RunConfig): Record<
 
 export const ZERO_COUNTERS: ModelCounters = { policyVersion: 0, grpoSteps: 0, sftSteps: 0 };
 
-export function loadEvent(source: string, preset: string, counters: ModelCounters = ZERO_COUNTERS, at: Date = new Date(), trainedBy: 'grpo' | 'sft' | null = null): LoadEvent {
-  const e: LoadEvent = { kind: 'load', source, preset, policyVersion: counters.policyVersion, grpoSteps: counters.grpoSteps, sftSteps: counters.sftSteps, at: at.toISOString() };
+export function loadEvent(
+  source: string,
+  preset: string,
+  counters: ModelCounters = ZERO_COUNTERS,
+  at: Date = new Date(),
+  trainedBy: 'grpo' | 'sft' | null = null,
+): LoadEvent {
+  const e: LoadEvent = {
+    kind: 'load',
+    source,
+    preset,
+    policyVersion: counters.policyVersion,
+    grpoSteps: counters.grpoSteps,
+    sftSteps: counters.sftSteps,
+    at: at.toISOString(),
+  };
   return trainedBy === null ? e : { ...e, trainedBy };
 }
 
@@ -103,7 +117,13 @@ export interface StepDone {
  * The list with these finished steps added: a step extends the last segment when it is of the
  * same kind, with the same settings, and follows its last step; otherwise it opens a segment.
  */
-export function recordSteps(events: readonly ProvenanceEvent[], kind: TrainingKind, steps: readonly StepDone[], settings: Record<string, unknown>, at: Date = new Date()): ProvenanceEvent[] {
+export function recordSteps(
+  events: readonly ProvenanceEvent[],
+  kind: TrainingKind,
+  steps: readonly StepDone[],
+  settings: Record<string, unknown>,
+  at: Date = new Date(),
+): ProvenanceEvent[] {
   if (steps.length === 0) return [...events];
   const out = [...events];
   const when = at.toISOString();
@@ -114,7 +134,16 @@ export function recordSteps(events: readonly ProvenanceEvent[], kind: TrainingKi
     if (last !== undefined && last.kind === kind && s.step === last.lastStep + 1 && JSON.stringify(last.settings) === key) {
       out[out.length - 1] = { ...last, lastStep: s.step, toVersion: version + (s.applied ? 1 : 0), endedAt: when };
     } else {
-      out.push({ kind, firstStep: s.step, lastStep: s.step, fromVersion: version, toVersion: version + (s.applied ? 1 : 0), settings, startedAt: when, endedAt: when });
+      out.push({
+        kind,
+        firstStep: s.step,
+        lastStep: s.step,
+        fromVersion: version,
+        toVersion: version + (s.applied ? 1 : 0),
+        settings,
+        startedAt: when,
+        endedAt: when,
+      });
     }
   }
   return out;
@@ -240,7 +269,15 @@ function parseEvent(e: unknown, i: number): ProvenanceEvent {
     return e[k] as number;
   };
   if (e.kind === 'load') {
-    const load: LoadEvent = { kind: 'load', source: str('source'), preset: str('preset'), policyVersion: count('policyVersion'), grpoSteps: count('grpoSteps'), sftSteps: count('sftSteps'), at: str('at') };
+    const load: LoadEvent = {
+      kind: 'load',
+      source: str('source'),
+      preset: str('preset'),
+      policyVersion: count('policyVersion'),
+      grpoSteps: count('grpoSteps'),
+      sftSteps: count('sftSteps'),
+      at: str('at'),
+    };
     if (e.trainedBy === undefined) return load;
     if (e.trainedBy !== 'grpo' && e.trainedBy !== 'sft') fail(`${where}.trainedBy must be grpo or sft when given (got ${JSON.stringify(e.trainedBy)})`);
     return { ...load, trainedBy: e.trainedBy };

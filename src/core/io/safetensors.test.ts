@@ -89,10 +89,7 @@ describe('encodeSafetensors / decodeSafetensors', () => {
   });
 
   it('decodes BF16 to the exact float32 values', () => {
-    const file = rawFile(
-      { b: { dtype: 'BF16', shape: [5], data_offsets: [0, 10] } },
-      u16le([0x3f80, 0xc040, 0x3eab, 0x4049, 0xff80]),
-    );
+    const file = rawFile({ b: { dtype: 'BF16', shape: [5], data_offsets: [0, 10] } }, u16le([0x3f80, 0xc040, 0x3eab, 0x4049, 0xff80]));
     const t = decodeSafetensors(file).tensors.get('b');
     expect(t?.dtype).toBe('BF16');
     expect(Array.from(t?.data ?? [])).toEqual([1, -3, 0.333984375, 3.140625, -Infinity]);
@@ -133,7 +130,11 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
     ['a header that is not an object', () => rawFile('[1, 2]'), /header JSON must be an object/],
     // JSON.parse would keep the second entry and silently drop the first.
     ['a header naming a tensor twice', () => rawFile(`{"t": ${JSON.stringify(ok)}, "t": ${JSON.stringify(ok)}}`, f32x3), /header names "t" twice/],
-    ['a header naming a tensor twice, written with an escape', () => rawFile(`{"t": ${JSON.stringify(ok)}, "\\u0074": ${JSON.stringify(ok)}}`, f32x3), /header names "t" twice/],
+    [
+      'a header naming a tensor twice, written with an escape',
+      () => rawFile(`{"t": ${JSON.stringify(ok)}, "\\u0074": ${JSON.stringify(ok)}}`, f32x3),
+      /header names "t" twice/,
+    ],
     ['a tensor entry that is not an object', () => rawFile({ t: 3 }), /tensor t: entry must be an object/],
     [
       'an unknown dtype',
@@ -145,11 +146,7 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
       () => rawFile({ t: { ...ok, shape: [1.5, 2] } }, f32x3),
       /tensor t: shape must be an array of non-negative integers \(got \[1.5,2\]\)/,
     ],
-    [
-      'a negative dimension',
-      () => rawFile({ t: { ...ok, shape: [-3] } }, f32x3),
-      /tensor t: shape must be an array of non-negative integers/,
-    ],
+    ['a negative dimension', () => rawFile({ t: { ...ok, shape: [-3] } }, f32x3), /tensor t: shape must be an array of non-negative integers/],
     [
       'malformed data_offsets',
       () => rawFile({ t: { ...ok, data_offsets: [12, 0] } }, f32x3),
@@ -168,10 +165,7 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
     [
       'overlapping tensors',
       () =>
-        rawFile(
-          { a: ok, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] }, c: { dtype: 'F32', shape: [1], data_offsets: [16, 20] } },
-          new Uint8Array(20),
-        ),
+        rawFile({ a: ok, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] }, c: { dtype: 'F32', shape: [1], data_offsets: [16, 20] } }, new Uint8Array(20)),
       /tensors a and b overlap \(bytes 8\.\.12\)/,
     ],
     [
@@ -189,11 +183,7 @@ describe('decodeSafetensors rejects bad files with a message naming the problem'
       () => encodeSafetensors([{ name: 'w', shape: [2, 2], data: Float32Array.of(1, 2, 3, 4) }]).slice(0, -4),
       /tensor w: data_offsets \[0, 16\] go past the end of the data section \(12 bytes\): truncated file/,
     ],
-    [
-      'metadata with a non-string value',
-      () => rawFile({ __metadata__: { step: 3 }, t: ok }, f32x3),
-      /__metadata__\.step must be a string \(got 3\)/,
-    ],
+    ['metadata with a non-string value', () => rawFile({ __metadata__: { step: 3 }, t: ok }, f32x3), /__metadata__\.step must be a string \(got 3\)/],
     [
       'a header that is not UTF-8',
       () => {

@@ -58,10 +58,7 @@ const shapeText = (shape: readonly number[]) => `[${shape.join(', ')}]`;
 // ---------------------------------------------------------------------------------------------
 // Encode
 
-export function encodeSafetensors(
-  tensors: readonly TensorToEncode[],
-  metadata?: Record<string, string>,
-): Uint8Array {
+export function encodeSafetensors(tensors: readonly TensorToEncode[], metadata?: Record<string, string>): Uint8Array {
   const header: Record<string, unknown> = {};
   if (metadata !== undefined) {
     for (const [k, v] of Object.entries(metadata)) {
@@ -226,12 +223,7 @@ function parseEntry(name: string, info: unknown): Entry {
   const dims = shape as number[];
   const count = elementCount(dims);
   if (!Number.isSafeInteger(count)) fail(`tensor ${name}: shape ${shapeText(dims)} is too large`);
-  if (
-    !Array.isArray(offsets) ||
-    offsets.length !== 2 ||
-    !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) ||
-    offsets[0] > offsets[1]
-  ) {
+  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]) {
     fail(`tensor ${name}: data_offsets must be [begin, end] with integers 0 <= begin <= end (got ${JSON.stringify(offsets)})`);
   }
   const [begin, end] = offsets as [number, number];

@@ -58,9 +58,16 @@ function checkTrace(obj: unknown, line: number): EpisodeTrace {
   }
   if (t.sourceReward !== undefined) {
     const r = t.sourceReward as Record<string, unknown> | null;
-    if (typeof r !== 'object' || r === null || !Number.isFinite(r.reward) || !(r.score === null || Number.isFinite(r.score))) fail('sourceReward must be {reward: number, score: number | null}');
+    if (typeof r !== 'object' || r === null || !Number.isFinite(r.reward) || !(r.score === null || Number.isFinite(r.score)))
+      fail('sourceReward must be {reward: number, score: number | null}');
     const parts = r!.parts as Record<string, unknown> | undefined;
-    if (parts !== undefined && (typeof parts !== 'object' || parts === null || Array.isArray(parts) || !Object.entries(parts).every(([k, v]) => SOURCE_PARTS.has(k) && Number.isFinite(v)))) {
+    if (
+      parts !== undefined &&
+      (typeof parts !== 'object' ||
+        parts === null ||
+        Array.isArray(parts) ||
+        !Object.entries(parts).every(([k, v]) => SOURCE_PARTS.has(k) && Number.isFinite(v)))
+    ) {
       fail(`sourceReward.parts must map parts of the reward (${[...SOURCE_PARTS].join(', ')}) to numbers`);
     }
   }
@@ -80,7 +87,8 @@ function checkContext(c: unknown, i: number, fail: (m: string) => never): void {
   if (!Array.isArray(x.tokens) || !(x.tokens as unknown[]).every((v) => Number.isInteger(v))) fail(`${at}.tokens must be an array of integers`);
   if (typeof x.text !== 'string') fail(`${at}.text must be a string`);
   if (typeof x.writers !== 'string' || !/^[pgi]*$/.test(x.writers)) fail(`${at}.writers must be a string of p, g and i`);
-  if ((x.writers as string).length !== (x.tokens as unknown[]).length) fail(`${at}.writers has ${(x.writers as string).length} letters for ${(x.tokens as unknown[]).length} tokens`);
+  if ((x.writers as string).length !== (x.tokens as unknown[]).length)
+    fail(`${at}.writers has ${(x.writers as string).length} letters for ${(x.tokens as unknown[]).length} tokens`);
   const generated = (x.writers as string).split('').filter((w) => w === 'g').length;
   if (x.generatedTokens !== generated) fail(`${at}.generatedTokens is ${String(x.generatedTokens)} but writers mark ${generated}`);
   if (!Array.isArray(x.logprobs) || (x.logprobs as unknown[]).length !== generated) fail(`${at}.logprobs must hold one number per generated token`);
@@ -104,7 +112,8 @@ function checkTextOnly(x: Record<string, unknown>, at: string, fail: (m: string)
   if (typeof x.text !== 'string') fail(`${at}.text must be a string`);
   if (spans.map((s) => (s as { text: string }).text).join('') !== x.text) fail(`${at}.spans do not spell its text`);
   for (const f of ['tokens', 'logprobs'] as const) {
-    if (x[f] !== undefined && !(Array.isArray(x[f]) && (x[f] as unknown[]).length === 0)) fail(`${at}.${f} must be absent or empty in a text-only context (it has spans)`);
+    if (x[f] !== undefined && !(Array.isArray(x[f]) && (x[f] as unknown[]).length === 0))
+      fail(`${at}.${f} must be absent or empty in a text-only context (it has spans)`);
   }
   if (x.writers !== undefined && x.writers !== '') fail(`${at}.writers must be absent or empty in a text-only context (it has spans)`);
   if (!Number.isInteger(x.generatedTokens) || (x.generatedTokens as number) < 0) fail(`${at}.generatedTokens must be an integer ≥ 0`);

@@ -41,7 +41,8 @@ export function cacheWriteArrays(cache: Float32Array, shape: readonly number[], 
   for (let t = 0; t < n; t++) {
     const row = slots[2 * t];
     const pos = slots[2 * t + 1];
-    if (!(row >= 0 && row < rows && pos >= 0 && pos < positions)) throw new Error(`${CACHE_WRITE_KERNEL}: slot ${t} (row ${row}, position ${pos}) is outside the cache [${shape.join(', ')}]`);
+    if (!(row >= 0 && row < rows && pos >= 0 && pos < positions))
+      throw new Error(`${CACHE_WRITE_KERNEL}: slot ${t} (row ${row}, position ${pos}) is outside the cache [${shape.join(', ')}]`);
     for (let hh = 0; hh < heads; hh++) {
       const src = (t * heads + hh) * dh;
       if (layout === 'keys') cache.set(update.subarray(src, src + dh), ((row * heads + hh) * positions + pos) * dh);

@@ -93,10 +93,7 @@ export function paramSpecs(c: ModelConfig): ParamSpec[] {
       { name: `${p}.mlp.c_proj.bias`, shape: [d], init: 'zeros' },
     );
   }
-  specs.push(
-    { name: 'transformer.ln_f.weight', shape: [d], init: 'ones' },
-    { name: 'transformer.ln_f.bias', shape: [d], init: 'zeros' },
-  );
+  specs.push({ name: 'transformer.ln_f.weight', shape: [d], init: 'ones' }, { name: 'transformer.ln_f.bias', shape: [d], init: 'zeros' });
   return specs;
 }
 

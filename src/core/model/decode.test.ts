@@ -129,7 +129,8 @@ describe('BatchedDecoder', () => {
     // Single steps after it read every row's cache.
     const next = prompts.map(() => tokens(rng, 1));
     const stepped = await d.feed(slots, next);
-    for (const i of [3, 64, 119]) expect(maxAbsDiff(stepped.subarray(i * V, (i + 1) * V), await reference(params, [...prompts[i], ...next[i]]))).toBeLessThan(1e-4);
+    for (const i of [3, 64, 119])
+      expect(maxAbsDiff(stepped.subarray(i * V, (i + 1) * V), await reference(params, [...prompts[i], ...next[i]]))).toBeLessThan(1e-4);
     d.dispose();
   });
 
@@ -177,7 +178,14 @@ describe('BatchedDecoder', () => {
     expect(dec.liveSlots()).toEqual(alive.map((i) => slots[i]));
     const next = alive.map(() => tokens(rng, 1));
     alive.forEach((i, k) => seqs[i].push(...next[k]));
-    await expectMatches(params, await dec.feed(alive.map((i) => slots[i]), next), alive.map((i) => seqs[i]));
+    await expectMatches(
+      params,
+      await dec.feed(
+        alive.map((i) => slots[i]),
+        next,
+      ),
+      alive.map((i) => seqs[i]),
+    );
     t = tokens(rng, 2);
     seqs[7].push(...t);
     await expectMatches(params, await dec.feed([slots[7]], [t]), [seqs[7]]);

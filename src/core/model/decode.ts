@@ -234,8 +234,7 @@ export class BatchedDecoder {
       const end = this.rowLength[row] + list.length;
       if (end > nPositions) {
         throw new Error(
-          `decoder: slot ${slot} would hold ${end} tokens, more than nPositions (${nPositions}); ` +
-            `it has ${this.rowLength[row]} and was fed ${list.length}`,
+          `decoder: slot ${slot} would hold ${end} tokens, more than nPositions (${nPositions}); ` + `it has ${this.rowLength[row]} and was fed ${list.length}`,
         );
       }
     });
@@ -444,41 +443,48 @@ export class BatchedDecoder {
       // freed before the next layer's are made, so the pass's peak is one layer's, not all of them.
       // One kernel a layer where the backend has it (wasm): every cache row steps one token.
       const fused = tq === 1 && select === null && slotsT !== null && fusedDecodeLayerAvailable();
-      w.layers.forEach((lw, l) => (x = tf.tidy(() => {
-        if (fused) {
-          const [out, keys, values] = decodeLayer(x, lw, this.keys[l], this.valuesT[l], maskT, slotsT, eps);
-          newKeys.push(tf.keep(keys));
-          newValues.push(tf.keep(values));
-          return out;
-        }
-        const a = normalize(x, eps);
-        const q = dense(a, lw.wq, lw.bq);
-        const k = dense(a, lw.wk, lw.bk);
-        const v = dense(a, lw.wv, lw.bv);
-        const keys = slotsT ? cacheWrite(this.keys[l], k, slotsT, 'keys') : (tf.tensorScatterUpdate(this.keys[l], keyIndices!, tf.reshape(k, [nTok * h, dh])) as tf.Tensor4D);
-        const values = slotsT ? cacheWrite(this.valuesT[l], v, slotsT, 'valuesT') : (tf.tensorScatterUpdate(this.valuesT[l], valIndices!, tf.reshape(v, [nTok * h * dh])) as tf.Tensor4D);
-        newKeys.push(tf.keep(keys));
-        newValues.push(tf.keep(values));
-        const kr = select === null ? keys : selectRows(select, keys);
-        const vr = select === null ? values : selectRows(select, values);
+      w.layers.forEach(
+        (lw, l) =>
+          (x = tf.tidy(() => {
+            if (fused) {
+              const [out, keys, values] = decodeLayer(x, lw, this.keys[l], this.valuesT[l], maskT, slotsT, eps);
+              newKeys.push(tf.keep(keys));
+              newValues.push(tf.keep(values));
+              return out;
+            }
+            const a = normalize(x, eps);
+            const q = dense(a, lw.wq, lw.bq);
+            const k = dense(a, lw.wk, lw.bk);
+            const v = dense(a, lw.wv, lw.bv);
+            const keys = slotsT
+              ? cacheWrite(this.keys[l], k, slotsT, 'keys')
+              : (tf.tensorScatterUpdate(this.keys[l], keyIndices!, tf.reshape(k, [nTok * h, dh])) as tf.Tensor4D);
+            const values = slotsT
+              ? cacheWrite(this.valuesT[l], v, slotsT, 'valuesT')
+              : (tf.tensorScatterUpdate(this.valuesT[l], valIndices!, tf.reshape(v, [nTok * h * dh])) as tf.Tensor4D);
+            newKeys.push(tf.keep(keys));
+            newValues.push(tf.keep(values));
+            const kr = select === null ? keys : selectRows(select, keys);
+            const vr = select === null ? values : selectRows(select, values);
 
-        let attended: tf.Tensor2D;
-        if (tq === 1) {
-          // One query per row: [rows·H, 1, dh] against the cached keys and values, no transposes.
-          const scores = tf.matMul(tf.reshape(q, [rows * h, 1, dh]), tf.reshape(kr, [rows * h, width, dh]), false, true);
-          const probs = tf.softmax(tf.add(tf.reshape(scores, [rows, h, width]), maskT));
-          attended = tf.reshape(tf.matMul(tf.reshape(probs, [rows * h, 1, width]), tf.reshape(vr, [rows * h, dh, width]), false, true), [rows, d]);
-        } else {
-          const qh = tf.reshape(tf.transpose(tf.reshape(q, [rows, tq, h, dh]), [0, 2, 1, 3]), [rows * h, tq, dh]);
-          const scores = tf.reshape(tf.matMul(qh, tf.reshape(kr, [rows * h, width, dh]), false, true), [rows, h, tq, width]);
-          const probs = tf.reshape(tf.softmax(tf.add(scores, maskT)), [rows * h, tq, width]);
-          const mixed = tf.matMul(probs, tf.reshape(vr, [rows * h, dh, width]), false, true);
-          attended = tf.reshape(tf.transpose(tf.reshape(mixed, [rows, h, tq, dh]), [0, 2, 1, 3]), [nTok, d]);
-        }
-        const mid = tf.add(x, dense(attended, lw.wo, lw.bo)) as tf.Tensor2D;
-        const up = geluNew(dense(normalize(mid, eps), lw.wfc, lw.bfc));
-        return tf.add(mid, dense(up, lw.wproj, lw.bproj)) as tf.Tensor2D;
-      })));
+            let attended: tf.Tensor2D;
+            if (tq === 1) {
+              // One query per row: [rows·H, 1, dh] against the cached keys and values, no transposes.
+              const scores = tf.matMul(tf.reshape(q, [rows * h, 1, dh]), tf.reshape(kr, [rows * h, width, dh]), false, true);
+              const probs = tf.softmax(tf.add(tf.reshape(scores, [rows, h, width]), maskT));
+              attended = tf.reshape(tf.matMul(tf.reshape(probs, [rows * h, 1, width]), tf.reshape(vr, [rows * h, dh, width]), false, true), [rows, d]);
+            } else {
+              const qh = tf.reshape(tf.transpose(tf.reshape(q, [rows, tq, h, dh]), [0, 2, 1, 3]), [rows * h, tq, dh]);
+              const scores = tf.reshape(tf.matMul(qh, tf.reshape(kr, [rows * h, width, dh]), false, true), [rows, h, tq, width]);
+              const probs = tf.reshape(tf.softmax(tf.add(scores, maskT)), [rows * h, tq, width]);
+              const mixed = tf.matMul(probs, tf.reshape(vr, [rows * h, dh, width]), false, true);
+              attended = tf.reshape(tf.transpose(tf.reshape(mixed, [rows, h, tq, dh]), [0, 2, 1, 3]), [nTok, d]);
+            }
+            const mid = tf.add(x, dense(attended, lw.wo, lw.bo)) as tf.Tensor2D;
+            const up = geluNew(dense(normalize(mid, eps), lw.wfc, lw.bfc));
+            return tf.add(mid, dense(up, lw.wproj, lw.bproj)) as tf.Tensor2D;
+          })),
+      );
       if (needPick) {
         const pick = new Float32Array(n * nTok);
         lastOf.forEach((t, i) => (pick[i * nTok + t] = 1));

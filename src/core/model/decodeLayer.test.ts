@@ -29,9 +29,25 @@ async function run(params: GPTParams, config: ModelConfig, fused: boolean, steps
   const dec = new BatchedDecoder(params, config);
   try {
     const slots = Array.from({ length: 6 }, () => dec.open());
-    const logits = [await dec.feed(slots, slots.map((_, i) => Array.from({ length: 2 + i }, () => rng.int(0, config.vocabSize - 1))))];
-    for (let s = 0; s < steps; s++) logits.push(await dec.feed(slots, slots.map(() => [rng.int(0, config.vocabSize - 1)])));
-    const info = await tf.profile(() => dec.feed(slots, slots.map(() => [1])));
+    const logits = [
+      await dec.feed(
+        slots,
+        slots.map((_, i) => Array.from({ length: 2 + i }, () => rng.int(0, config.vocabSize - 1))),
+      ),
+    ];
+    for (let s = 0; s < steps; s++)
+      logits.push(
+        await dec.feed(
+          slots,
+          slots.map(() => [rng.int(0, config.vocabSize - 1)]),
+        ),
+      );
+    const info = await tf.profile(() =>
+      dec.feed(
+        slots,
+        slots.map(() => [1]),
+      ),
+    );
     return { logits, kernels: info.kernelNames };
   } finally {
     dec.dispose();
@@ -74,7 +90,10 @@ describe('SelfcestDecodeLayer (wasm)', () => {
   });
 
   it('rowNorm equals the composed normalisation', () => {
-    const x = tf.tensor2d(Array.from({ length: 5 * 19 }, (_, i) => Math.sin(i * 1.7) * (i % 7) * 10), [5, 19]);
+    const x = tf.tensor2d(
+      Array.from({ length: 5 * 19 }, (_, i) => Math.sin(i * 1.7) * (i % 7) * 10),
+      [5, 19],
+    );
     const ours = rowNorm(x, 1e-5);
     const centred = tf.sub(x, tf.mean(x, -1, true));
     const ref = tf.mul(centred, tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), 1e-5)));
@@ -92,11 +111,19 @@ describe('SelfcestDecodeLayer (wasm)', () => {
     const mask = tf.zeros([2, 1, 32]);
     const slots = tf.tensor2d([0, 0, 1, 0], [2, 2], 'int32');
     const before = tf.memory().numTensors;
-    expect(() => decodeLayer(tf.zeros([3, d]) as tf.Tensor2D, w.layers[0], keys, values, mask, slots, 1e-5)).toThrow(/SelfcestDecodeLayer: x \[3,64\] and keys \[2,4,32,16\] do not fit/);
-    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, w.layers[0], keys, tf.zeros([2, 4, 32, 16]) as tf.Tensor4D, mask, slots, 1e-5)).toThrow(/valuesT \[2,4,32,16\] does not match/);
+    expect(() => decodeLayer(tf.zeros([3, d]) as tf.Tensor2D, w.layers[0], keys, values, mask, slots, 1e-5)).toThrow(
+      /SelfcestDecodeLayer: x \[3,64\] and keys \[2,4,32,16\] do not fit/,
+    );
+    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, w.layers[0], keys, tf.zeros([2, 4, 32, 16]) as tf.Tensor4D, mask, slots, 1e-5)).toThrow(
+      /valuesT \[2,4,32,16\] does not match/,
+    );
     expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, w.layers[0], keys, values, tf.zeros([2, 1, 16]), slots, 1e-5)).toThrow(/mask \[2,1,16\]/);
-    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, w.layers[0], keys, values, mask, tf.tensor2d([0, 0, 5, 0], [2, 2], 'int32'), 1e-5)).toThrow(/slot 1 \(row 5, position 0\) is outside the cache/);
-    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, { ...w.layers[0], wfc: w.layers[0].wo }, keys, values, mask, slots, 1e-5)).toThrow(/weights do not fit d = 64/);
+    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, w.layers[0], keys, values, mask, tf.tensor2d([0, 0, 5, 0], [2, 2], 'int32'), 1e-5)).toThrow(
+      /slot 1 \(row 5, position 0\) is outside the cache/,
+    );
+    expect(() => decodeLayer(tf.zeros([2, d]) as tf.Tensor2D, { ...w.layers[0], wfc: w.layers[0].wo }, keys, values, mask, slots, 1e-5)).toThrow(
+      /weights do not fit d = 64/,
+    );
     // Only the inputs made inside the expectations remain; nothing the kernel made is left.
     expect(tf.memory().numTensors - before).toBe(8);
     params.forEach((v) => v.dispose());

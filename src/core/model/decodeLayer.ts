@@ -38,7 +38,15 @@ export const fusedRowNormAvailable = fusedNorm.available;
  * token's key and value go to). Returns the layer's output and the caches with the new keys and
  * values, which share the old caches' data: the caller must not use `keys` or `valuesT` after.
  */
-export function decodeLayer(x: tf.Tensor2D, w: LayerWeights, keys: tf.Tensor4D, valuesT: tf.Tensor4D, mask: tf.Tensor, slots: tf.Tensor2D, eps: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+export function decodeLayer(
+  x: tf.Tensor2D,
+  w: LayerWeights,
+  keys: tf.Tensor4D,
+  valuesT: tf.Tensor4D,
+  mask: tf.Tensor,
+  slots: tf.Tensor2D,
+  eps: number,
+): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
   const inputs = { x, ...w, keys, valuesT, mask, slots } as unknown as tf.NamedTensorMap;
   const [out, k, v] = tf.engine().runKernel(DECODE_LAYER_KERNEL, inputs, { eps }) as tf.Tensor[];
   return [out as tf.Tensor2D, k as tf.Tensor4D, v as tf.Tensor4D];

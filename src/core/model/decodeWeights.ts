@@ -67,7 +67,14 @@ export function deriveWeights(params: GPTParams, config: ModelConfig): Omit<Weig
         param<tf.Tensor1D>(params, `${p}.mlp.c_fc.bias`),
       );
       return {
-        wq: wq2, bq: bq2, wk: wk2, bk: bk2, wv: wv2, bv: bv2, wfc, bfc,
+        wq: wq2,
+        bq: bq2,
+        wk: wk2,
+        bk: bk2,
+        wv: wv2,
+        bv: bv2,
+        wfc,
+        bfc,
         // Plain copies so that every tensor here is owned (and disposed) by the decoder.
         wo: tf.clone(param<tf.Tensor2D>(params, `${p}.attn.c_proj.weight`)),
         bo: tf.clone(param<tf.Tensor1D>(params, `${p}.attn.c_proj.bias`)),

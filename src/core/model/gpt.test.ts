@@ -58,13 +58,17 @@ function referenceLogits(w: ReadonlyMap<string, Float32Array>, c: ModelConfig, t
     const attnOut = dense(mixed, get(`${p}.attn.c_proj.weight`), get(`${p}.attn.c_proj.bias`), d, d);
     x = x.map((row, i) => row.map((v, k) => v + attnOut[i][k]));
     const up = dense(norm(x, get(`${p}.ln_2.weight`), get(`${p}.ln_2.bias`)), get(`${p}.mlp.c_fc.weight`), get(`${p}.mlp.c_fc.bias`), d, 4 * d);
-    const mlpOut = dense(up.map((r) => r.map(gelu)), get(`${p}.mlp.c_proj.weight`), get(`${p}.mlp.c_proj.bias`), 4 * d, d);
+    const mlpOut = dense(
+      up.map((r) => r.map(gelu)),
+      get(`${p}.mlp.c_proj.weight`),
+      get(`${p}.mlp.c_proj.bias`),
+      4 * d,
+      d,
+    );
     x = x.map((row, i) => row.map((v, k) => v + mlpOut[i][k]));
   }
   const hidden = norm(x, get('transformer.ln_f.weight'), get('transformer.ln_f.bias'));
-  return hidden.map((row) =>
-    Array.from({ length: c.vocabSize }, (_, v) => row.reduce((s, hv, i) => s + hv * wte[v * d + i], 0)),
-  );
+  return hidden.map((row) => Array.from({ length: c.vocabSize }, (_, v) => row.reduce((s, hv, i) => s + hv * wte[v * d + i], 0)));
 }
 
 /** Every parameter (LayerNorm gains and biases included) random, so each one matters. */
@@ -178,9 +182,7 @@ describe('targetLogProbs and maskedTokenLoss', () => {
       }
     }
     const loss = (w: number[][], tg: number[][]) =>
-      tf.tidy(() =>
-        maskedTokenLoss(params, config, { tokens: int2d(tokens), targets: int2d(tg), weights: tf.tensor2d(w) }).dataSync()[0],
-      );
+      tf.tidy(() => maskedTokenLoss(params, config, { tokens: int2d(tokens), targets: int2d(tg), weights: tf.tensor2d(w) }).dataSync()[0]);
     expect(loss(weights, targets)).toBeCloseTo(num / den, 5);
     // A masked target can be anything.
     const changed = targets.map((r) => [...r]);
@@ -189,7 +191,17 @@ describe('targetLogProbs and maskedTokenLoss', () => {
     // ...but an unmasked one matters.
     changed[1][0] = V - 1;
     expect(loss(weights, changed)).not.toBeCloseTo(loss(weights, targets), 4);
-    expect(Math.abs(loss([[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]], targets))).toBe(0);
+    expect(
+      Math.abs(
+        loss(
+          [
+            [0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0],
+          ],
+          targets,
+        ),
+      ),
+    ).toBe(0);
     disposeParams(params);
   });
 

@@ -38,10 +38,7 @@ function columnSums(dy: tf.Tensor2D): tf.Tensor1D {
 const matMulFast = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
   save([x, w]);
-  const gradFunc: Grad2 = (dy, [xs, ws]) => [
-    tf.matMul(dy as tf.Tensor2D, ws as tf.Tensor2D, false, true),
-    weightGrad(xs as tf.Tensor2D, dy as tf.Tensor2D),
-  ];
+  const gradFunc: Grad2 = (dy, [xs, ws]) => [tf.matMul(dy as tf.Tensor2D, ws as tf.Tensor2D, false, true), weightGrad(xs as tf.Tensor2D, dy as tf.Tensor2D)];
   return { value: tf.matMul(x, w), gradFunc };
 });
 
@@ -199,10 +196,8 @@ function hiddenStates(params: GPTParams, config: ModelConfig, tokens: tf.Tensor2
   const mask = causalMask(time);
 
   // [B·T, d] → [B·H, T, dh] and back.
-  const toHeads = (t: tf.Tensor2D) =>
-    tf.reshape(tf.transpose(tf.reshape(t, [batch, time, heads, dh]), [0, 2, 1, 3]), [batch * heads, time, dh]) as tf.Tensor3D;
-  const fromHeads = (t: tf.Tensor3D) =>
-    tf.reshape(tf.transpose(tf.reshape(t, [batch, heads, time, dh]), [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
+  const toHeads = (t: tf.Tensor2D) => tf.reshape(tf.transpose(tf.reshape(t, [batch, time, heads, dh]), [0, 2, 1, 3]), [batch * heads, time, dh]) as tf.Tensor3D;
+  const fromHeads = (t: tf.Tensor3D) => tf.reshape(tf.transpose(tf.reshape(t, [batch, heads, time, dh]), [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
 
   for (let i = 0; i < config.nLayer; i++) {
     const p = `transformer.h.${i}`;
@@ -211,7 +206,11 @@ function hiddenStates(params: GPTParams, config: ModelConfig, tokens: tf.Tensor2
     if (splitActivations) {
       // WebGPU: one product with the fused c_attn, then its three column blocks (18 dispatches
       // a layer fewer, forward and backward, than three products of sliced weights).
-      const [q0, k0, v0] = tf.split(linear(h, param<tf.Tensor2D>(params, `${p}.attn.c_attn.weight`), param<tf.Tensor1D>(params, `${p}.attn.c_attn.bias`)), 3, 1) as tf.Tensor2D[];
+      const [q0, k0, v0] = tf.split(
+        linear(h, param<tf.Tensor2D>(params, `${p}.attn.c_attn.weight`), param<tf.Tensor1D>(params, `${p}.attn.c_attn.bias`)),
+        3,
+        1,
+      ) as tf.Tensor2D[];
       [q, k, v] = [toHeads(tf.mul(q0, attnScale) as tf.Tensor2D), toHeads(k0), toHeads(v0)];
     } else {
       // wasm and cpu: slicing a [B·T, 3d] activation copies element by element there (SplitV
@@ -248,13 +247,7 @@ export function forwardLogits(params: GPTParams, config: ModelConfig, tokens: tf
  * The temperature lets RL score tokens under the distribution they were sampled from.
  * Differentiable on every backend (the target is picked with a one-hot product, not gather).
  */
-export function targetLogProbs(
-  params: GPTParams,
-  config: ModelConfig,
-  tokens: tf.Tensor2D,
-  targets: tf.Tensor2D,
-  temperature = 1,
-): tf.Tensor2D {
+export function targetLogProbs(params: GPTParams, config: ModelConfig, tokens: tf.Tensor2D, targets: tf.Tensor2D, temperature = 1): tf.Tensor2D {
   return tf.tidy(() => scoreTargets(params, config, tokens, targets, temperature, false).logp);
 }
 

@@ -50,11 +50,7 @@ export function initParams(config: ModelConfig, seed: number, opts: ParamOptions
  * present with exactly the right number of finite values, and nothing else; otherwise it throws
  * a message naming the tensor, before any variable is created.
  */
-export function paramsFromArrays(
-  config: ModelConfig,
-  arrays: ReadonlyMap<string, Float32Array>,
-  opts: ParamOptions = {},
-): GPTParams {
+export function paramsFromArrays(config: ModelConfig, arrays: ReadonlyMap<string, Float32Array>, opts: ParamOptions = {}): GPTParams {
   validateModelConfig(config);
   const specs = paramSpecs(config);
   const known = new Set(specs.map((s) => s.name));
@@ -74,9 +70,7 @@ function checkArray(spec: ParamSpec, values: Float32Array | undefined): void {
   if (values === undefined) throw new Error(`weights: missing tensor ${spec.name} (shape [${spec.shape.join(', ')}])`);
   const expected = sizeOf(spec.shape);
   if (values.length !== expected) {
-    throw new Error(
-      `weights: ${spec.name} must have shape [${spec.shape.join(', ')}] (${expected} values), got ${values.length} values`,
-    );
+    throw new Error(`weights: ${spec.name} must have shape [${spec.shape.join(', ')}] (${expected} values), got ${values.length} values`);
   }
   for (let i = 0; i < values.length; i++) {
     if (!Number.isFinite(values[i])) throw new Error(`weights: ${spec.name} has a non-finite value at index ${i}`);
@@ -111,7 +105,10 @@ export function cloneParams(params: GPTParams, opts: ParamOptions = {}): GPTPara
   for (const [name, v] of params) {
     // tfjs tensors are immutable and Variable.assign swaps in new storage, so the copy can
     // start from a clone of the current value.
-    out.set(name, tf.tidy(() => tf.variable(v.clone(), opts.trainable ?? v.trainable)));
+    out.set(
+      name,
+      tf.tidy(() => tf.variable(v.clone(), opts.trainable ?? v.trainable)),
+    );
   }
   return out;
 }

@@ -65,14 +65,7 @@ function tempered(
   return { ids, scaled, logZ: max + Math.log(sum) };
 }
 
-export function sampleFromLogits(
-  logits: Float32Array,
-  offset: number,
-  vocab: number,
-  opts: SampleOptions,
-  rng: Rng,
-  banned?: ReadonlySet<number>,
-): Sampled {
+export function sampleFromLogits(logits: Float32Array, offset: number, vocab: number, opts: SampleOptions, rng: Rng, banned?: ReadonlySet<number>): Sampled {
   checkRow(logits, offset, vocab);
   validateSampleOptions(opts);
   const greedy = opts.greedy ?? false;
@@ -107,13 +100,7 @@ export function sampleFromLogits(
 }
 
 /** The k most likely tokens under softmax(logits / temperature), most likely first (for display). */
-export function topKProbs(
-  logits: Float32Array,
-  offset: number,
-  vocab: number,
-  k: number,
-  temperature: number,
-): { id: number; prob: number }[] {
+export function topKProbs(logits: Float32Array, offset: number, vocab: number, k: number, temperature: number): { id: number; prob: number }[] {
   checkRow(logits, offset, vocab);
   if (!Number.isInteger(k) || k < 1) throw new Error(`topKProbs: k must be an integer ≥ 1 (got ${k})`);
   if (!(Number.isFinite(temperature) && temperature > 0)) {

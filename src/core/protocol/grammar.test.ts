@@ -159,9 +159,20 @@ describe('fuzz: model output never throws', () => {
     const t = Tokenizer.builtin();
     const enc = (x: string) => t.encode(x);
     const context = { k1: 'a5.', k2: 'bc.', k3: 'c7.' };
-    const r = fanOut([{ subtask: enc('1+2'), budget: 16 }, { subtask: enc('<ctx>* b?'), budget: 8 }], context);
+    const r = fanOut(
+      [
+        { subtask: enc('1+2'), budget: 16 },
+        { subtask: enc('<ctx>* b?'), budget: 8 },
+      ],
+      context,
+    );
     if ('error' in r) throw new Error(r.error);
-    expect(r.blocks.map((b) => [t.decode(b.subtask), b.budget])).toEqual([['1+2', 16], ['<ctx>k1 b?', 8], ['<ctx>k2 b?', 8], ['<ctx>k3 b?', 8]]);
+    expect(r.blocks.map((b) => [t.decode(b.subtask), b.budget])).toEqual([
+      ['1+2', 16],
+      ['<ctx>k1 b?', 8],
+      ['<ctx>k2 b?', 8],
+      ['<ctx>k3 b?', 8],
+    ]);
     // Text around the fan-out is kept; a chunk that is not a string, or a key `<ctx>` could not name, is left out.
     const around = fanOut([{ subtask: enc('find <ctx>* now'), budget: 8 }], { k9: 'x', k2: 5 as unknown as string, 'a-b': 'y' });
     expect('error' in around ? around.error : around.blocks.map((b) => t.decode(b.subtask))).toEqual(['find <ctx>k9 now']);

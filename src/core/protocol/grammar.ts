@@ -221,9 +221,11 @@ export function fanOut(blocks: readonly SpawnBlock[], context: Readonly<Record<s
     const after = block.subtask[at + 2];
     if (after !== undefined && KEY_CHAR.test(VOCAB[after] ?? '')) return { error: `<ctx>* followed by the key character ${JSON.stringify(VOCAB[after])}` };
     // Only keys a `<ctx>key` could name (KEY_CHAR) are fanned out to.
-    const keys = context === undefined ? [] : Object.keys(context).filter((k) => contextChunk(context, k) !== undefined && [...k].every((c) => KEY_CHAR.test(c)));
+    const keys =
+      context === undefined ? [] : Object.keys(context).filter((k) => contextChunk(context, k) !== undefined && [...k].every((c) => KEY_CHAR.test(c)));
     if (keys.length === 0) return { error: '<ctx>* with no context to fan out over' };
-    for (const key of keys) out.push({ subtask: [...block.subtask.slice(0, at + 1), ...[...key].map((c) => tokenId(c)), ...block.subtask.slice(at + 2)], budget: block.budget });
+    for (const key of keys)
+      out.push({ subtask: [...block.subtask.slice(0, at + 1), ...[...key].map((c) => tokenId(c)), ...block.subtask.slice(at + 2)], budget: block.budget });
   }
   return { blocks: out };
 }

@@ -47,7 +47,14 @@ export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor
 }
 
 /** The same update on plain arrays: the cpu and wasm kernels' loop, and a reference for tests. */
-export function adamwStepArrays(p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, a: AdamWStepAttrs, out: [Float32Array, Float32Array, Float32Array]): void {
+export function adamwStepArrays(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  a: AdamWStepAttrs,
+  out: [Float32Array, Float32Array, Float32Array],
+): void {
   const [po, mo, vo] = out;
   const c1 = 1 - a.beta1;
   const c2 = 1 - a.beta2;

@@ -9,9 +9,21 @@ import { Rng } from '../rng';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, type CreditedContext, computeAdvantages, isGated, ratioFactor } from './advantage';
 import { POLICY_LOSS_DEFAULTS, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
 
-const root = (violation: Violation | null = null): CreditedContext => ({ role: 'root', answer: violation ? null : '1', violation, budget: null, generatedTokens: 20 });
+const root = (violation: Violation | null = null): CreditedContext => ({
+  role: 'root',
+  answer: violation ? null : '1',
+  violation,
+  budget: null,
+  generatedTokens: 20,
+});
 /** A clone with budget 16 that generated `generated` tokens. */
-const clone = (answer: string | null, violation: Violation | null, generated: number): CreditedContext => ({ role: 'clone', answer, violation, budget: 16, generatedTokens: generated });
+const clone = (answer: string | null, violation: Violation | null, generated: number): CreditedContext => ({
+  role: 'clone',
+  answer,
+  violation,
+  budget: 16,
+  generatedTokens: generated,
+});
 const answered = () => clone('3', null, 9);
 const overBudget = () => clone(null, 'clone_over_budget', 16);
 const noAnswerEarly = () => clone(null, 'clone_no_answer', 5);
@@ -198,7 +210,9 @@ describe('a gated clone in the loss', () => {
     const rng = new Rng(seed);
     const tokens = Array.from({ length: 12 }, () => rng.int(21, config.vocabSize - 1));
     const actions = tokens.slice(1).map((_, t) => (t >= 3 ? 1 : 0));
-    const lp = tf.tidy(() => targetLogProbs(params, config, tf.tensor2d([tokens.slice(0, -1)], [1, 11], 'int32'), tf.tensor2d([tokens.slice(1)], [1, 11], 'int32')));
+    const lp = tf.tidy(() =>
+      targetLogProbs(params, config, tf.tensor2d([tokens.slice(0, -1)], [1, 11], 'int32'), tf.tensor2d([tokens.slice(1)], [1, 11], 'int32')),
+    );
     const old = Array.from(await lp.data()).map((v, t) => (actions[t] ? v : 0));
     lp.dispose();
     return { tokens, actions, oldLogprobs: old, advantage: credit.advantage, weight: credit.weight };

@@ -95,7 +95,16 @@ export async function stepAnatomy(
   const groups: AnatomyGroup[] = [...byProblem.entries()].map(([problemId, members]) => {
     const { mean, std, zeroVariance } = groupBaseline(members.map((i) => episodes[i].reward.reward));
     const p = episodes[members[0]].problem;
-    return { problemId, prompt: p.prompt, truth: p.truth, episodes: members, mean, std, zeroVariance, trained: members.some((i) => episodes[i].credits.some((c) => c.weight > 0)) };
+    return {
+      problemId,
+      prompt: p.prompt,
+      truth: p.truth,
+      episodes: members,
+      mean,
+      std,
+      zeroVariance,
+      trained: members.some((i) => episodes[i].credits.some((c) => c.weight > 0)),
+    };
   });
   const { advantage: a, loss } = cfg;
   return {

@@ -23,7 +23,9 @@ async function sequences(n: number, seed: number, advantages: number[]): Promise
     const len = rng.int(6, 14);
     const tokens = Array.from({ length: len }, () => rng.int(21, config.vocabSize - 1));
     const actions = tokens.slice(1).map((_, t) => (t >= 2 ? 1 : 0));
-    const lp = tf.tidy(() => targetLogProbs(params, config, tf.tensor2d([tokens.slice(0, -1)], [1, len - 1], 'int32'), tf.tensor2d([tokens.slice(1)], [1, len - 1], 'int32')));
+    const lp = tf.tidy(() =>
+      targetLogProbs(params, config, tf.tensor2d([tokens.slice(0, -1)], [1, len - 1], 'int32'), tf.tensor2d([tokens.slice(1)], [1, len - 1], 'int32')),
+    );
     const old = Array.from(await lp.data()).map((v, t) => (actions[t] ? v : 0));
     lp.dispose();
     seqs.push({ tokens, actions, oldLogprobs: old, advantage: advantages[i], weight: 1 });

@@ -145,7 +145,12 @@ export function packRl(seqs: readonly RlSequence[], weights: readonly number[][]
  * batches and the plan by which the threads take them. Since the weights were set over the whole
  * update, the batches' losses and gradients add up to the update's.
  */
-export function packRlPlan(seqs: readonly RlSequence[], weights: readonly number[][], parts: number, maxTokens: number): { batches: PackedBatch[]; plan: GroupPlan } {
+export function packRlPlan(
+  seqs: readonly RlSequence[],
+  weights: readonly number[][],
+  parts: number,
+  maxTokens: number,
+): { batches: PackedBatch[]; plan: GroupPlan } {
   const plan = groupPlan(rlCells(seqs, weights), parts, maxTokens);
   return { batches: plan.groups.map((g) => packGroup(seqs, weights, g)), plan };
 }
@@ -171,19 +176,47 @@ export async function withReferenceLogprobs(
   if (remotes.length === 0) {
     lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, trains);
   } else {
-    const parts = shareGroups(seqs.map((q) => (trains(q) ? q.tokens.length - 1 : 0)), remotes.length + 1, maxTokens).map((groups) => groups.flat().sort((a, b) => a - b));
+    const parts = shareGroups(
+      seqs.map((q) => (trains(q) ? q.tokens.length - 1 : 0)),
+      remotes.length + 1,
+      maxTokens,
+    ).map((groups) => groups.flat().sort((a, b) => a - b));
     await (elsewhere as ReferenceShare).syncReference(ref);
     // Each share's rows with its sequence indices, placed once every share is in.
     const checked = (part: number[]) => (r: number[][]) => {
-      if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length)) throw new Error('reference log-probs from a gradient worker: not one row per sequence and position');
+      if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length))
+        throw new Error('reference log-probs from a gradient worker: not one row per sequence and position');
       return { part, rows: r };
     };
-    const here = async (part: number[]) => [checked(part)(await actionLogprobs(ref, config, part.map((i) => seqs[i]), c.temperature, maxTokens))];
-    const done = await computeShares(parts, remotes.map((remote) => (part: number[], signal: AbortSignal) => remote(part.map((i) => seqs[i]), c.temperature, maxTokens, signal)), {
-      isEmpty: (part) => part.length === 0,
-      here,
-      add: (acc, k, r) => acc.push(...('here' in r ? r.here : [checked(parts[k])(r.away)])),
-    }, elsewhere?.patience);
+    const here = async (part: number[]) => [
+      checked(part)(
+        await actionLogprobs(
+          ref,
+          config,
+          part.map((i) => seqs[i]),
+          c.temperature,
+          maxTokens,
+        ),
+      ),
+    ];
+    const done = await computeShares(
+      parts,
+      remotes.map(
+        (remote) => (part: number[], signal: AbortSignal) =>
+          remote(
+            part.map((i) => seqs[i]),
+            c.temperature,
+            maxTokens,
+            signal,
+          ),
+      ),
+      {
+        isEmpty: (part) => part.length === 0,
+        here,
+        add: (acc, k, r) => acc.push(...('here' in r ? r.here : [checked(parts[k])(r.away)])),
+      },
+      elsewhere?.patience,
+    );
     lp = seqs.map((s) => s.actions.map(() => 0));
     for (const { part, rows } of done) part.forEach((i, j) => (lp[i] = rows[j]));
   }
@@ -215,7 +248,11 @@ export async function actionLogprobs(
   include: (s: RlSequence) => boolean = () => true,
 ): Promise<number[][]> {
   const out = seqs.map((s) => s.actions.map(() => 0));
-  const batches = packRl(seqs, seqs.map((s) => (include(s) ? s.actions : s.actions.map(() => 0))), maxTokens);
+  const batches = packRl(
+    seqs,
+    seqs.map((s) => (include(s) ? s.actions : s.actions.map(() => 0))),
+    maxTokens,
+  );
   if (batches.length === 0) return out;
   const flat = tf.tidy(() =>
     tf.concat(
@@ -267,7 +304,14 @@ export function addSums(a: TokenSums, b: TokenSums): TokenSums {
 /** Token means of the diagnostics (0 without tokens). */
 export function tokenMeans(s: TokenSums): { kl: number; clipFraction: number; dualClipFraction: number; approxKl: number; entropy: number; meanRatio: number } {
   const n = Math.max(1, s.tokens);
-  return { kl: s.kl / n, clipFraction: s.clipped / n, dualClipFraction: s.dualClipped / n, approxKl: s.approxKl / n, entropy: s.entropy / n, meanRatio: s.ratio / n };
+  return {
+    kl: s.kl / n,
+    clipFraction: s.clipped / n,
+    dualClipFraction: s.dualClipped / n,
+    approxKl: s.approxKl / n,
+    entropy: s.entropy / n,
+    meanRatio: s.ratio / n,
+  };
 }
 
 /** The diagnostics batchLoss sums, in the order it stacks them. */
@@ -276,7 +320,13 @@ const DIAGNOSTICS = ['kl', 'clipped', 'dualClipped', 'approxKl', 'entropy', 'rat
 /** The negated objective of one packed batch (a scalar to minimise) and its diagnostic sums. */
 function batchLoss(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
   const shape: [number, number] = [b.rows, b.length];
-  const { logp, entropy } = targetLogProbsAndEntropy(params, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), c.temperature);
+  const { logp, entropy } = targetLogProbsAndEntropy(
+    params,
+    config,
+    tf.tensor2d(b.inputs, shape, 'int32'),
+    tf.tensor2d(b.targets, shape, 'int32'),
+    c.temperature,
+  );
   const w = tf.tensor2d(b.weights, shape);
   const trained = tf.greater(w, 0);
   const active = tf.cast(trained, 'float32');
@@ -362,7 +412,12 @@ function policyResult(grads: Map<string, tf.Tensor>, scalars: readonly number[],
  * The policy-loss gradients of the packed batches that a gradient worker claims (shares.ts
  * `claimer`), each item apart; null when that worker is gone, and the caller computes them itself.
  */
-export type RemotePolicyGradients = (batches: PackedBatch[], c: PolicyLossConfig, claims: Claims, signal?: AbortSignal) => Promise<ReadonlyMap<number, GradItemAway> | null>;
+export type RemotePolicyGradients = (
+  batches: PackedBatch[],
+  c: PolicyLossConfig,
+  claims: Claims,
+  signal?: AbortSignal,
+) => Promise<ReadonlyMap<number, GradItemAway> | null>;
 
 function checkDualClip(c: PolicyLossConfig): void {
   if (c.dualClip !== null && !(c.dualClip > 1)) throw new Error(`dualClip must be a number > 1, or null (got ${c.dualClip})`);
@@ -380,16 +435,27 @@ export interface PolicyShare {
  * with `share`'s workers taking micro-batches from one queue (`computeQueue`); either way folded
  * in micro-batch order (`GradFold`), so the result is the same bits however they were spread.
  */
-export async function policyGradients(params: GPTParams, config: ModelConfig, batches: PackedBatch[], c: PolicyLossConfig, share?: PolicyShare): Promise<PolicyGradResult> {
+export async function policyGradients(
+  params: GPTParams,
+  config: ModelConfig,
+  batches: PackedBatch[],
+  c: PolicyLossConfig,
+  share?: PolicyShare,
+): Promise<PolicyGradResult> {
   checkDualClip(c);
   const all = batches.map((_, i) => i);
   const sum = new GradFold(params, POLICY_SCALARS);
   try {
-    await computeQueue(share?.plan ?? { order: all, shares: [all] }, (share?.remotes ?? []).map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, c, claims, signal)), {
-      here: async (i) => policyItem(params, config, batches[i], c),
-      fold: (_i, r) => sum.add(r),
-      release: releaseGradItem,
-    }, { patience: share?.patience });
+    await computeQueue(
+      share?.plan ?? { order: all, shares: [all] },
+      (share?.remotes ?? []).map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, c, claims, signal)),
+      {
+        here: async (i) => policyItem(params, config, batches[i], c),
+        fold: (_i, r) => sum.add(r),
+        release: releaseGradItem,
+      },
+      { patience: share?.patience },
+    );
     return policyResult(sum.grads, await sum.finish(), trainedTokensOf(batches));
   } catch (e) {
     sum.release();

@@ -10,14 +10,28 @@ beforeAll(async () => {
 /** Two parameters, as a model's map of variables: a [2, 3] matrix and a [3] bias. */
 function makeParams(): Map<string, tf.Variable> {
   return new Map<string, tf.Variable>([
-    ['h.0.weight', tf.variable(tf.tensor2d([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))],
+    [
+      'h.0.weight',
+      tf.variable(
+        tf.tensor2d([
+          [0.1, -0.2, 0.3],
+          [0.4, 0.5, -0.6],
+        ]),
+      ),
+    ],
     ['h.0.bias', tf.variable(tf.tensor1d([0.01, 0.02, 0.03]))],
   ]);
 }
 
 const grads = () =>
   new Map<string, tf.Tensor>([
-    ['h.0.weight', tf.tensor2d([[0.5, -1, 0.25], [2, 0, -0.5]])],
+    [
+      'h.0.weight',
+      tf.tensor2d([
+        [0.5, -1, 0.25],
+        [2, 0, -0.5],
+      ]),
+    ],
     ['h.0.bias', tf.tensor1d([1, -1, 0.5])],
   ]);
 
@@ -92,13 +106,33 @@ describe('AdamW.load', () => {
     ['a missing second moment', withTensor('v.h.0.weight', undefined), /^moment tensor v.h.0.weight is missing$/],
     ['a moment of the wrong size', withTensor('v.h.0.bias', new Float32Array(4)), /^moment tensor v.h.0.bias has 4 values, expected 3$/],
     ['a first moment with NaN', changed('m.h.0.weight', 4, NaN), /^moment tensor m.h.0.weight contains NaN at index 4 \(first moments must be finite\)$/],
-    ['a second moment with Infinity', changed('v.h.0.bias', 1, Infinity), /^moment tensor v.h.0.bias contains Infinity at index 1 \(second moments must be finite\)$/],
-    ['a negative second moment', changed('v.h.0.weight', 2, -1e-3), /^moment tensor v.h.0.weight contains -0.0010000000474974513 at index 2 \(second moments must be ≥ 0\)$/],
+    [
+      'a second moment with Infinity',
+      changed('v.h.0.bias', 1, Infinity),
+      /^moment tensor v.h.0.bias contains Infinity at index 1 \(second moments must be finite\)$/,
+    ],
+    [
+      'a negative second moment',
+      changed('v.h.0.weight', 2, -1e-3),
+      /^moment tensor v.h.0.weight contains -0.0010000000474974513 at index 2 \(second moments must be ≥ 0\)$/,
+    ],
     ['an unexpected tensor', withTensor('m.h.1.weight', new Float32Array(6)), /^unexpected moment tensor m.h.1.weight \(not a parameter of this model\)$/],
     // Finite but absurd: no run of 3 steps with gradients clipped to 1 writes these.
-    ['a first moment of 3e38', changed('m.h.0.weight', 0, 3e38), /^moment tensor m.h.0.weight holds 3.* at index 0, past what 3 optimizer steps can write \(\|m\| ≤ 0.2710 with gradients clipped to 1\): it was not written by this optimizer$/],
-    ['a second moment past the clip', changed('v.h.0.bias', 2, 5), /^moment tensor v.h.0.bias holds 5 at index 2, past what 3 optimizer steps can write \(v ≤ 0.02970 with gradients clipped to 1\)/],
-    ['a first moment too large for its second', changed('v.h.0.weight', 1, 0), /^moment tensor m.h.0.weight holds -?[\d.e-]+ at index 1 with v = 0 there: \|m\| ≤ 2.345·√v for any gradients \(β1 0.9, β2 0.99\)/],
+    [
+      'a first moment of 3e38',
+      changed('m.h.0.weight', 0, 3e38),
+      /^moment tensor m.h.0.weight holds 3.* at index 0, past what 3 optimizer steps can write \(\|m\| ≤ 0.2710 with gradients clipped to 1\): it was not written by this optimizer$/,
+    ],
+    [
+      'a second moment past the clip',
+      changed('v.h.0.bias', 2, 5),
+      /^moment tensor v.h.0.bias holds 5 at index 2, past what 3 optimizer steps can write \(v ≤ 0.02970 with gradients clipped to 1\)/,
+    ],
+    [
+      'a first moment too large for its second',
+      changed('v.h.0.weight', 1, 0),
+      /^moment tensor m.h.0.weight holds -?[\d.e-]+ at index 1 with v = 0 there: \|m\| ≤ 2.345·√v for any gradients \(β1 0.9, β2 0.99\)/,
+    ],
   ];
 
   it.each(cases)('rejects %s, naming it, and leaves the optimizer untouched', async (_label, make, message) => {

@@ -37,8 +37,14 @@ export class AdamW {
   ) {
     for (const [name, p] of params) {
       // tidy: the zero tensors a variable is made from would otherwise stay allocated.
-      this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
-      this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+      this.m.set(
+        name,
+        tf.tidy(() => tf.variable(tf.zerosLike(p), false)),
+      );
+      this.v.set(
+        name,
+        tf.tidy(() => tf.variable(tf.zerosLike(p), false)),
+      );
     }
   }
 
@@ -107,7 +113,10 @@ export class AdamW {
     }
     if (!(tensors instanceof Map)) throw new Error('moment tensors must be a map of name → Float32Array');
     const expected = new Set<string>();
-    for (const [kind, table] of [['m', this.m], ['v', this.v]] as const) {
+    for (const [kind, table] of [
+      ['m', this.m],
+      ['v', this.v],
+    ] as const) {
       for (const [name, t] of table) {
         const key = `${kind}.${name}`;
         expected.add(key);
@@ -120,7 +129,10 @@ export class AdamW {
       const shown = extra.slice(0, 5).join(', ') + (extra.length > 5 ? ` and ${extra.length - 5} more` : '');
       throw new Error(`unexpected moment tensor${extra.length > 1 ? 's' : ''} ${shown} (not a parameter of this model)`);
     }
-    for (const [kind, table] of [['m', this.m], ['v', this.v]] as const) {
+    for (const [kind, table] of [
+      ['m', this.m],
+      ['v', this.v],
+    ] as const) {
       for (const [name, t] of table) {
         const data = tensors.get(`${kind}.${name}`) as Float32Array;
         tf.tidy(() => t.assign(tf.tensor(data, t.shape)));
@@ -172,13 +184,19 @@ function checkMomentBounds(name: string, m: Float32Array, v: Float32Array, step:
   for (let i = 0; i < m.length; i++) {
     const am = Math.abs(m[i]);
     if (am > b.m * BOUND_SLACK + BOUND_FLOOR) {
-      throw new Error(`moment tensor m.${name} holds ${m[i]} at index ${i}, past ${what} (|m| ≤ ${b.m.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`);
+      throw new Error(
+        `moment tensor m.${name} holds ${m[i]} at index ${i}, past ${what} (|m| ≤ ${b.m.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`,
+      );
     }
     if (v[i] > b.v * BOUND_SLACK + BOUND_FLOOR) {
-      throw new Error(`moment tensor v.${name} holds ${v[i]} at index ${i}, past ${what} (v ≤ ${b.v.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`);
+      throw new Error(
+        `moment tensor v.${name} holds ${v[i]} at index ${i}, past ${what} (v ≤ ${b.v.toPrecision(4)} with gradients clipped to ${cfg.gradClip}): it was not written by this optimizer`,
+      );
     }
     if (am > b.ratio * Math.sqrt(v[i]) * BOUND_SLACK + BOUND_FLOOR) {
-      throw new Error(`moment tensor m.${name} holds ${m[i]} at index ${i} with v = ${v[i]} there: |m| ≤ ${b.ratio.toPrecision(4)}·√v for any gradients (β1 ${cfg.beta1}, β2 ${cfg.beta2}), so it was not written by this optimizer`);
+      throw new Error(
+        `moment tensor m.${name} holds ${m[i]} at index ${i} with v = ${v[i]} there: |m| ≤ ${b.ratio.toPrecision(4)}·√v for any gradients (β1 ${cfg.beta1}, β2 ${cfg.beta2}), so it was not written by this optimizer`,
+      );
     }
   }
 }

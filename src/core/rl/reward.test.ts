@@ -36,7 +36,13 @@ describe('reward', () => {
     // Closer is better on the negative side too, and negating both numbers changes nothing.
     expect(partialCredit(-3, -2)).toBeGreaterThan(partialCredit(-5, -2));
     expect(partialCredit(-5, -2)).toBeGreaterThan(partialCredit(-12, -2));
-    for (const [a, b] of [[3, 2], [5, 7], [-5, 3], [40, -1]]) expect(partialCredit(-a, -b)).toBe(partialCredit(a, b));
+    for (const [a, b] of [
+      [3, 2],
+      [5, 7],
+      [-5, 3],
+      [40, -1],
+    ])
+      expect(partialCredit(-a, -b)).toBe(partialCredit(a, b));
   });
 
   it('counts the reserved clone budget the clones did not use', () => {
@@ -61,13 +67,22 @@ describe('reward', () => {
   });
 
   it('an episode combines score, root, critical-path clone and call penalties', () => {
-    const trace = { correct: true, rounds: 3, tokens: { root: 100, clonesTotal: 70, longestClonePerRound: [40, 20, 10], criticalPath: 170, total: 170 }, contexts: [root, clone(64, 40), clone(32, 20), clone(16, 10)] };
+    const trace = {
+      correct: true,
+      rounds: 3,
+      tokens: { root: 100, clonesTotal: 70, longestClonePerRound: [40, 20, 10], criticalPath: 170, total: 170 },
+      contexts: [root, clone(64, 40), clone(32, 20), clone(16, 10)],
+    };
     const r = episodeReward(trace, { value: 5, truthValue: 5 }, REWARD_DEFAULTS);
     // 1 − 0.129065 − max(P(40), P(20), P(10)) − max(0, 0.1·3 − 0.2) = 1 − 0.129065 − 0.044240 − 0.1
     expect(r.reward).toBeCloseTo(0.726695004, 8);
     expect(r.callPenalty).toBeCloseTo(0.1, 12);
     expect(r.budgetPenalty).toBe(0); // rate 0 by default
-    const wrong = episodeReward({ ...trace, correct: false, rounds: 0, tokens: { ...trace.tokens, longestClonePerRound: [] } }, { value: 10, truthValue: 12 }, REWARD_DEFAULTS);
+    const wrong = episodeReward(
+      { ...trace, correct: false, rounds: 0, tokens: { ...trace.tokens, longestClonePerRound: [] } },
+      { value: 10, truthValue: 12 },
+      REWARD_DEFAULTS,
+    );
     expect(wrong.reward).toBeCloseTo(0.1490630683 - 0.1290651526, 8);
     const noPartial = episodeReward({ ...trace, correct: false }, { value: 10, truthValue: 12 }, { ...REWARD_DEFAULTS, partialCredit: false });
     expect(noPartial.score).toBe(0);

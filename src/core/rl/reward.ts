@@ -106,11 +106,7 @@ export type { RewardBreakdown };
  * Reward of one episode. `value` and `truthValue` are the parsed numeric answer and truth
  * (null when not numeric); `correct` is exact match.
  */
-export function episodeReward(
-  trace: RewardedEpisode,
-  verdict: { value: number | null; truthValue: number | null },
-  c: RewardConfig,
-): RewardBreakdown {
+export function episodeReward(trace: RewardedEpisode, verdict: { value: number | null; truthValue: number | null }, c: RewardConfig): RewardBreakdown {
   let score = 0;
   if (trace.correct) score = 1;
   else if (c.partialCredit && verdict.value !== null && verdict.truthValue !== null) {
@@ -122,5 +118,13 @@ export function episodeReward(
   const callPenalty = Math.max(0, c.callRate * trace.rounds - c.callFree);
   const budgetPenalty = c.budgetRate * unusedBudget(trace.contexts);
   const tokenPenalty = c.tokenRate * trace.tokens.total;
-  return { reward: score - rootPenalty - clonePenalty - callPenalty - budgetPenalty - tokenPenalty, score, rootPenalty, clonePenalty, callPenalty, budgetPenalty, tokenPenalty };
+  return {
+    reward: score - rootPenalty - clonePenalty - callPenalty - budgetPenalty - tokenPenalty,
+    score,
+    rootPenalty,
+    clonePenalty,
+    callPenalty,
+    budgetPenalty,
+    tokenPenalty,
+  };
 }

@@ -9,7 +9,10 @@ describe('lengthGroups', () => {
     // One group 5 × 10 + 32 = 82 cells, against (3 × 2 + 32) + (2 × 10 + 32) = 90: one group.
     expect(lengthGroups([2, 2, 2, 10, 10], 100)).toEqual([[0, 1, 2, 3, 4]]);
     // One group 10 × 40 + 32 = 432, against (8 × 2 + 32) + (2 × 40 + 32) = 160: two.
-    expect(lengthGroups([2, 2, 2, 2, 2, 2, 2, 2, 40, 40], 1000)).toEqual([[0, 1, 2, 3, 4, 5, 6, 7], [8, 9]]);
+    expect(lengthGroups([2, 2, 2, 2, 2, 2, 2, 2, 40, 40], 1000)).toEqual([
+      [0, 1, 2, 3, 4, 5, 6, 7],
+      [8, 9],
+    ]);
     // The cap: 2 × 40 = 80 cells is over 60, so the two long ones go alone.
     expect(lengthGroups([2, 2, 2, 2, 2, 2, 2, 2, 40, 40], 60)).toEqual([[0, 1, 2, 3, 4, 5, 6, 7], [8], [9]]);
     // At most maxRows a group.
@@ -59,7 +62,13 @@ describe('shareGroups', () => {
 });
 
 describe('packRlPlan', () => {
-  const seq = (n: number, weight = 1): RlSequence => ({ tokens: Array(n + 1).fill(3), actions: Array(n).fill(1), oldLogprobs: Array(n).fill(-1), advantage: 0.5, weight });
+  const seq = (n: number, weight = 1): RlSequence => ({
+    tokens: Array(n + 1).fill(3),
+    actions: Array(n).fill(1),
+    oldLogprobs: Array(n).fill(-1),
+    advantage: 0.5,
+    weight,
+  });
   it('splits one update into shares whose packed weights add up to the whole update, leaving out what trains nothing', () => {
     const seqs = [seq(10), seq(4), seq(7), seq(6, 0), seq(3)];
     const weights = aggregationWeights(seqs, 'token-mean');

@@ -59,7 +59,10 @@ export function groupOverheadCells(): number {
  * item longer than maxCells goes alone).
  */
 export function lengthGroups(lengths: readonly number[], maxCells: number, maxRows = 512, overhead = groupOverheadCells()): number[][] {
-  const order = lengths.map((_, i) => i).filter((i) => lengths[i] >= 1).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const order = lengths
+    .map((_, i) => i)
+    .filter((i) => lengths[i] >= 1)
+    .sort((a, b) => lengths[a] - lengths[b] || a - b);
   const n = order.length;
   const best = new Array<number>(n + 1).fill(Infinity);
   const cut = new Array<number>(n + 1).fill(0);
@@ -130,7 +133,11 @@ export function shareGroups(lengths: readonly number[], parts: number, maxCells:
 
 /** Sequences in padded micro-batches of at most `maxTokens` cells, cut by `lengthGroups`. */
 export function bucketByLength(seqs: readonly TrainSequence[], maxTokens: number, maxRows = 512): PaddedBatch[] {
-  return lengthGroups(seqs.map((q) => q.tokens.length - 1), maxTokens, maxRows).map((g) => padBatch(seqs, g));
+  return lengthGroups(
+    seqs.map((q) => q.tokens.length - 1),
+    maxTokens,
+    maxRows,
+  ).map((g) => padBatch(seqs, g));
 }
 
 export function padBatch(seqs: readonly TrainSequence[], members: number[]): PaddedBatch {

@@ -8,7 +8,14 @@ import { SFT_DEFAULTS, type TaskMixEntry, sftMixSequences } from './sft';
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 // The mix's spawn limits: multihop needs a clone per chunk (the run-config table takes the largest).
-const cfg = { ...SFT_DEFAULTS, task: 'arithmetic,multihop', steps: 10, seed: 3, batchTokens: 4096, limits: { ...SFT_DEFAULTS.limits, maxClonesPerRound: 16, maxRounds: 4 } };
+const cfg = {
+  ...SFT_DEFAULTS,
+  task: 'arithmetic,multihop',
+  steps: 10,
+  seed: 3,
+  batchTokens: 4096,
+  limits: { ...SFT_DEFAULTS.limits, maxClonesPerRound: 16, maxRounds: 4 },
+};
 const mix: TaskMixEntry[] = [
   { task: arithmetic, opts: arithmetic.defaultOptions },
   { task: multihop, opts: multihop.defaultOptions },
@@ -34,7 +41,14 @@ describe('SFT data', () => {
   it('draws tasks by the mix weights and rejects a bad weight', () => {
     // Count problems by their root sequence: arithmetic roots hold no chunk keys.
     const roots = (w: number[]) => {
-      const seqs = Array.from({ length: 20 }, (_, step) => sftMixSequences(mix.map((m, i) => ({ ...m, weight: w[i] })), cfg, step, encode)).flat();
+      const seqs = Array.from({ length: 20 }, (_, step) =>
+        sftMixSequences(
+          mix.map((m, i) => ({ ...m, weight: w[i] })),
+          cfg,
+          step,
+          encode,
+        ),
+      ).flat();
       const texts = seqs.map((s) => tok.decode(s.tokens)).filter((t) => t.startsWith('<root>'));
       const multi = texts.filter((t) => /keys k1|k1:/.test(t)).length;
       return multi / texts.length;
@@ -42,8 +56,17 @@ describe('SFT data', () => {
     expect(roots([1, 9])).toBeGreaterThan(0.8);
     expect(roots([9, 1])).toBeLessThan(0.2);
     // Equal weights draw the same data as no weights.
-    expect(sftMixSequences(mix.map((m) => ({ ...m, weight: 2 })), cfg, 4, encode)).toEqual(sftMixSequences(mix, cfg, 4, encode));
-    expect(() => sftMixSequences([{ ...mix[0], weight: 0 }, mix[1]], cfg, 0, encode)).toThrow(/weight of arithmetic in the mix must be a positive number \(got 0\)/);
+    expect(
+      sftMixSequences(
+        mix.map((m) => ({ ...m, weight: 2 })),
+        cfg,
+        4,
+        encode,
+      ),
+    ).toEqual(sftMixSequences(mix, cfg, 4, encode));
+    expect(() => sftMixSequences([{ ...mix[0], weight: 0 }, mix[1]], cfg, 0, encode)).toThrow(
+      /weight of arithmetic in the mix must be a positive number \(got 0\)/,
+    );
   });
   it('takes the teacher from the config: the expert by default, the naive one with its failed clones', () => {
     const arith = [mix[0]];

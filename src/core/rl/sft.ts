@@ -63,7 +63,14 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
 };
 
 /** The demonstrations of one step, as training sequences. */
-export function sftSequences<O>(task: Task<O>, opts: O, cfg: SftConfig, step: number, encode: (t: string) => number[], maxPositions = Infinity): TrainSequence[] {
+export function sftSequences<O>(
+  task: Task<O>,
+  opts: O,
+  cfg: SftConfig,
+  step: number,
+  encode: (t: string) => number[],
+  maxPositions = Infinity,
+): TrainSequence[] {
   return sftMixSequences([{ task, opts }], cfg, step, encode, maxPositions);
 }
 
@@ -94,7 +101,13 @@ export function pickMixEntry<O>(mix: readonly TaskMixEntry<O>[], rng: Rng): numb
  * fit one window (multihop's long-context setting) cannot be trained, and is what delegation is
  * there to avoid. Data of settings where everything fits are unchanged.
  */
-export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConfig, step: number, encode: (t: string) => number[], maxPositions = Infinity): TrainSequence[] {
+export function sftMixSequences<O>(
+  mix: readonly TaskMixEntry<O>[],
+  cfg: SftConfig,
+  step: number,
+  encode: (t: string) => number[],
+  maxPositions = Infinity,
+): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
   for (const m of mix) {
     const w = m.weight ?? 1;
@@ -108,17 +121,26 @@ export function sftMixSequences<O>(mix: readonly TaskMixEntry<O>[], cfg: SftConf
   while (tokens < cfg.batchTokens) {
     const { task, opts } = mix.length === 1 ? mix[0] : mix[pickMixEntry(mix, rng)];
     const problem = drawProblem(task, rng, opts, `sft-${step}-${n++}`, 'train');
-    let demo: Demonstration | null = (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
+    let demo: Demonstration | null =
+      (rng.bool(cfg.delegateFraction) && task.teacherDelegate(problem, rng, cfg.limits, cfg.teacher)) || task.teacherMono(problem, rng);
     if (cfg.rootLimits) {
       // Its own stream: runs without a limit draw the same data as before.
       const limitRng = Rng.stream(cfg.seed, 'sft-root-limit', step, n);
-      demo = rootLimitDemo(demo, limitRng.int(cfg.rootLimits.min, cfg.rootLimits.max), () => task.teacherDelegate(problem, limitRng, cfg.limits, cfg.teacher), () => task.teacherMono(problem, limitRng), encode);
+      demo = rootLimitDemo(
+        demo,
+        limitRng.int(cfg.rootLimits.min, cfg.rootLimits.max),
+        () => task.teacherDelegate(problem, limitRng, cfg.limits, cfg.teacher),
+        () => task.teacherMono(problem, limitRng),
+        encode,
+      );
       if (demo === null) continue;
     }
     const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));
     if (demoSeqs.some((q) => q.tokens.length > maxPositions)) {
       if (++tooLong > 1000 && seqs.length === 0) {
-        throw new Error(`sft: no demonstration of ${mix.map((m) => m.task.name).join(', ')} fits the model's ${maxPositions} positions (1000 drawn); use fewer chunks or assignments, or more delegation demos`);
+        throw new Error(
+          `sft: no demonstration of ${mix.map((m) => m.task.name).join(', ')} fits the model's ${maxPositions} positions (1000 drawn); use fewer chunks or assignments, or more delegation demos`,
+        );
       }
       continue;
     }
@@ -165,7 +187,16 @@ export function rootLimitDemo(
   return {
     ...demo,
     contexts: demo.contexts.map((c) =>
-      c.role !== 'root' ? c : { ...c, segments: c.segments.map((s, i) => (i === 0 && s.kind === 'prompt' && s.text.startsWith('<root>') ? { ...s, text: `<root>${rootLimitText(limit)}${s.text.slice('<root>'.length)}` } : s)) },
+      c.role !== 'root'
+        ? c
+        : {
+            ...c,
+            segments: c.segments.map((s, i) =>
+              i === 0 && s.kind === 'prompt' && s.text.startsWith('<root>')
+                ? { ...s, text: `<root>${rootLimitText(limit)}${s.text.slice('<root>'.length)}` }
+                : s,
+            ),
+          },
     ),
   };
 }
@@ -193,7 +224,12 @@ export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, 
  * Computes micro-batches of a step elsewhere (a worker thread): those it claims (shares.ts
  * `claimer`) of `batches`, each item's gradients apart; null: the worker is gone, do them here.
  */
-export type RemoteGradients = (batches: PaddedBatch[], totalWeight: number, claims: Claims, signal?: AbortSignal) => Promise<ReadonlyMap<number, GradItemAway> | null>;
+export type RemoteGradients = (
+  batches: PaddedBatch[],
+  totalWeight: number,
+  claims: Claims,
+  signal?: AbortSignal,
+) => Promise<ReadonlyMap<number, GradItemAway> | null>;
 
 /** One logged warm-start step: the row of metrics.jsonl (CLI) and of the page's warm-start curve. */
 export interface SftMetricsRow {
@@ -209,7 +245,16 @@ export interface SftMetricsRow {
 }
 
 export function sftMetricsRow(step: number, r: SftStepOutcome, lr: number, elapsedSec: number): SftMetricsRow {
-  return { step, loss: r.loss, lr, gradNorm: r.gradNorm, skipped: !r.applied, tokens: r.tokens, trainedTokens: r.trainedTokens, elapsedSec: Math.round(elapsedSec * 10) / 10 };
+  return {
+    step,
+    loss: r.loss,
+    lr,
+    gradNorm: r.gradNorm,
+    skipped: !r.applied,
+    tokens: r.tokens,
+    trainedTokens: r.trainedTokens,
+    elapsedSec: Math.round(elapsedSec * 10) / 10,
+  };
 }
 
 export interface SftStepOutcome {
@@ -239,15 +284,24 @@ export async function sftStep(
 ): Promise<SftStepOutcome> {
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
-  const plan = groupPlan(seqs.map((s) => s.tokens.length - 1), remotes.length + 1, microTokens);
+  const plan = groupPlan(
+    seqs.map((s) => s.tokens.length - 1),
+    remotes.length + 1,
+    microTokens,
+  );
   const batches = plan.groups.map((g) => padBatch(seqs, g));
   const sum = new GradFold(params, 1);
   try {
-    await computeQueue(plan, remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)), {
-      here: async (i) => sftItem(params, config, batches[i], totalWeight),
-      fold: (_i, r) => sum.add(r),
-      release: releaseGradItem,
-    }, { patience });
+    await computeQueue(
+      plan,
+      remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)),
+      {
+        here: async (i) => sftItem(params, config, batches[i], totalWeight),
+        fold: (_i, r) => sum.add(r),
+        release: releaseGradItem,
+      },
+      { patience },
+    );
     const [loss] = await sum.finish();
     const stats = Number.isFinite(loss) ? await optimizer.apply(sum.grads, lr) : { gradNorm: NaN, applied: false };
     const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);

@@ -16,10 +16,12 @@ function work(log: string[]): ShareWork<number[], string[], string> {
   };
 }
 
-const remote = (log: string[], answer: 'sum' | 'gone'): Remote<number[], string> => async (s) => {
-  log.push(`away ${s.join(',')}`);
-  return answer === 'gone' ? null : `sum ${s.reduce((a, b) => a + b, 0)} away`;
-};
+const remote =
+  (log: string[], answer: 'sum' | 'gone'): Remote<number[], string> =>
+  async (s) => {
+    log.push(`away ${s.join(',')}`);
+    return answer === 'gone' ? null : `sum ${s.reduce((a, b) => a + b, 0)} away`;
+  };
 
 describe('computeShares', () => {
   it('starts the remotes, computes share 0, then folds the answers in share order', async () => {
@@ -87,18 +89,26 @@ describe('computeQueue', () => {
     release: (r: number) => mine.push(-r - 1),
   });
   /** A remote that claims like a worker: once its message has arrived, one item at a time, a tick each. */
-  const worker = (taken: number[], stopAfter = Infinity, answer: 'results' | 'gone' = 'results'): QueueRemote<string> => async (claims) => {
-    await new Promise((r) => setTimeout(r, 1));
-    const out = new Map<number, string>();
-    const next = claimer(claims);
-    for (let i = next(); i >= 0 && out.size < stopAfter; i = next()) {
-      taken.push(i);
-      await new Promise((r) => setTimeout(r, 3));
-      out.set(i, `${i * i} away`);
-    }
-    return answer === 'gone' ? null : out;
+  const worker =
+    (taken: number[], stopAfter = Infinity, answer: 'results' | 'gone' = 'results'): QueueRemote<string> =>
+    async (claims) => {
+      await new Promise((r) => setTimeout(r, 1));
+      const out = new Map<number, string>();
+      const next = claimer(claims);
+      for (let i = next(); i >= 0 && out.size < stopAfter; i = next()) {
+        taken.push(i);
+        await new Promise((r) => setTimeout(r, 3));
+        out.set(i, `${i * i} away`);
+      }
+      return answer === 'gone' ? null : out;
+    };
+  const plan = {
+    order: [3, 0, 4, 1, 2],
+    shares: [
+      [0, 3],
+      [1, 2, 4],
+    ],
   };
-  const plan = { order: [3, 0, 4, 1, 2], shares: [[0, 3], [1, 2, 4]] };
 
   it('lets each thread take the next item from a shared order, and folds every item once, in index order', async () => {
     const mine: number[] = [];
@@ -167,9 +177,13 @@ describe('computeQueue', () => {
     await expect(computeQueue(plan, [failing], work(mine), { shared: false })).rejects.toThrow('worker crashed');
     expect(mine).toEqual([0, 3, -10]);
     const liar: QueueRemote<string> = async () => new Map([[7, 'x']]);
-    await expect(computeQueue(plan, [liar], work([]), { shared: true })).rejects.toThrow('computeQueue: remote 0 answered item 7, which it was not given (5 items)');
+    await expect(computeQueue(plan, [liar], work([]), { shared: true })).rejects.toThrow(
+      'computeQueue: remote 0 answered item 7, which it was not given (5 items)',
+    );
     const notGiven: QueueRemote<string> = async () => new Map([[3, 'x']]);
-    await expect(computeQueue(plan, [notGiven], work([]), { shared: false })).rejects.toThrow('computeQueue: remote 0 answered item 3, which it was not given (5 items)');
+    await expect(computeQueue(plan, [notGiven], work([]), { shared: false })).rejects.toThrow(
+      'computeQueue: remote 0 answered item 3, which it was not given (5 items)',
+    );
     let signal: AbortSignal | null = null;
     const slow: QueueRemote<string> = (_c, sig) => {
       signal = sig;
@@ -177,8 +191,17 @@ describe('computeQueue', () => {
     };
     // This thread takes every item before the remote's message arrives: an answer for one is a second computation.
     const twice: QueueRemote<string> = async () => new Map([[1, 'x']]);
-    await expect(computeQueue({ order: [0, 1], shares: [[0], [1]] }, [twice], work([]), { shared: true })).rejects.toThrow('computeQueue: remote 0 answered item 1, which another thread also computed');
-    await expect(computeQueue({ order: [0, 1], shares: [[0], [1]] }, [slow], { ...work([]), here: async () => Promise.reject(new Error('out of memory')) }, { shared: false })).rejects.toThrow('out of memory');
+    await expect(computeQueue({ order: [0, 1], shares: [[0], [1]] }, [twice], work([]), { shared: true })).rejects.toThrow(
+      'computeQueue: remote 0 answered item 1, which another thread also computed',
+    );
+    await expect(
+      computeQueue(
+        { order: [0, 1], shares: [[0], [1]] },
+        [slow],
+        { ...work([]), here: async () => Promise.reject(new Error('out of memory')) },
+        { shared: false },
+      ),
+    ).rejects.toThrow('out of memory');
     expect(signal!.aborted).toBe(true); // the worker still at it is given up on
     await expect(computeQueue(plan, [], work([]))).rejects.toThrow('computeQueue: 2 shares for 0 remotes and this thread');
   });
@@ -204,8 +227,12 @@ describe('GradFold', () => {
     expect(all.scalars[1]).toBe(0 + 1 + 2 + 3 + 4);
     expect(tf.memory().numTensors).toBe(before);
     const fold = new GradFold(params, 2);
-    expect(() => fold.add({ away: { grads: new Map([['v', new Float32Array(15)]]), scalars: [0, 0] } })).toThrow('gradient worker: a gradient for v, which the policy does not have');
-    expect(() => fold.add({ away: { grads: new Map([['w', new Float32Array(4)]]), scalars: [0, 0] } })).toThrow('gradient worker: 4 values for w, which has 15');
+    expect(() => fold.add({ away: { grads: new Map([['v', new Float32Array(15)]]), scalars: [0, 0] } })).toThrow(
+      'gradient worker: a gradient for v, which the policy does not have',
+    );
+    expect(() => fold.add({ away: { grads: new Map([['w', new Float32Array(4)]]), scalars: [0, 0] } })).toThrow(
+      'gradient worker: 4 values for w, which has 15',
+    );
     expect(() => fold.add({ away: { grads: new Map(), scalars: [0] } })).toThrow('gradient worker: an item with 1 scalars, 2 expected');
     const odd = item(0);
     expect(() => new GradFold(params, 3).add({ here: odd })).toThrow('gradients: an item with 2 scalars, 3 expected');

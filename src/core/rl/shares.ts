@@ -42,7 +42,12 @@ const HUNG = Symbol('hung');
  * single thread would get. A remote that fails fails the whole: `acc` is released and the error
  * goes on (the remotes' own failures surface after share 0 is done, never unhandled).
  */
-export async function computeShares<S, R, A>(shares: readonly S[], remotes: readonly Remote<S, A>[], work: ShareWork<S, R, A>, patience: Patience = DEFAULT_PATIENCE): Promise<R> {
+export async function computeShares<S, R, A>(
+  shares: readonly S[],
+  remotes: readonly Remote<S, A>[],
+  work: ShareWork<S, R, A>,
+  patience: Patience = DEFAULT_PATIENCE,
+): Promise<R> {
   if (shares.length !== remotes.length + 1) throw new Error(`computeShares: ${shares.length} shares for ${remotes.length} remotes and this thread`);
   const controllers = remotes.map(() => new AbortController());
   const away = remotes.map((remote, i) => (work.isEmpty(shares[i + 1]) ? Promise.resolve(SKIPPED) : remote(shares[i + 1], controllers[i].signal)));
@@ -122,7 +127,12 @@ export interface QueueWork<R, A> {
  * on, and the results not folded are released). A result is the same whichever thread computed
  * it, so the fold is the same bits however the items were spread.
  */
-export async function computeQueue<R, A>(plan: QueuePlan, remotes: readonly QueueRemote<A>[], work: QueueWork<R, A>, opts: { patience?: Patience; shared?: boolean } = {}): Promise<void> {
+export async function computeQueue<R, A>(
+  plan: QueuePlan,
+  remotes: readonly QueueRemote<A>[],
+  work: QueueWork<R, A>,
+  opts: { patience?: Patience; shared?: boolean } = {},
+): Promise<void> {
   const n = plan.order.length;
   if (plan.shares.length !== remotes.length + 1) throw new Error(`computeQueue: ${plan.shares.length} shares for ${remotes.length} remotes and this thread`);
   const shared = remotes.length > 0 && (opts.shared ?? canShareMemory());
@@ -138,7 +148,9 @@ export async function computeQueue<R, A>(plan: QueuePlan, remotes: readonly Queu
     }
   };
   const controllers = remotes.map(() => new AbortController());
-  const away = remotes.map((remote, i) => (!counter && plan.shares[i + 1].length === 0 ? Promise.resolve(SKIPPED) : remote(claimsOf(i + 1), controllers[i].signal)));
+  const away = remotes.map((remote, i) =>
+    !counter && plan.shares[i + 1].length === 0 ? Promise.resolve(SKIPPED) : remote(claimsOf(i + 1), controllers[i].signal),
+  );
   for (const a of away) a.catch(() => {});
   try {
     const t0 = Date.now();
@@ -157,7 +169,8 @@ export async function computeQueue<R, A>(plan: QueuePlan, remotes: readonly Queu
       if (a === SKIPPED || a === HUNG || a === null) continue;
       const mine = counter ? null : new Set(plan.shares[k + 1]);
       for (const [i, result] of a) {
-        if (!(Number.isInteger(i) && i >= 0 && i < n) || (mine && !mine.has(i))) throw new Error(`computeQueue: remote ${k} answered item ${i}, which it was not given (${n} items)`);
+        if (!(Number.isInteger(i) && i >= 0 && i < n) || (mine && !mine.has(i)))
+          throw new Error(`computeQueue: remote ${k} answered item ${i}, which it was not given (${n} items)`);
         if (results[i] !== undefined || i < folded) throw new Error(`computeQueue: remote ${k} answered item ${i}, which another thread also computed`);
         results[i] = { away: result };
       }

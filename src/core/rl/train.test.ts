@@ -14,7 +14,18 @@ import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type ScoredEpisode, type StepMetrics, type StepProgress, episodeSequences, grpoStep, restartsOptimizerAt, rewardAt } from './train';
+import {
+  GRPO_DEFAULTS,
+  type GrpoConfig,
+  type RewardFn,
+  type ScoredEpisode,
+  type StepMetrics,
+  type StepProgress,
+  episodeSequences,
+  grpoStep,
+  restartsOptimizerAt,
+  rewardAt,
+} from './train';
 import { scoredTrace } from '../rollout/trace';
 
 const tok = Tokenizer.builtin();
@@ -85,7 +96,15 @@ describe('GRPO training', () => {
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     const before = tf.memory().numTensors;
-    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic', steps: 1, seed: 3, group: 2, batch: 2, rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 } };
+    const cfg: GrpoConfig = {
+      ...GRPO_DEFAULTS,
+      task: 'arithmetic',
+      steps: 1,
+      seed: 3,
+      group: 2,
+      batch: 2,
+      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 },
+    };
     const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference: params, optimizer, task, encode }, cfg, 0);
     expect(tf.memory().numTensors).toBe(before);
     // Two prompts, two episodes each, in the order they were added.
@@ -113,7 +132,17 @@ describe('GRPO training', () => {
   });
 
   it('scores the first tokenRateAfter steps without the token cost, every later step with it', async () => {
-    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic', steps: 3, seed: 3, group: 2, batch: 1, reward: { ...GRPO_DEFAULTS.reward, tokenRate: 0.01 }, tokenRateAfter: 2, rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 } };
+    const cfg: GrpoConfig = {
+      ...GRPO_DEFAULTS,
+      task: 'arithmetic',
+      steps: 3,
+      seed: 3,
+      group: 2,
+      batch: 1,
+      reward: { ...GRPO_DEFAULTS.reward, tokenRate: 0.01 },
+      tokenRateAfter: 2,
+      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 },
+    };
     expect([0, 1, 2, 3].map((s) => rewardAt(cfg, s).tokenRate)).toEqual([0, 0, 0.01, 0.01]);
     // Everything else of the reward is the run's, and no schedule is the rate from the first step.
     expect({ ...rewardAt(cfg, 0), tokenRate: 0.01 }).toEqual(cfg.reward);
@@ -140,7 +169,7 @@ describe('GRPO training', () => {
 });
 
 describe('GRPO on a task mix', () => {
-  it('draws each prompt\'s task by weight, rolls it out under its own limits and verifies it with its own task', async () => {
+  it("draws each prompt's task by weight, rolls it out under its own limits and verifies it with its own task", async () => {
     const params = initParams(config, 4);
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     const mix = [
@@ -154,7 +183,10 @@ describe('GRPO on a task mix', () => {
     expect(byTask('arithmetic').length).toBeGreaterThan(0);
     expect(byTask('multihop').length).toBeGreaterThan(0);
     expect(byTask('arithmetic').length + byTask('multihop').length).toBe(16);
-    for (const [name, t] of [['arithmetic', arithmetic], ['multihop', multihop]] as const) {
+    for (const [name, t] of [
+      ['arithmetic', arithmetic],
+      ['multihop', multihop],
+    ] as const) {
       const max = limits[name].rootMaxTokens;
       const roots = byTask(name).map((e) => e.trace.contexts[0].generatedTokens);
       expect(Math.max(...roots)).toBe(max);
@@ -162,7 +194,9 @@ describe('GRPO on a task mix', () => {
     }
     // A one-task mix is the plain task: the same prompts, the same step.
     const one = await toySteps(6, { ...toyConfig(6), steps: 2 }, 2);
-    const viaMix = await toySteps(6, { ...toyConfig(6), steps: 2 }, 2, digitFirst, false, [{ task: arithmetic as AnyTask, opts: arithmetic.validateOptions({}) }]);
+    const viaMix = await toySteps(6, { ...toyConfig(6), steps: 2 }, 2, digitFirst, false, [
+      { task: arithmetic as AnyTask, opts: arithmetic.validateOptions({}) },
+    ]);
     expect(untimed(viaMix.metrics)).toEqual(untimed(one.metrics));
     expect(viaMix.episodes.flat().map((e) => e.problem.id)).toEqual(one.episodes.flat().map((e) => e.problem.id));
     optimizer.dispose();
@@ -207,12 +241,27 @@ describe('PPO mini-batches', () => {
     const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
     const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst }, cfg, 0);
     // The update as it was before mini-batches: every context of the batch weighted together, one Adam step.
-    const seqs = await withReferenceLogprobs(reference, config, episodes.flatMap((e) => episodeSequences(e.trace, e.credits)), cfg.loss, cfg.microTokens);
+    const seqs = await withReferenceLogprobs(
+      reference,
+      config,
+      episodes.flatMap((e) => episodeSequences(e.trace, e.credits)),
+      cfg.loss,
+      cfg.microTokens,
+    );
     const full = await policyGradients(before, config, packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens), cfg.loss);
     const optimizer2 = new AdamW(before, { ...ADAMW_DEFAULTS, lr: cfg.lr });
     const stats = await optimizer2.apply(full.grads, cfg.lr);
     expect(full.trainedTokens).toBeGreaterThan(0);
-    expect(metrics).toMatchObject({ updates: 1, loss: full.loss, kl: full.kl, clipFraction: full.clipFraction, approxKl: full.approxKl, entropy: full.entropy, gradNorm: stats.gradNorm, trainedTokens: full.trainedTokens });
+    expect(metrics).toMatchObject({
+      updates: 1,
+      loss: full.loss,
+      kl: full.kl,
+      clipFraction: full.clipFraction,
+      approxKl: full.approxKl,
+      entropy: full.entropy,
+      gradNorm: stats.gradNorm,
+      trainedTokens: full.trainedTokens,
+    });
     let diff = 0;
     for (const [name, p] of params) {
       const a = await p.data();
@@ -271,7 +320,13 @@ describe('PPO mini-batches', () => {
   });
 
   it('leaves no tensors behind with every option on', async () => {
-    const cfg: GrpoConfig = { ...toyConfig(4), miniBatch: 2, innerEpochs: 2, dynamicSampling: { factor: 1.5, maxRounds: 2 }, loss: { ...toyConfig(4).loss, beta: 0.01, dualClip: 3 } };
+    const cfg: GrpoConfig = {
+      ...toyConfig(4),
+      miniBatch: 2,
+      innerEpochs: 2,
+      dynamicSampling: { factor: 1.5, maxRounds: 2 },
+      loss: { ...toyConfig(4).loss, beta: 0.01, dualClip: 3 },
+    };
     const params = initParams(config, 4);
     const reference = cloneParams(params, { trainable: false });
     const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });

@@ -31,7 +31,21 @@ import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
 import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
-import { NO_TOKENS, type PolicyLossConfig, POLICY_LOSS_DEFAULTS, type ReferenceShare, type RemotePolicyGradients, type RlSequence, type TokenSums, addSums, aggregationWeights, packRlPlan, policyGradients, tokenMeans, withReferenceLogprobs } from './grpo';
+import {
+  NO_TOKENS,
+  type PolicyLossConfig,
+  POLICY_LOSS_DEFAULTS,
+  type ReferenceShare,
+  type RemotePolicyGradients,
+  type RlSequence,
+  type TokenSums,
+  addSums,
+  aggregationWeights,
+  packRlPlan,
+  policyGradients,
+  tokenMeans,
+  withReferenceLogprobs,
+} from './grpo';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry, rootGeneratedTokens } from './sft';
 import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
@@ -264,10 +278,12 @@ interface SampledBatch {
 const rewardsDiffer = (rewards: readonly number[]): boolean => rewards.some((r) => r !== rewards[0]);
 
 function checkStepConfig(cfg: GrpoConfig): void {
-  if (cfg.miniBatch !== null && !(Number.isInteger(cfg.miniBatch) && cfg.miniBatch >= 1)) throw new Error(`miniBatch must be a positive integer, or null (got ${cfg.miniBatch})`);
+  if (cfg.miniBatch !== null && !(Number.isInteger(cfg.miniBatch) && cfg.miniBatch >= 1))
+    throw new Error(`miniBatch must be a positive integer, or null (got ${cfg.miniBatch})`);
   const ds = cfg.dynamicSampling;
   if (ds && !(ds.factor >= 1 && Number.isFinite(ds.factor))) throw new Error(`dynamicSampling.factor must be a number ≥ 1 (got ${ds.factor})`);
-  if (ds && !(Number.isInteger(ds.maxRounds) && ds.maxRounds >= 1)) throw new Error(`dynamicSampling.maxRounds must be a positive integer (got ${ds.maxRounds})`);
+  if (ds && !(Number.isInteger(ds.maxRounds) && ds.maxRounds >= 1))
+    throw new Error(`dynamicSampling.maxRounds must be a positive integer (got ${ds.maxRounds})`);
 }
 
 /** The step's tasks: the mix, or the one task with `cfg.taskOptions`. */
@@ -309,7 +325,9 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
         // Prompt ids number the step's prompts across rounds: train-<step>-<index>.
         const problem = drawProblem(task, rng, opts, `train-${step}-${firstGroup + b}`, 'train');
         const members: number[] = [];
-        const limits = promptLimits(cfg, task.name, step, firstGroup + b, () => rootGeneratedTokens(task.teacherMono(problem, Rng.stream(cfg.seed, 'grpo-root-limit-chain', step, firstGroup + b)), encode));
+        const limits = promptLimits(cfg, task.name, step, firstGroup + b, () =>
+          rootGeneratedTokens(task.teacherMono(problem, Rng.stream(cfg.seed, 'grpo-root-limit-chain', step, firstGroup + b)), encode),
+        );
         for (let g = 0; g < cfg.group; g++) {
           const i = scheduler.addEpisode(task, problem, rng.fork(), limits);
           problems[i] = problem;
@@ -319,7 +337,9 @@ async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: numbe
         groups.push(members);
       }
       const before = out.traces.length;
-      const traces = await scheduler.run(deps.onProgress && ((finished, episodes) => deps.onProgress?.({ phase: 'rollouts', done: before + finished, total: before + episodes })));
+      const traces = await scheduler.run(
+        deps.onProgress && ((finished, episodes) => deps.onProgress?.({ phase: 'rollouts', done: before + finished, total: before + episodes })),
+      );
       traces.forEach((t, i) => {
         const verdict = tasks[i].verify(problems[i], t.answer);
         out.problems.push(problems[i]);
@@ -367,7 +387,11 @@ interface UpdateStats {
  * (`deps.gradients`) taking micro-batches from one queue, added in micro-batch order. Null when
  * nothing trains.
  */
-async function updateGradients<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, seqs: readonly RlSequence[]): Promise<{ grads: Map<string, tf.Tensor>; loss: number; sums: TokenSums } | null> {
+async function updateGradients<O>(
+  deps: TrainerDeps<O>,
+  cfg: GrpoConfig,
+  seqs: readonly RlSequence[],
+): Promise<{ grads: Map<string, tf.Tensor>; loss: number; sums: TokenSums } | null> {
   const { policy } = deps;
   const weights = aggregationWeights(seqs, cfg.loss.aggregation);
   const remotes = deps.gradients?.remotes ?? [];
@@ -428,7 +452,12 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
   return { loss: losses === 0 ? 0 : lossSum / losses, sums, gradNorm: attempts === 0 ? 0 : normSum / attempts, updates, nonFiniteSkips };
 }
 
-export async function grpoStep<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion = step): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
+export async function grpoStep<O>(
+  deps: TrainerDeps<O>,
+  cfg: GrpoConfig,
+  step: number,
+  policyVersion = step,
+): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
   const t0 = Date.now();
   checkStepConfig(cfg);
   const { problems, traces, verdicts, breakdowns, groups, batch } = await sampleBatch(deps, cfg, step, policyVersion);

@@ -30,7 +30,10 @@ describe('a root that knows its limit', () => {
     const chain = encode(chainText(parseSum(problem.prompt)));
     const told = [...rootPrompt(problem.prompt, encode, 40), ...chain];
     const run = async (cfg: Parameters<typeof validateRolloutConfig>[0], limit?: number) => {
-      const s = new RolloutScheduler(new ScriptedDecoder([told], VOCAB_SIZE, (t) => tok.decode(t)), validateRolloutConfig({ greedy: true, ...cfg }), { policyVersion: 0, encode });
+      const s = new RolloutScheduler(new ScriptedDecoder([told], VOCAB_SIZE, (t) => tok.decode(t)), validateRolloutConfig({ greedy: true, ...cfg }), {
+        policyVersion: 0,
+        encode,
+      });
       s.addEpisode(arithmetic, problem, new Rng(1), limit === undefined ? {} : { rootMaxTokens: limit });
       return (await s.run())[0];
     };
@@ -40,7 +43,9 @@ describe('a root that knows its limit', () => {
     expect(t.answer).toBe('24');
     // Without rootLimitMin the prompt has no limit, and the scripted model (trained with one) is lost.
     await expect(run({ rootMaxTokens: 40 })).rejects.toThrow();
-    expect(() => validateRolloutConfig({ rootMaxTokens: 48, rootLimitMin: 64 })).toThrow(/rootLimitMin must be an integer in \[1, rootMaxTokens = 48\] \(got 64\)/);
+    expect(() => validateRolloutConfig({ rootMaxTokens: 48, rootLimitMin: 64 })).toThrow(
+      /rootLimitMin must be an integer in \[1, rootMaxTokens = 48\] \(got 64\)/,
+    );
   });
 
   it('draws each GRPO prompt its limit in [rootLimitMin, rootMaxTokens] by its own stream, the same for its group; nothing without it', () => {
@@ -82,7 +87,9 @@ describe('a root that knows its limit', () => {
     let asked = 0;
     promptLimits(cfg, 'arithmetic', 3, 1, () => ++asked);
     expect(asked).toBe(0);
-    expect(() => validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 1.5 })).toThrow(/rootLimitStraddle must be in \[0, 1\] \(got 1.5\)/);
+    expect(() => validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 1.5 })).toThrow(
+      /rootLimitStraddle must be in \[0, 1\] \(got 1.5\)/,
+    );
   });
 
   it('warm-starts under a drawn limit: each root prompt states it and its root keeps to it; without it, the data are as before', () => {

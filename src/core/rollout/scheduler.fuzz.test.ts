@@ -93,8 +93,47 @@ const textOf = (tokens: readonly number[]) => tokens.map((t) => VOCAB[t]).join('
  * object has. Only `constructor` and `__proto__` can be spelled exactly (the vocabulary is
  * lowercase); the rest appear as the model could write them.
  */
-const KEYS = ['constructor', '__proto__', 'tostring', 'valueof', 'hasownproperty', 'isprototypeof', 'prototype', '__definegetter__', 'k0', 'k1', 'k2', 'k3', 'k6', 'k16', 'k99', 'k1_', '_', '0'];
-const ANSWERS = ['__proto__', 'constructor', 'tostring', 'valueof', 'none', '0', '-0', '7', '-12', '007', '1e9', 'nan', 'infinity', ' ', '-', '=', '9'.repeat(40), '9'.repeat(310), '-' + '9'.repeat(310)];
+const KEYS = [
+  'constructor',
+  '__proto__',
+  'tostring',
+  'valueof',
+  'hasownproperty',
+  'isprototypeof',
+  'prototype',
+  '__definegetter__',
+  'k0',
+  'k1',
+  'k2',
+  'k3',
+  'k6',
+  'k16',
+  'k99',
+  'k1_',
+  '_',
+  '0',
+];
+const ANSWERS = [
+  '__proto__',
+  'constructor',
+  'tostring',
+  'valueof',
+  'none',
+  '0',
+  '-0',
+  '7',
+  '-12',
+  '007',
+  '1e9',
+  'nan',
+  'infinity',
+  ' ',
+  '-',
+  '=',
+  '9'.repeat(40),
+  '9'.repeat(310),
+  '-' + '9'.repeat(310),
+];
 const CHAR_IDS = CHAR_TOKENS.map((c) => tokenId(c));
 const BUDGETS = BUDGET_BUCKETS.map(budgetToken);
 
@@ -210,7 +249,8 @@ function checkEpisode(t: EpisodeTrace, task: SomeTask, problem: Problem, cfg: Ro
   if (!cfg.allowSpawn && clones.length > 0) bad.push('a monolithic root spawned');
   if (t.rounds > cfg.maxRounds) bad.push(`${t.rounds} rounds (max ${cfg.maxRounds})`);
   for (const c of clones) {
-    if (c.budget === null || !cfg.budgets.includes(c.budget) || c.generatedTokens > c.budget) bad.push(`clone ${c.id}: budget ${c.budget}, generated ${c.generatedTokens}`);
+    if (c.budget === null || !cfg.budgets.includes(c.budget) || c.generatedTokens > c.budget)
+      bad.push(`clone ${c.id}: budget ${c.budget}, generated ${c.generatedTokens}`);
     if (clones.filter((d) => d.round === c.round).length > cfg.maxClonesPerRound) bad.push(`round ${c.round}: too many clones`);
   }
   const verdict = task.verify(problem, t.answer);
@@ -258,7 +298,8 @@ describe('rollout scheduler under adversarial model output (fuzz)', () => {
         traces.forEach((t, e) => {
           episodes++;
           const problem = problems[e % PROBLEMS_PER_RUN];
-          for (const b of checkEpisode(t, task, problem, cfg, maxPositions)) failures.push(`run seed ${seed}, episode ${e}: ${b}\n  ${t.contexts.map((c) => c.text).join('\n  ')}`);
+          for (const b of checkEpisode(t, task, problem, cfg, maxPositions))
+            failures.push(`run seed ${seed}, episode ${e}: ${b}\n  ${t.contexts.map((c) => c.text).join('\n  ')}`);
           for (const v of t.violations) count(v.violation);
           for (const v of t.violations) if (/"(constructor|__proto__)"/.test(v.detail)) count(`key ${v.detail}`);
           if (t.answer === '__proto__') count('root answer __proto__');
@@ -336,7 +377,7 @@ describe('multihop spawns naming keys every object has', () => {
 });
 
 describe('the root limit on a join', () => {
-  it('a join on the root\'s last allowed token ends it as root_over_max before any clone starts', async () => {
+  it("a join on the root's last allowed token ends it as root_over_max before any clone starts", async () => {
     const problem = { task: 'arithmetic', id: 'j', prompt: '1+2', truth: '3', meta: {} };
     const root = '<spawn>1+2<b8><join>=3<ans>3<eos>'; // the join is the 6th generated token
     const atLimit = await runOne(arithmetic, problem, root, '<ans>3<eos>', { rootMaxTokens: 6 });

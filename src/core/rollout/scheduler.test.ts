@@ -23,7 +23,6 @@ const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 const V = tok.vocabSize;
 
-
 const greedy: RolloutConfig = { ...ROLLOUT_DEFAULTS, greedy: true };
 
 async function replay(scripts: string[], problem: Problem, cfg = greedy) {
@@ -174,7 +173,9 @@ describe('rollout scheduler (scripted decoder)', () => {
     expect(t.answer).toBe(mh.truth);
     expect(t.contexts[0].text).toBe(rootText);
     // Two rounds of four clones, in key order, each subtask naming its chunk.
-    expect(t.contexts.slice(1).map((c) => [c.round, c.subtask, c.budget !== null])).toEqual(asked.flatMap((v, r) => keys.map((k) => [r, `<ctx>${k} ${v}?`, true])));
+    expect(t.contexts.slice(1).map((c) => [c.round, c.subtask, c.budget !== null])).toEqual(
+      asked.flatMap((v, r) => keys.map((k) => [r, `<ctx>${k} ${v}?`, true])),
+    );
     expect(t.contexts.slice(1).map((c) => c.text)).toEqual(clones);
   });
 

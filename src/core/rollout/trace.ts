@@ -70,8 +70,7 @@ export interface ContextTrace {
 }
 
 export type EpisodeEvent =
-  | { kind: 'spawn'; round: number; atToken: number; clones: number[] }
-  | { kind: 'join'; round: number; atToken: number; answers: (string | null)[] };
+  { kind: 'spawn'; round: number; atToken: number; clones: number[] } | { kind: 'join'; round: number; atToken: number; answers: (string | null)[] };
 
 export interface TokenCounts {
   /** Tokens the root generated. */

@@ -34,7 +34,13 @@ describe('task registry', () => {
       expect(new Set(presets.map((p) => p.name)).size, name).toBe(presets.length);
       for (const p of presets) expect(withOptions(name, p.options).opts, `${name} ${p.name}`).toEqual({ ...defaultOptions, ...p.options });
     }
-    expect(multihop.presets.map((p) => p.label)).toEqual(['default (6 chunks × 3)', 'long context (6 × 4 among filler, does not fit one window)', '6 × 3 among filler (fits one window)', '4 × 5 among filler (the first-visit demo)', 'out of distribution (8 chunks, 3 hops)']);
+    expect(multihop.presets.map((p) => p.label)).toEqual([
+      'default (6 chunks × 3)',
+      'long context (6 × 4 among filler, does not fit one window)',
+      '6 × 3 among filler (fits one window)',
+      '4 × 5 among filler (the first-visit demo)',
+      'out of distribution (8 chunks, 3 hops)',
+    ]);
     // Long context: the monolithic prompt outgrows every preset's positions, while the delegating root's fits easily.
     const long = withOptions('multihop', multihop.presets[1].options).opts;
     const tok = Tokenizer.builtin();
@@ -47,7 +53,13 @@ describe('task registry', () => {
     // The filler setting fits one window, and the teacher's delegating root (its whole episode)
     // holds under half of it; out of distribution, the root's episode still fits.
     const byName = (n: string) => withOptions('multihop', multihop.presets.find((p) => p.name === n)!.options).opts;
-    const rootTokens = (p: Problem) => tok.encode(multihop.teacherDelegate(p, new Rng(0), { budgets: [8, 16, 32, 64, 128], ...multihop.rolloutDefaults, maxClonesPerRound: 16, maxRounds: 4 })!.contexts[0].segments.map((x) => x.text).join('')).length;
+    const rootTokens = (p: Problem) =>
+      tok.encode(
+        multihop
+          .teacherDelegate(p, new Rng(0), { budgets: [8, 16, 32, 64, 128], ...multihop.rolloutDefaults, maxClonesPerRound: 16, maxRounds: 4 })!
+          .contexts[0].segments.map((x) => x.text)
+          .join(''),
+      ).length;
     for (let i = 0; i < 20; i++) {
       const fits = multihop.generate(new Rng(i), byName('filler'), `f${i}`);
       const mono = tok.encode(fits.monoPrompt!).length;

@@ -19,7 +19,7 @@ describe('tokenizer', () => {
       '<root>12+3*(4-5)<sep>=12+3*-1=12-3=9<ans>9<eos>',
       '<clone>7*8+1<sep>=56+1=57<ans>57<eos>',
       '<spawn>3+4<b16><spawn>-2*9<b32><join><ret>7<ret><fail><resume>',
-      'who is the boss of ana? k1: ana\'s boss is bob.\n',
+      "who is the boss of ana? k1: ana's boss is bob.\n",
       '  leading and trailing spaces  ',
     ];
     for (const t of texts) expect(tok.decode(tok.encode(t))).toBe(t);
@@ -49,9 +49,18 @@ describe('tokenizer', () => {
       [{}, /model must be an object with the vocabulary/],
       [{ ...j, model: { ...j.model, vocab: [...VOCAB] } }, /model\.vocab must be an object mapping each token to its id/],
       // An extra token whose id collides with "a"'s.
-      [{ ...j, model: { ...j.model, vocab: { ...j.model.vocab, zz: VOCAB.indexOf('a') } } }, /model\.vocab has the token "zz" \(id \d+\), which is not in this vocabulary/],
-      [{ ...j, model: { ...j.model, vocab: Object.fromEntries(Object.entries(j.model.vocab).filter(([k]) => k !== 'q')) } }, /model\.vocab lacks 1 token of this vocabulary \("q"\)/],
-      [{ ...j, added_tokens: [{ ...j.added_tokens[0], id: 5 }] }, /added_tokens\[0\] gives "<pad>" the id 5, which is "<spawn>"'s|added_tokens\[0\] gives "<pad>" the id 5/],
+      [
+        { ...j, model: { ...j.model, vocab: { ...j.model.vocab, zz: VOCAB.indexOf('a') } } },
+        /model\.vocab has the token "zz" \(id \d+\), which is not in this vocabulary/,
+      ],
+      [
+        { ...j, model: { ...j.model, vocab: Object.fromEntries(Object.entries(j.model.vocab).filter(([k]) => k !== 'q')) } },
+        /model\.vocab lacks 1 token of this vocabulary \("q"\)/,
+      ],
+      [
+        { ...j, added_tokens: [{ ...j.added_tokens[0], id: 5 }] },
+        /added_tokens\[0\] gives "<pad>" the id 5, which is "<spawn>"'s|added_tokens\[0\] gives "<pad>" the id 5/,
+      ],
       [{ ...j, added_tokens: {} }, /added_tokens must be a list/],
     ];
     for (const [json, message] of cases) {

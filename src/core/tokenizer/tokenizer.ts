@@ -48,7 +48,7 @@ export class Tokenizer {
     for (let i = 0; i < plain.length; i++) {
       if (!CHARS.has(plain[i])) {
         throw new Error(
-          `text contains ${JSON.stringify(plain[i])}, which is not in the vocabulary (allowed: a-z, 0-9, special tokens and ${JSON.stringify(' +-*()=?.,:#\'_>\n')})`,
+          `text contains ${JSON.stringify(plain[i])}, which is not in the vocabulary (allowed: a-z, 0-9, special tokens and ${JSON.stringify(" +-*()=?.,:#'_>\n")})`,
         );
       }
     }

@@ -74,13 +74,16 @@ export function tokenizerJsonError(json: unknown, where = 'tokenizer.json'): str
     if (id !== ours.get(piece)) return `${where}: token ${show(piece)} has id ${show(id)}, expected ${ours.get(piece)}`;
   }
   const missing = VOCAB.filter((piece) => !Object.hasOwn(vocab, piece));
-  if (missing.length > 0) return `${where}: model.vocab lacks ${missing.length} token${missing.length > 1 ? 's' : ''} of this vocabulary (${missing.slice(0, 5).map(show).join(', ')}${missing.length > 5 ? ', …' : ''})`;
+  if (missing.length > 0)
+    return `${where}: model.vocab lacks ${missing.length} token${missing.length > 1 ? 's' : ''} of this vocabulary (${missing.slice(0, 5).map(show).join(', ')}${missing.length > 5 ? ', …' : ''})`;
   const added = json.added_tokens;
   if (added !== undefined && added !== null) {
     if (!Array.isArray(added)) return `${where}: added_tokens must be a list (got ${show(added)})`;
     for (const [i, t] of added.entries()) {
-      if (!isObject(t) || typeof t.content !== 'string' || !Number.isInteger(t.id)) return `${where}: added_tokens[${i}] must be {id, content, …} (got ${show(t)})`;
-      if (VOCAB[t.id as number] !== t.content) return `${where}: added_tokens[${i}] gives ${show(t.content)} the id ${t.id as number}, which is ${VOCAB[t.id as number] === undefined ? 'outside this vocabulary' : `${show(VOCAB[t.id as number])}'s`}`;
+      if (!isObject(t) || typeof t.content !== 'string' || !Number.isInteger(t.id))
+        return `${where}: added_tokens[${i}] must be {id, content, …} (got ${show(t)})`;
+      if (VOCAB[t.id as number] !== t.content)
+        return `${where}: added_tokens[${i}] gives ${show(t.content)} the id ${t.id as number}, which is ${VOCAB[t.id as number] === undefined ? 'outside this vocabulary' : `${show(VOCAB[t.id as number])}'s`}`;
     }
   }
   return null;

@@ -31,11 +31,7 @@ export const SPECIAL_TOKENS = [
 ] as const;
 
 /** Plain characters, one token each, after the special tokens. */
-export const CHAR_TOKENS: readonly string[] = [
-  ...'0123456789',
-  ...'abcdefghijklmnopqrstuvwxyz',
-  ...' +-*()=?.,:#\'_>\n',
-];
+export const CHAR_TOKENS: readonly string[] = [...'0123456789', ...'abcdefghijklmnopqrstuvwxyz', ..." +-*()=?.,:#'_>\n"];
 
 export const VOCAB: readonly string[] = [...SPECIAL_TOKENS, ...CHAR_TOKENS];
 export const VOCAB_SIZE = VOCAB.length;
@@ -79,4 +75,3 @@ export function budgetToken(budget: number): number {
   if (i < 0) throw new Error(`budget ${budget} is not a bucket (allowed: ${BUDGET_BUCKETS.join(', ')})`);
   return BUDGET_TOKEN_IDS[i];
 }
-

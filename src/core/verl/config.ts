@@ -22,12 +22,35 @@ export const REFERENCE_FINAL_ANSWER_MARKERS = ['</think>', 'Final Answer:', 'fin
  */
 export const REFERENCE_RECIPE = {
   run: {
-    batch: 32, miniBatch: 8, group: 4, lr: 6e-7, clip: 0.1, beta: 5e-4, gradClip: 1, maxClones: 30, maxRounds: 9,
-    rootTau: 512, rootRho: 256, rootPmax: 0.3, cloneTau: 512, cloneRho: 512, clonePmax: 0.2, callRate: 0.1,
-    budgetRate: 0, tokenRate: 0, partialCredit: true, gating: true,
+    batch: 32,
+    miniBatch: 8,
+    group: 4,
+    lr: 6e-7,
+    clip: 0.1,
+    beta: 5e-4,
+    gradClip: 1,
+    maxClones: 30,
+    maxRounds: 9,
+    rootTau: 512,
+    rootRho: 256,
+    rootPmax: 0.3,
+    cloneTau: 512,
+    cloneRho: 512,
+    clonePmax: 0.2,
+    callRate: 0.1,
+    budgetRate: 0,
+    tokenRate: 0,
+    partialCredit: true,
+    gating: true,
   } satisfies Partial<RunConfig>,
   lengths: { responseLength: 4096, promptLength: 2048, cloneLength: 1024, summaryLength: 256 },
-  loop: { maxToolResponseLength: 512, toolResponseTruncateSide: 'right', summaryTruncateSide: 'right', jsonRepairPenalty: 0.05, finalAnswerMarkers: REFERENCE_FINAL_ANSWER_MARKERS },
+  loop: {
+    maxToolResponseLength: 512,
+    toolResponseTruncateSide: 'right',
+    summaryTruncateSide: 'right',
+    jsonRepairPenalty: 0.05,
+    finalAnswerMarkers: REFERENCE_FINAL_ANSWER_MARKERS,
+  },
   formatMaxTokens: 192,
 } as const;
 
@@ -87,7 +110,10 @@ export function unsupportedInVerl(cfg: GrpoConfig): string[] {
   if (cfg.task.includes(',')) out.push(`--task ${cfg.task}: an export holds one task's data set and reward; export each task of the mix on its own`);
   if (cfg.dynamicSampling !== null) out.push('--dynamic-sampling: the fork has no dynamic sampling in its clone advantage code; export without it');
   if (cfg.advantage.credit !== 'ratio') out.push(`--credit ${cfg.advantage.credit}: the fork's advantage code is the ratio credit; export with --credit ratio`);
-  if (cfg.advantage.gating && cfg.advantage.gateMode !== 'reference') out.push(`--gate-mode ${cfg.advantage.gateMode}: verl's clone samples carry no violation class, so this gate would catch nothing; export with --gate-mode reference`);
+  if (cfg.advantage.gating && cfg.advantage.gateMode !== 'reference')
+    out.push(
+      `--gate-mode ${cfg.advantage.gateMode}: verl's clone samples carry no violation class, so this gate would catch nothing; export with --gate-mode reference`,
+    );
   if (!cfg.advantage.gatedKl) out.push('--no-gated-kl: in the fork a gated clone keeps its KL term; export without it');
   if (cfg.advantage.gateRoots) out.push('--gate-roots: the fork gates clones only; export without it');
   if (cfg.loss.dualClip === null) out.push('--dual-clip: verl always applies the dual clip (clip_ratio_c); give a constant > 1');
@@ -100,7 +126,12 @@ export function unsupportedInVerl(cfg: GrpoConfig): string[] {
  * recipe writes the keys of the reference's config (configs/clone_tool_grpo_alt.yaml) with its
  * values, and a key it leaves to verl's defaults only where a flag gave it (`given`).
  */
-export function verlConfig(cfg: GrpoConfig, e: VerlExportSettings, recipe: VerlRecipe = 'playground', given: ReadonlySet<RunConfigKey> = new Set()): { [key: string]: YamlValue } {
+export function verlConfig(
+  cfg: GrpoConfig,
+  e: VerlExportSettings,
+  recipe: VerlRecipe = 'playground',
+  given: ReadonlySet<RunConfigKey> = new Set(),
+): { [key: string]: YamlValue } {
   return recipe === 'reference' ? referenceConfig(cfg, e, given) : playgroundConfig(cfg, e);
 }
 
@@ -275,12 +306,21 @@ function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: Readonly
       debug_agentic_clone_eval_metrics: true,
       rollout_data_dir: `${e.dir}/${ROLLOUT_DUMP_DIR}`,
     },
-    algorithm: { adv_estimator: 'grpo', use_kl_in_reward: false, gamma: 1, lam: 1, ...(has('std') ? { norm_adv_by_std_in_grpo: cfg.advantage.stdNormalize } : {}) },
+    algorithm: {
+      adv_estimator: 'grpo',
+      use_kl_in_reward: false,
+      gamma: 1,
+      lam: 1,
+      ...(has('std') ? { norm_adv_by_std_in_grpo: cfg.advantage.stdNormalize } : {}),
+    },
   };
 }
 
 /** The export folder's README: what each file is, how to launch and read back, and where verl differs from here. */
-export function verlReadme(cfg: GrpoConfig, e: VerlExportSettings & { recipe: VerlRecipe; train: number; test: number; testSplit: string; dataSource: string; command: string }): string {
+export function verlReadme(
+  cfg: GrpoConfig,
+  e: VerlExportSettings & { recipe: VerlRecipe; train: number; test: number; testSplit: string; dataSource: string; command: string },
+): string {
   const reference = e.recipe === 'reference';
   const gate = !cfg.advantage.gating
     ? 'none (gating off)'
@@ -302,7 +342,7 @@ ${e.command}
 | \`test.parquet\` | ${e.test} problems of its held-out \`${e.testSplit}\` set: the set \`npm run cli -- eval --seed ${cfg.seed}\` scores |
 | \`selfcest_reward.py\` | the reward, standard-library Python: \`clone_accuracy_reward\` (delegating episodes, called by the clone tool loop) and \`compute_score\` (one sample, no clones); ${reference ? "the reference's formulas (clone_reward_2.py) with its constants" : "the playground's formulas with the run's thresholds"} in its \`CONFIG\` block |
 | \`selfcest_dump.py\` | verl's trainer launcher with a logger that writes every root and clone sample of each step, linked, to \`${ROLLOUT_DUMP_DIR}/<step>.jsonl\` |
-| \`config.yaml\` | the recipe in verl's \`ppo_trainer\` layout, clone tool loop included${reference ? ' (the keys and values of the reference\'s configs/clone_tool_grpo_alt.yaml)' : ''} |
+| \`config.yaml\` | the recipe in verl's \`ppo_trainer\` layout, clone tool loop included${reference ? " (the keys and values of the reference's configs/clone_tool_grpo_alt.yaml)" : ''} |
 | \`run.json\` | the playground run config this was written from |
 
 ## 1. Train on verl
@@ -342,30 +382,46 @@ The rows' \`data_source\` is \`${e.dataSource}\`; \`reward_model.ground_truth\` 
 ${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the keyed chunks: the clone loop expands the keys a spawn's `shared_context` names into their text, as the playground's `<ctx>key` does (the playground's `<ctx>*` is one clone per key of `context_keys`).\n" : ''}
 ## What differs from the playground
 
-${reference ? `- **Recipe.** This export carries the reference's reward and loop settings (docs/FORMATS.md of the playground
+${
+  reference
+    ? `- **Recipe.** This export carries the reference's reward and loop settings (docs/FORMATS.md of the playground
   lists each difference between the two recipes): length penalties from ${cfg.reward.rootTau} root tokens (ramp ${cfg.reward.rootRho}) and
   ${cfg.reward.cloneTau} clone tokens (ramp ${cfg.reward.cloneRho}), answers read as the last integer of the loop's answer text
   (commas dropped; 0.1 for a substring match), the reference's partial credit, tool responses of
   ${REFERENCE_RECIPE.loop.maxToolResponseLength} characters cut on the right, a JSON-repair penalty of ${REFERENCE_RECIPE.loop.jsonRepairPenalty}, its final-answer markers.
-` : ''}- **Lengths.** The playground's limits are for its character-level model: a root of ${cfg.rollout.rootMaxTokens} tokens,
+`
+    : ''
+}- **Lengths.** The playground's limits are for its character-level model: a root of ${cfg.rollout.rootMaxTokens} tokens,
   clone budgets of ${cfg.rollout.budgets.join(', ')}, answers cut to ${cfg.rollout.answerMaxChars} characters. Here: a root response of
   ${e.responseLength} tokens (verl counts the injected tool responses in it), ${e.cloneLength} per clone, clone answers of
   ${e.summaryLength} characters, prompts of ${e.promptLength} tokens (\`--response-length\`, \`--clone-length\`, \`--summary-length\`,
   \`--prompt-length\`).
-${reference ? '' : `- **Reward thresholds.** The length penalties start at ${cfg.reward.rootTau} root and ${cfg.reward.cloneTau} clone tokens, as the run
+${
+  reference
+    ? ''
+    : `- **Reward thresholds.** The length penalties start at ${cfg.reward.rootTau} root and ${cfg.reward.cloneTau} clone tokens, as the run
   config gives them; for a real model give the reference's (\`--recipe reference\`, or \`--root-tau 512 --root-rho 256
   --clone-tau 512 --clone-rho 512\`), since its tokens are not the playground's characters. \`compute_score\` needs
   \`extra_info["response_tokens"]\` for a real model's length; without it a response in other than the playground's
   vocabulary gets no root length penalty.
-`}${cfg.tokenRateAfter > 0 && cfg.reward.tokenRate > 0 ? `- **Token cost schedule.** This run trains its first ${cfg.tokenRateAfter} steps without the token cost, then with
+`
+}${
+    cfg.tokenRateAfter > 0 && cfg.reward.tokenRate > 0
+      ? `- **Token cost schedule.** This run trains its first ${cfg.tokenRateAfter} steps without the token cost, then with
   ${cfg.reward.tokenRate} per generated token. verl's reward has no step, so \`selfcest_reward.py\` carries the later rate; for the
-  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.${cfg.restartOptimizer ? `
+  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.${
+    cfg.restartOptimizer
+      ? `
   The run restarts Adam at the switch (\`--restart-optimizer\`): start the second stage as a new verl run from the
-  first one's weights, not as a resume of it.` : ''}
-` : ''}- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
+  first one's weights, not as a resume of it.`
+      : ''
+  }
+`
+      : ''
+  }- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
   reward reads a clone's \`budget\` from its extra fields when the spawn tool records one, else
   ${e.cloneLength}; the gate (${gate}) ${reference ? 'uses the token count' : 'and the budget cost use it'}.
-- **Answers.** Here an answer is an \`<ans>\` block; there ${reference ? "it is the last integer of the text the loop keeps after the final-answer marker" : `it is the rest of the line after the root's last \`${ANSWER_MARKER}\` (spawn calls left out), else the text the loop kept after its final-answer marker. The verdict is the same exact match (arithmetic: a canonical integer)`}.
+- **Answers.** Here an answer is an \`<ans>\` block; there ${reference ? 'it is the last integer of the text the loop keeps after the final-answer marker' : `it is the rest of the line after the root's last \`${ANSWER_MARKER}\` (spawn calls left out), else the text the loop kept after its final-answer marker. The verdict is the same exact match (arithmetic: a canonical integer)`}.
 - **Spawn calls.** One playground round is one \`spawn_clone\` call with several objectives; the call
   penalty counts \`<tool_call>\` in the root's text, as the reference does. A clone the root named (an objective's \`name\`)
   is labelled with that name, not \`turn<N>_clone<K>\`: the reward and the reader take it as a round of its own.

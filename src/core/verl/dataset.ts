@@ -216,9 +216,11 @@ export function verlSchema(task: string): VerlField[] {
 
 function metaValue(p: Problem, field: string, type: MetaType): string | number {
   const v = p.meta[field];
-  const fits =
-    type === 'string' ? typeof v === 'string' : type === 'int64' ? Number.isSafeInteger(v) : typeof v === 'number' && Number.isFinite(v);
-  if (!fits) throw new Error(`verl: problem ${p.id}: meta.${field} must be ${type === 'int64' ? 'an integer' : type === 'double' ? 'a finite number' : 'a string'} (got ${JSON.stringify(v)})`);
+  const fits = type === 'string' ? typeof v === 'string' : type === 'int64' ? Number.isSafeInteger(v) : typeof v === 'number' && Number.isFinite(v);
+  if (!fits)
+    throw new Error(
+      `verl: problem ${p.id}: meta.${field} must be ${type === 'int64' ? 'an integer' : type === 'double' ? 'a finite number' : 'a string'} (got ${JSON.stringify(v)})`,
+    );
   return v;
 }
 

@@ -11,11 +11,32 @@ const rootResponse =
   'Now the rest.<tool_call>{"name":"spawn_clone","arguments":{"objectives":["134+49"]}}</tool_call>' +
   '<tool_response>["Answer: 183"]</tool_response>So\nAnswer: 183';
 const records = [
-  { request_id: 'r1', parent_request_id: null, step: 7, data_source: 'selfcest_arithmetic', prompt: 'Calculate the value of 57+77+7*7.', response: rootResponse, response_mask: [1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1], reward_model: { ground_truth: '183' }, reward: 0.93, score: 1 },
+  {
+    request_id: 'r1',
+    parent_request_id: null,
+    step: 7,
+    data_source: 'selfcest_arithmetic',
+    prompt: 'Calculate the value of 57+77+7*7.',
+    response: rootResponse,
+    response_mask: [1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1],
+    reward_model: { ground_truth: '183' },
+    reward: 0.93,
+    score: 1,
+  },
   { request_id: 'c1', parent_request_id: 'r1', clone_label: 'turn0', prompt: '57+77', response: '=134\nAnswer: 134', response_mask: [1, 1, 1, 1] },
   { request_id: 'c2', parent_request_id: 'r1', clone_label: 'turn0', prompt: '7*7', response: 'I think 49', response_mask: [1, 1, 1, 1, 1, 1] },
   { request_id: 'c3', parent_request_id: 'r1', clone_label: 'turn2', prompt: '134+49', response: 'Answer: 183', response_mask: [1, 1] },
-  { request_id: 'r2', parent_request_id: null, step: 7, data_source: 'selfcest_arithmetic', prompt: 'Calculate the value of 2+2.', response: 'Answer: 5', response_mask: [1, 1, 1], ground_truth: '4', reward: 0.02 },
+  {
+    request_id: 'r2',
+    parent_request_id: null,
+    step: 7,
+    data_source: 'selfcest_arithmetic',
+    prompt: 'Calculate the value of 2+2.',
+    response: 'Answer: 5',
+    response_mask: [1, 1, 1],
+    ground_truth: '4',
+    reward: 0.02,
+  },
 ];
 
 describe('verl rollout records → traces', () => {
@@ -68,7 +89,10 @@ describe('verl rollout records → traces', () => {
   });
 
   it('refuses bad records, naming the line and what is wrong', () => {
-    const bad = (patch: object, i = 1) => () => verlRecordsToTraces(parseVerlRecords(jsonl(records.map((r, k) => (k === i ? { ...r, ...patch } : r)))));
+    const bad =
+      (patch: object, i = 1) =>
+      () =>
+        verlRecordsToTraces(parseVerlRecords(jsonl(records.map((r, k) => (k === i ? { ...r, ...patch } : r)))));
     expect(bad({ response_mask: [1, 2] })).toThrow('verl rollouts: line 2: response_mask must be an array of 0 and 1');
     expect(bad({ parent_request_id: 'zz' })).toThrow('line 2: parent_request_id "zz" names no record in the file');
     expect(bad({ parent_request_id: 'c2' })).toThrow('clones of clones are not part of the protocol');
@@ -78,14 +102,54 @@ describe('verl rollout records → traces', () => {
     expect(bad({ response: undefined })).toThrow('line 2: output (or response, or text) is missing');
     expect(bad({ response_mask: undefined })).toThrow('line 2: response_mask_tokens (or a response_mask array) is missing');
     expect(bad({ response_mask: undefined, response_mask_tokens: 1.5 })).toThrow('line 2: response_mask_tokens must be an integer ≥ 0');
-    expect(() => parseVerlFiles([{ name: '1.jsonl', text: jsonl(records.slice(0, 1)) }, { name: '2.jsonl', text: '{"request_id": 3}\n' }])).toThrow('verl rollouts: 2.jsonl: line 1: request_id must be a string');
+    expect(() =>
+      parseVerlFiles([
+        { name: '1.jsonl', text: jsonl(records.slice(0, 1)) },
+        { name: '2.jsonl', text: '{"request_id": 3}\n' },
+      ]),
+    ).toThrow('verl rollouts: 2.jsonl: line 1: request_id must be a string');
   });
 
   it("reads selfcest_dump.py's rows: verl's names, token counts, objectives, a clone named by the root as its own round, parts as logged", () => {
     const dump = [
-      { input: 'Calculate 5+6+7.', output: 'x<tool_call>{"name":"spawn_clone","arguments":{"objectives":[{"objective":"5+6","name":"left"}]}}</tool_call>', gts: '18', score: 0.7, step: 3, request_id: 'R', actor_role: 'root', data_source: 'selfcest_arithmetic', response_mask_tokens: 30, reward_extra_info: { answer_score: 1, root_penalty: 0.1, reward: 0.8, correct: true } },
-      { input: 'system\n…5+6', output: '5+6=11\nAnswer: 11', gts: '18', score: 0.7, step: 3, request_id: 'C1', parent_request_id: 'R', clone_label: 'left', clone_objective: '5+6', actor_role: 'clone', response_mask_tokens: 7 },
-      { input: 'system\n…+7', output: 'hmm', gts: '18', score: 0, step: 3, request_id: 'C2', parent_request_id: 'R', clone_label: 'turn0_clone1', clone_objective: 'add 7', actor_role: 'clone', response_mask_tokens: 3 },
+      {
+        input: 'Calculate 5+6+7.',
+        output: 'x<tool_call>{"name":"spawn_clone","arguments":{"objectives":[{"objective":"5+6","name":"left"}]}}</tool_call>',
+        gts: '18',
+        score: 0.7,
+        step: 3,
+        request_id: 'R',
+        actor_role: 'root',
+        data_source: 'selfcest_arithmetic',
+        response_mask_tokens: 30,
+        reward_extra_info: { answer_score: 1, root_penalty: 0.1, reward: 0.8, correct: true },
+      },
+      {
+        input: 'system\n…5+6',
+        output: '5+6=11\nAnswer: 11',
+        gts: '18',
+        score: 0.7,
+        step: 3,
+        request_id: 'C1',
+        parent_request_id: 'R',
+        clone_label: 'left',
+        clone_objective: '5+6',
+        actor_role: 'clone',
+        response_mask_tokens: 7,
+      },
+      {
+        input: 'system\n…+7',
+        output: 'hmm',
+        gts: '18',
+        score: 0,
+        step: 3,
+        request_id: 'C2',
+        parent_request_id: 'R',
+        clone_label: 'turn0_clone1',
+        clone_objective: 'add 7',
+        actor_role: 'clone',
+        response_mask_tokens: 3,
+      },
     ];
     const [t] = verlRecordsToTraces(parseVerlFiles([{ name: '3.jsonl', text: jsonl(dump) }]));
     expect(t.step).toBe(3);
@@ -113,7 +177,9 @@ describe('verl rollout records → traces', () => {
     expect(() => parseTracesJsonl(line({ spans: [{ writer: 'x', text: t.contexts[0].text }] }))).toThrow('contexts[0].spans[0] must be {writer');
     expect(() => parseTracesJsonl(line({ generatedTokens: -1 }))).toThrow('generatedTokens must be an integer ≥ 0');
     expect(() => parseTracesJsonl(tracesToJsonl([{ ...t, sourceReward: { reward: 'high' } }]))).toThrow('sourceReward must be');
-    expect(() => parseTracesJsonl(tracesToJsonl([{ ...t, sourceReward: { reward: 1, score: null, parts: { bonus: 1 } } }]))).toThrow('sourceReward.parts must map parts of the reward');
+    expect(() => parseTracesJsonl(tracesToJsonl([{ ...t, sourceReward: { reward: 1, score: null, parts: { bonus: 1 } } }]))).toThrow(
+      'sourceReward.parts must map parts of the reward',
+    );
     // Without tokens, writers and logprobs at all (another tool's writer may leave them out).
     const bare = JSON.parse(line({}));
     for (const c of bare.contexts) for (const k of ['tokens', 'writers', 'logprobs']) delete c[k];

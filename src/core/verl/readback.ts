@@ -64,7 +64,13 @@ interface VerlRecord {
 }
 
 /** selfcest_reward.py's names of the reward's parts → the trace's. */
-const PARTS = { answer_score: 'score', root_penalty: 'rootPenalty', clone_penalty: 'clonePenalty', call_penalty: 'callPenalty', budget_penalty: 'budgetPenalty' } as const;
+const PARTS = {
+  answer_score: 'score',
+  root_penalty: 'rootPenalty',
+  clone_penalty: 'clonePenalty',
+  call_penalty: 'callPenalty',
+  budget_penalty: 'budgetPenalty',
+} as const;
 /** A part that files written before it existed do not log (read as absent, not as an error). */
 const OPTIONAL_PARTS = { token_penalty: 'tokenPenalty' } as const;
 
@@ -104,7 +110,11 @@ export function answerOf(text: string): string | null {
 }
 
 const TAGS = /<\|[^|]*\|>|<\/?[a-z_]+>/g;
-const SPECIAL_TEXT = new RegExp(VOCAB.filter((t) => t.length > 1).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'));
+const SPECIAL_TEXT = new RegExp(
+  VOCAB.filter((t) => t.length > 1)
+    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('|'),
+);
 
 /** The last complete `<ans>…<eos>` block, when it holds no special token. */
 function answerBlock(text: string): string | null {
@@ -195,7 +205,7 @@ function parseRecord(obj: unknown, line: number, where = `line ${line}`): VerlRe
     objective,
     step,
     // The task: the export's extra_info.task, else the data_source less the export's `selfcest_` prefix.
-    task: typeof info.task === 'string' ? info.task : dataSource?.replace(/^selfcest_/, '') ?? null,
+    task: typeof info.task === 'string' ? info.task : (dataSource?.replace(/^selfcest_/, '') ?? null),
     truth: truth === null ? null : String(truth),
     reward,
     score,
@@ -237,7 +247,8 @@ export interface ConvertOptions {
 export function verlRecordsToTraces(records: readonly VerlRecord[], opts: ConvertOptions = {}): (EpisodeTrace & { step?: number })[] {
   const byId = new Map<string, VerlRecord>();
   for (const r of records) {
-    if (byId.has(r.requestId)) throw new VerlRecordError(r.where, `request_id ${JSON.stringify(r.requestId)} is given twice (also ${byId.get(r.requestId)!.where})`);
+    if (byId.has(r.requestId))
+      throw new VerlRecordError(r.where, `request_id ${JSON.stringify(r.requestId)} is given twice (also ${byId.get(r.requestId)!.where})`);
     byId.set(r.requestId, r);
   }
   const clonesOf = new Map<string, VerlRecord[]>();
@@ -245,7 +256,8 @@ export function verlRecordsToTraces(records: readonly VerlRecord[], opts: Conver
     if (r.parent === null) continue;
     const parent = byId.get(r.parent);
     if (!parent) throw new VerlRecordError(r.where, `parent_request_id ${JSON.stringify(r.parent)} names no record in the file`);
-    if (parent.parent !== null) throw new VerlRecordError(r.where, `its parent ${JSON.stringify(r.parent)} is itself a clone: clones of clones are not part of the protocol (depth 1)`);
+    if (parent.parent !== null)
+      throw new VerlRecordError(r.where, `its parent ${JSON.stringify(r.parent)} is itself a clone: clones of clones are not part of the protocol (depth 1)`);
     const list = clonesOf.get(r.parent);
     if (list) list.push(r);
     else clonesOf.set(r.parent, [r]);
@@ -306,7 +318,12 @@ function episodeOf(root: VerlRecord, clones: readonly VerlRecord[], opts: Conver
 
 function context(r: VerlRecord, id: number, parent: number | null, round: number | null, answer: string | null, violation: Violation | null): ContextTrace {
   const spans: TextSpan[] = [...(r.prompt ? [{ writer: 'p' as const, text: r.prompt }] : []), ...responseSpans(r.response)];
-  const detail = violation === 'root_no_answer' ? `the root's response has no "${ANSWER_MARKER}" line` : violation === 'clone_no_answer' ? `the clone's response has no "${ANSWER_MARKER}" line` : null;
+  const detail =
+    violation === 'root_no_answer'
+      ? `the root's response has no "${ANSWER_MARKER}" line`
+      : violation === 'clone_no_answer'
+        ? `the clone's response has no "${ANSWER_MARKER}" line`
+        : null;
   return {
     id,
     role: parent === null ? 'root' : 'clone',

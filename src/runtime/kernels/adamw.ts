@@ -28,7 +28,11 @@ interface WebgpuBackend {
 function cpuAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
   const { p, g, m, v } = inputs as Inputs;
   const b = backend as CpuBackend;
-  const out: [Float32Array, Float32Array, Float32Array] = [new Float32Array(tf.util.sizeFromShape(p.shape)), new Float32Array(tf.util.sizeFromShape(m.shape)), new Float32Array(tf.util.sizeFromShape(v.shape))];
+  const out: [Float32Array, Float32Array, Float32Array] = [
+    new Float32Array(tf.util.sizeFromShape(p.shape)),
+    new Float32Array(tf.util.sizeFromShape(m.shape)),
+    new Float32Array(tf.util.sizeFromShape(v.shape)),
+  ];
   adamwStepArrays(b.readSync(p.dataId), b.readSync(g.dataId), b.readSync(m.dataId), b.readSync(v.dataId), attrs as unknown as AdamWStepAttrs, out);
   return [b.makeTensorInfo(p.shape, 'float32', out[0]), b.makeTensorInfo(m.shape, 'float32', out[1]), b.makeTensorInfo(v.shape, 'float32', out[2])];
 }
@@ -39,7 +43,11 @@ function wasmAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap; 
   const outs = [b.makeOutput(p.shape, 'float32'), b.makeOutput(m.shape, 'float32'), b.makeOutput(v.shape, 'float32')];
   // Views made after every allocation: an allocation may grow (and so move) the heap.
   const [po, mo, vo] = outs.map((t) => b.typedArrayFromHeap(t));
-  adamwStepArrays(b.typedArrayFromHeap(p), b.typedArrayFromHeap(g), b.typedArrayFromHeap(m), b.typedArrayFromHeap(v), attrs as unknown as AdamWStepAttrs, [po, mo, vo]);
+  adamwStepArrays(b.typedArrayFromHeap(p), b.typedArrayFromHeap(g), b.typedArrayFromHeap(m), b.typedArrayFromHeap(v), attrs as unknown as AdamWStepAttrs, [
+    po,
+    mo,
+    vo,
+  ]);
   return outs;
 }
 
@@ -78,14 +86,39 @@ function webgpuAdamW({ inputs, backend, attrs }: { inputs: tf.NamedTensorInfoMap
   const flat = (t: tf.TensorInfo) => ({ ...t, shape });
   const mNew = b.runWebGPUProgram(
     program('m', shape, ['M', 'G'], 'beta : f32, scale : f32,', 'let result = uniforms.beta * m + (1.0 - uniforms.beta) * (g * uniforms.scale);'),
-    [flat(m), flat(g)], 'float32', [f(a.beta1), f(a.scale)]);
+    [flat(m), flat(g)],
+    'float32',
+    [f(a.beta1), f(a.scale)],
+  );
   const vNew = b.runWebGPUProgram(
-    program('v', shape, ['V', 'G'], 'beta : f32, scale : f32,', 'let s = g * uniforms.scale;\n          let result = uniforms.beta * v + (1.0 - uniforms.beta) * s * s;'),
-    [flat(v), flat(g)], 'float32', [f(a.beta2), f(a.scale)]);
+    program(
+      'v',
+      shape,
+      ['V', 'G'],
+      'beta : f32, scale : f32,',
+      'let s = g * uniforms.scale;\n          let result = uniforms.beta * v + (1.0 - uniforms.beta) * s * s;',
+    ),
+    [flat(v), flat(g)],
+    'float32',
+    [f(a.beta2), f(a.scale)],
+  );
   const pNew = b.runWebGPUProgram(
-    program('p', shape, ['P', 'M', 'V'], 'lr : f32, eps : f32, bc1 : f32, bc2 : f32, decay : f32,', 'let result = p - uniforms.lr * (m / uniforms.bc1) / (sqrt(v / uniforms.bc2) + uniforms.eps) - uniforms.decay * p;'),
-    [flat(p), mNew, vNew], 'float32', [f(a.lr), f(a.eps), f(a.bc1), f(a.bc2), f(a.decay)]);
-  return [{ ...pNew, shape: p.shape }, { ...mNew, shape: m.shape }, { ...vNew, shape: v.shape }];
+    program(
+      'p',
+      shape,
+      ['P', 'M', 'V'],
+      'lr : f32, eps : f32, bc1 : f32, bc2 : f32, decay : f32,',
+      'let result = p - uniforms.lr * (m / uniforms.bc1) / (sqrt(v / uniforms.bc2) + uniforms.eps) - uniforms.decay * p;',
+    ),
+    [flat(p), mNew, vNew],
+    'float32',
+    [f(a.lr), f(a.eps), f(a.bc1), f(a.bc2), f(a.decay)],
+  );
+  return [
+    { ...pNew, shape: p.shape },
+    { ...mNew, shape: m.shape },
+    { ...vNew, shape: v.shape },
+  ];
 }
 
 /** Registers `SelfcestAdamW` for cpu, wasm and webgpu. */

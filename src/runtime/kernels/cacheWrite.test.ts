@@ -25,12 +25,17 @@ function scattered(cache: tf.Tensor4D, update: tf.Tensor2D, slots: number[][], l
 }
 
 describe.each(['cpu', 'wasm'] as const)('in-place cache write on %s', (backend) => {
-  it('writes what the scatter writes, into the cache\'s own data, without a leak', async () => {
+  it("writes what the scatter writes, into the cache's own data, without a leak", async () => {
     await initBackend(backend);
     expect(inPlaceCacheWriteAvailable()).toBe(true);
     const rng = new Rng(3);
     const rnd = (n: number) => Float32Array.from({ length: n }, () => rng.next() * 2 - 1);
-    const slots = [[2, 0], [0, 5], [3, 6], [2, 1]];
+    const slots = [
+      [2, 0],
+      [0, 5],
+      [3, 6],
+      [2, 1],
+    ];
     for (const layout of ['keys', 'valuesT'] as const) {
       const shape: [number, number, number, number] = layout === 'keys' ? [4, 2, 7, 3] : [4, 2, 3, 7];
       const cache = tf.tensor4d(rnd(4 * 2 * 7 * 3), shape);
@@ -70,7 +75,15 @@ describe.each(['cpu', 'wasm'] as const)('in-place cache write on %s', (backend) 
       const seqs = [4, 1, 6].map((n) => Array.from({ length: n }, () => rng.int(0, config.vocabSize - 1)));
       const slots = seqs.map(() => dec.open());
       const out = [Array.from(await dec.feed(slots, seqs))];
-      for (let step = 0; step < 3; step++) out.push(Array.from(await dec.feed(slots, slots.map(() => [rng.int(0, config.vocabSize - 1)]))));
+      for (let step = 0; step < 3; step++)
+        out.push(
+          Array.from(
+            await dec.feed(
+              slots,
+              slots.map(() => [rng.int(0, config.vocabSize - 1)]),
+            ),
+          ),
+        );
       dec.dispose();
       return out;
     };

@@ -22,8 +22,17 @@ interface WasmBackend {
 }
 
 function check({ cache, update, slots }: Inputs): void {
-  if (cache.dtype !== 'float32' || update.dtype !== 'float32' || slots.dtype !== 'int32' || cache.shape.length !== 4 || slots.shape[1] !== 2 || update.shape[0] !== slots.shape[0]) {
-    throw new Error(`${CACHE_WRITE_KERNEL}: needs a float32 rank-4 cache, float32 updates [n, d] and int32 slots [n, 2] (got ${cache.shape}, ${update.shape}, ${slots.shape})`);
+  if (
+    cache.dtype !== 'float32' ||
+    update.dtype !== 'float32' ||
+    slots.dtype !== 'int32' ||
+    cache.shape.length !== 4 ||
+    slots.shape[1] !== 2 ||
+    update.shape[0] !== slots.shape[0]
+  ) {
+    throw new Error(
+      `${CACHE_WRITE_KERNEL}: needs a float32 rank-4 cache, float32 updates [n, d] and int32 slots [n, 2] (got ${cache.shape}, ${update.shape}, ${slots.shape})`,
+    );
   }
 }
 
@@ -31,7 +40,13 @@ function cpuCacheWrite({ inputs, backend, attrs }: Args): tf.TensorInfo {
   const x = inputs as Inputs;
   check(x);
   const b = backend as CpuBackend;
-  cacheWriteArrays(b.data.get(x.cache.dataId).values as Float32Array, x.cache.shape, b.data.get(x.update.dataId).values as Float32Array, b.data.get(x.slots.dataId).values as Int32Array, (attrs as { layout: CacheLayout }).layout);
+  cacheWriteArrays(
+    b.data.get(x.cache.dataId).values as Float32Array,
+    x.cache.shape,
+    b.data.get(x.update.dataId).values as Float32Array,
+    b.data.get(x.slots.dataId).values as Int32Array,
+    (attrs as { layout: CacheLayout }).layout,
+  );
   b.incRef(x.cache.dataId);
   return { dataId: x.cache.dataId, shape: x.cache.shape, dtype: 'float32' };
 }
@@ -40,7 +55,13 @@ function wasmCacheWrite({ inputs, backend, attrs }: Args): tf.TensorInfo {
   const x = inputs as Inputs;
   check(x);
   const b = backend as WasmBackend;
-  cacheWriteArrays(b.typedArrayFromHeap(x.cache) as Float32Array, x.cache.shape, b.typedArrayFromHeap(x.update) as Float32Array, b.typedArrayFromHeap(x.slots) as Int32Array, (attrs as { layout: CacheLayout }).layout);
+  cacheWriteArrays(
+    b.typedArrayFromHeap(x.cache) as Float32Array,
+    x.cache.shape,
+    b.typedArrayFromHeap(x.update) as Float32Array,
+    b.typedArrayFromHeap(x.slots) as Int32Array,
+    (attrs as { layout: CacheLayout }).layout,
+  );
   b.incRef(x.cache.dataId);
   return { dataId: x.cache.dataId, shape: x.cache.shape, dtype: 'float32' };
 }

@@ -92,7 +92,9 @@ async function install(): Promise<NodeWebgpu> {
       tried.push(`SwiftShader: no ${SWIFTSHADER_ICD} in ${CHROMIUM_DIRS.join(', ')} (apt-get install chromium, or mesa-vulkan-drivers for lavapipe)`);
     } else if (!isMainThread) {
       // A worker's process.env is its own copy; the loader reads the process's environment.
-      tried.push(`SwiftShader (${icd}): a worker thread cannot set VK_ICD_FILENAMES for the Vulkan loader; set it before the process starts, or start webgpu in the main thread first (prepareWebgpuWorkers)`);
+      tried.push(
+        `SwiftShader (${icd}): a worker thread cannot set VK_ICD_FILENAMES for the Vulkan loader; set it before the process starts, or start webgpu in the main thread first (prepareWebgpuWorkers)`,
+      );
     } else {
       // The loader reads these when an instance is created: the old loader name and the new one.
       process.env.VK_ICD_FILENAMES = icd;

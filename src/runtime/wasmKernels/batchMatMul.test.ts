@@ -97,7 +97,12 @@ describe('wasm BatchMatMul kernel', () => {
         const out = tf.fused.matMul({ a, b: values([33, 18], 6) as tf.Tensor2D, bias: tf.add(values([18], 7), 5) as tf.Tensor1D, activation, transposeA: ta });
         if (activation !== 'linear') return out.dataSync() as Float32Array;
         // Two rows against a transposed B: the dot-product path, with its bias.
-        const few = tf.fused.matMul({ a: values([2, 33], 8) as tf.Tensor2D, b: values([18, 33], 9) as tf.Tensor2D, bias: values([18], 7) as tf.Tensor1D, transposeB: true });
+        const few = tf.fused.matMul({
+          a: values([2, 33], 8) as tf.Tensor2D,
+          b: values([18, 33], 9) as tf.Tensor2D,
+          bias: values([18], 7) as tf.Tensor1D,
+          transposeB: true,
+        });
         return new Float32Array([...out.dataSync(), ...few.dataSync()]);
       });
     for (const ta of [false, true]) {
@@ -120,7 +125,9 @@ describe('wasm BatchMatMul kernel', () => {
           const [q, k, v] = [values([6, 12, 8], 1), values([6, 12, 8], 2), values([6, 12, 8], 3)];
           const w = values([6, 12, 8], 4);
           const f = (qq: tf.Tensor, kk: tf.Tensor, vv: tf.Tensor) => tf.sum(tf.mul(tf.matMul(tf.softmax(tf.matMul(qq, kk, false, true)), vv), w));
-          return tf.grads(f)([q, k, v]).map((g) => g.dataSync() as Float32Array);
+          return tf
+            .grads(f)([q, k, v])
+            .map((g) => g.dataSync() as Float32Array);
         });
       } finally {
         setFastBatchMatMul(was);

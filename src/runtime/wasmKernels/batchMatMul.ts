@@ -16,7 +16,22 @@ import { type WasmBackend, kernelInstances, offsetOf } from './instances';
 type KernelFunc = tf.KernelConfig['kernelFunc'];
 
 export interface Bmm {
-  bmm(a: number, b: number, c: number, batch: number, m: number, k: number, n: number, strideA: number, strideB: number, transA: number, transB: number, scratchA: number, scratchB: number, bias: number): void;
+  bmm(
+    a: number,
+    b: number,
+    c: number,
+    batch: number,
+    m: number,
+    k: number,
+    n: number,
+    strideA: number,
+    strideB: number,
+    transA: number,
+    transB: number,
+    scratchA: number,
+    scratchB: number,
+    bias: number,
+  ): void;
 }
 
 /** The kernel over a backend's memory (one instance per wasm backend). */
@@ -35,7 +50,9 @@ export function fastBatchMatMulCalls(): number {
 
 /** Whether the project's kernel now serves the matMuls on the active wasm backend. */
 export function fastBatchMatMulActive(): boolean {
-  return enabled && registered && current !== undefined && instanceFor(current) !== undefined && tf.getBackend() === 'wasm' && (tf.backend() as unknown) === current;
+  return (
+    enabled && registered && current !== undefined && instanceFor(current) !== undefined && tf.getBackend() === 'wasm' && (tf.backend() as unknown) === current
+  );
 }
 
 /**
@@ -88,14 +105,26 @@ function batchMatMul(args: KernelArgs): tf.TensorInfo | undefined {
 }
 
 function fusedMatMul(args: KernelArgs): tf.TensorInfo | undefined {
-  const { a, b, bias, preluActivationWeights } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo; bias?: tf.TensorInfo; preluActivationWeights?: tf.TensorInfo };
+  const { a, b, bias, preluActivationWeights } = args.inputs as {
+    a: tf.TensorInfo;
+    b: tf.TensorInfo;
+    bias?: tf.TensorInfo;
+    preluActivationWeights?: tf.TensorInfo;
+  };
   const { transposeA, transposeB, activation } = args.attrs as { transposeA: boolean; transposeB: boolean; activation?: string };
   if ((activation !== undefined && activation !== 'linear') || preluActivationWeights != null) return undefined;
   return product(args.backend as unknown as WasmBackend, a, b, transposeA, transposeB, bias ?? undefined);
 }
 
 /** The product by the project's kernel, or undefined where tfjs's own kernel should run. */
-function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean, bias?: tf.TensorInfo): tf.TensorInfo | undefined {
+function product(
+  backend: WasmBackend,
+  a: tf.TensorInfo,
+  b: tf.TensorInfo,
+  transposeA: boolean,
+  transposeB: boolean,
+  bias?: tf.TensorInfo,
+): tf.TensorInfo | undefined {
   if (!enabled) return undefined;
   const kernel = instanceFor(backend);
   if (kernel === undefined) return undefined;
@@ -129,7 +158,22 @@ function product(backend: WasmBackend, a: tf.TensorInfo, b: tf.TensorInfo, trans
     }
     const batch = Math.max(batchA, batchB);
     calls++;
-    kernel.bmm(at(a), at(b), at(out), batch, m, k, n, batchA === 1 ? 0 : m * k, batchB === 1 ? 0 : k * n, transposeA ? 1 : 0, transposeB ? 1 : 0, scratchA, scratchB, bias === undefined ? 0 : at(bias));
+    kernel.bmm(
+      at(a),
+      at(b),
+      at(out),
+      batch,
+      m,
+      k,
+      n,
+      batchA === 1 ? 0 : m * k,
+      batchB === 1 ? 0 : k * n,
+      transposeA ? 1 : 0,
+      transposeB ? 1 : 0,
+      scratchA,
+      scratchB,
+      bias === undefined ? 0 : at(bias),
+    );
   } catch (e) {
     backend.disposeData(out.dataId);
     throw e;

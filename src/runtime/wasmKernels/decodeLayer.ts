@@ -29,7 +29,8 @@ const WEIGHTS = ['wq', 'bq', 'wk', 'bk', 'wv', 'bv', 'wo', 'bo', 'wfc', 'bfc', '
 function kernelsOf(backend: WasmBackend, name: string) {
   const mm = matMulKernelFor(backend);
   const ops = decodeOpsFor(backend);
-  if (mm === undefined || ops === undefined) throw new Error(`${name} (wasm): the project's WebAssembly kernels cannot run on this backend (no SIMD or no memory access)`);
+  if (mm === undefined || ops === undefined)
+    throw new Error(`${name} (wasm): the project's WebAssembly kernels cannot run on this backend (no SIMD or no memory access)`);
   return { mm, ops };
 }
 
@@ -43,19 +44,28 @@ function decodeLayer({ inputs, backend, attrs }: Args): tf.TensorInfo[] {
   const { x, keys, valuesT, mask, slots } = inputs as Record<string, tf.TensorInfo>;
   const eps = (attrs as { eps: number }).eps;
   const w = Object.fromEntries(WEIGHTS.map((k) => [k, inputs[k] as tf.TensorInfo])) as Record<(typeof WEIGHTS)[number], tf.TensorInfo>;
-  for (const t of [x, keys, valuesT, mask, ...Object.values(w)]) if (t === undefined || t.dtype !== 'float32') shapeError('every input but slots must be a float32 tensor');
+  for (const t of [x, keys, valuesT, mask, ...Object.values(w)])
+    if (t === undefined || t.dtype !== 'float32') shapeError('every input but slots must be a float32 tensor');
   if (slots === undefined || slots.dtype !== 'int32') shapeError('slots must be int32 [rows, 2]');
   const [rows, d] = x.shape;
   const [cacheRows, heads, width, dh] = keys.shape;
   const f = w.wfc.shape[1];
-  if (x.shape.length !== 2 || keys.shape.length !== 4 || cacheRows !== rows || heads * dh !== d) shapeError(`x [${x.shape}] and keys [${keys.shape}] do not fit (one token for every cache row)`);
+  if (x.shape.length !== 2 || keys.shape.length !== 4 || cacheRows !== rows || heads * dh !== d)
+    shapeError(`x [${x.shape}] and keys [${keys.shape}] do not fit (one token for every cache row)`);
   const vShape = valuesT.shape;
-  if (vShape.length !== 4 || vShape[0] !== rows || vShape[1] !== heads || vShape[2] !== dh || vShape[3] !== width) shapeError(`valuesT [${vShape}] does not match keys [${keys.shape}]`);
+  if (vShape.length !== 4 || vShape[0] !== rows || vShape[1] !== heads || vShape[2] !== dh || vShape[3] !== width)
+    shapeError(`valuesT [${vShape}] does not match keys [${keys.shape}]`);
   if (tf.util.sizeFromShape(mask.shape) !== rows * width) shapeError(`mask [${mask.shape}] is not [rows, 1, ${width}]`);
   if (slots.shape[0] !== rows || slots.shape[1] !== 2) shapeError(`slots [${slots.shape}] is not [${rows}, 2]`);
   const square = (t: tf.TensorInfo, r: number, c: number) => t.shape.length === 2 && t.shape[0] === r && t.shape[1] === c;
   const vector = (t: tf.TensorInfo, n: number) => t.shape.length === 1 && t.shape[0] === n;
-  if (![w.wq, w.wk, w.wv, w.wo].every((t) => square(t, d, d)) || !square(w.wfc, d, f) || !square(w.wproj, f, d) || ![w.bq, w.bk, w.bv, w.bo, w.bproj].every((t) => vector(t, d)) || !vector(w.bfc, f)) {
+  if (
+    ![w.wq, w.wk, w.wv, w.wo].every((t) => square(t, d, d)) ||
+    !square(w.wfc, d, f) ||
+    !square(w.wproj, f, d) ||
+    ![w.bq, w.bk, w.bv, w.bo, w.bproj].every((t) => vector(t, d)) ||
+    !vector(w.bfc, f)
+  ) {
     shapeError(`the layer's weights do not fit d = ${d}, MLP width ${f}`);
   }
 
@@ -75,7 +85,8 @@ function decodeLayer({ inputs, backend, attrs }: Args): tf.TensorInfo[] {
     const UP = S + rows * heads * width * 4;
     const X = at(x);
     const OUT = at(out);
-    const dense = (src: number, wt: tf.TensorInfo, bias: tf.TensorInfo, dst: number, k: number, n: number) => mm.bmm(src, at(wt), dst, 1, rows, k, n, 0, 0, 0, 0, 0, 0, at(bias));
+    const dense = (src: number, wt: tf.TensorInfo, bias: tf.TensorInfo, dst: number, k: number, n: number) =>
+      mm.bmm(src, at(wt), dst, 1, rows, k, n, 0, 0, 0, 0, 0, 0, at(bias));
 
     ops.norm(X, A, rows, d, eps);
     dense(A, w.wq, w.bq, Q, d, d);

@@ -157,8 +157,13 @@ describe('teacher', () => {
 });
 
 const textOf = (c: DemoContext) => c.segments.map((g) => g.text).join('');
-const generatedOf = (c: DemoContext) => c.segments.filter((g) => g.kind === 'generated').map((g) => g.text).join('');
-const spawnsOf = (d: Demonstration) => [...d.contexts[0].segments[1].text.matchAll(/<spawn>([^<]+)<b(\d+)>/g)].map((m) => ({ sub: m[1], budget: Number(m[2]) }));
+const generatedOf = (c: DemoContext) =>
+  c.segments
+    .filter((g) => g.kind === 'generated')
+    .map((g) => g.text)
+    .join('');
+const spawnsOf = (d: Demonstration) =>
+  [...d.contexts[0].segments[1].text.matchAll(/<spawn>([^<]+)<b(\d+)>/g)].map((m) => ({ sub: m[1], budget: Number(m[2]) }));
 
 /** Naive demonstrations of a problem stream (every problem delegated), with the problems. */
 function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT_DEFAULTS) {
@@ -170,7 +175,6 @@ function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT_DE
     return d;
   });
 }
-
 
 describe('naive teacher', () => {
   it('draws 1–4 clones uniformly, budgets from every bucket (too small ones included), and reaches the truth', () => {
@@ -206,7 +210,12 @@ describe('naive teacher', () => {
         }
       });
       // The slices, put back together, are the prompt.
-      expect(spawns.map((s) => s.sub).join('+').replace(/\+-/g, '-')).toBe(d.problem.prompt);
+      expect(
+        spawns
+          .map((s) => s.sub)
+          .join('+')
+          .replace(/\+-/g, '-'),
+      ).toBe(d.problem.prompt);
       expect(root.segments[2]).toEqual({ kind: 'injected', text: answers.map((a) => (a === null ? '<ret><fail>' : `<ret>${a}`)).join('') + '<resume>' });
       expect(root.segments[3].text.endsWith(`<ans>${d.problem.truth}<eos>`)).toBe(true);
       for (const c of d.contexts) tok.encode(textOf(c));
@@ -262,7 +271,11 @@ describe('naive teacher', () => {
       // A clone writes its whole chain; the runtime, not the script, stops it at the budget.
       for (const { sub } of spawnsOf(d)) scripts.push(tok.encode(`<clone>${sub}<sep>${chainText(parseSum(sub))}`));
     }
-    const scheduler = new RolloutScheduler(new ScriptedDecoder(scripts, tok.vocabSize, (h) => tok.decode(h)), { ...ROLLOUT_DEFAULTS, greedy: true }, { policyVersion: 0, encode: (t) => tok.encode(t) });
+    const scheduler = new RolloutScheduler(
+      new ScriptedDecoder(scripts, tok.vocabSize, (h) => tok.decode(h)),
+      { ...ROLLOUT_DEFAULTS, greedy: true },
+      { policyVersion: 0, encode: (t) => tok.encode(t) },
+    );
     demos.forEach((d, i) => scheduler.addEpisode(arithmetic, d.problem, new Rng(i)));
     const traces = await scheduler.run();
     let cut = 0;

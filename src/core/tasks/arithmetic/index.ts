@@ -22,7 +22,13 @@ export const arithmetic: Task<ArithmeticOptions> = {
   name: 'arithmetic',
   defaultOptions: ARITHMETIC_DEFAULTS,
   validateOptions: validateArithmeticOptions,
-  presets: [{ name: 'default', label: `default (${ARITHMETIC_DEFAULTS.minOperands}–${ARITHMETIC_DEFAULTS.maxOperands} operands up to ${ARITHMETIC_DEFAULTS.maxValue})`, options: {} }],
+  presets: [
+    {
+      name: 'default',
+      label: `default (${ARITHMETIC_DEFAULTS.minOperands}–${ARITHMETIC_DEFAULTS.maxOperands} operands up to ${ARITHMETIC_DEFAULTS.maxValue})`,
+      options: {},
+    },
+  ],
 
   generate(rng: Rng, opts: ArithmeticOptions, id: string): Problem {
     const operands = rng.int(opts.minOperands, opts.maxOperands);

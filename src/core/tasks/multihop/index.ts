@@ -59,7 +59,9 @@ export function validateMultihopOptions(raw: unknown): MultihopOptions {
   intIn('filler', 0, 96);
   if (o.hops > o.chunks * o.perChunk) throw new Error('multihop: hops must fit in chunks × perChunk assignments');
   if (o.names === 1 && o.chunks * o.perChunk > ONE_LETTER.length) {
-    throw new Error(`multihop: one-letter names give ${ONE_LETTER.length} variables (a–z but k), so chunks × perChunk must be at most ${ONE_LETTER.length} (got ${o.chunks} × ${o.perChunk} = ${o.chunks * o.perChunk}); use names 2 for more`);
+    throw new Error(
+      `multihop: one-letter names give ${ONE_LETTER.length} variables (a–z but k), so chunks × perChunk must be at most ${ONE_LETTER.length} (got ${o.chunks} × ${o.perChunk} = ${o.chunks * o.perChunk}); use names 2 for more`,
+    );
   }
   return o;
 }

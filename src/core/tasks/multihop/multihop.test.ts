@@ -109,7 +109,10 @@ describe('multihop task', () => {
       }
     }
     expect(tok.encode(rootText).length).toBeLessThan(256);
-    const mono = multihop.teacherMono(p, new Rng(0)).contexts[0].segments.map((s) => s.text).join('');
+    const mono = multihop
+      .teacherMono(p, new Rng(0))
+      .contexts[0].segments.map((s) => s.text)
+      .join('');
     expect(mono.endsWith(`<ans>${p.truth}<eos>`)).toBe(true);
     // The chain of thought restates each hop as the context writes it.
     for (const [i, rhs] of chain.entries()) {
@@ -155,7 +158,11 @@ describe('multihop task', () => {
   });
 
   it("drills lookups among filler: a problem's own share, and half the drills of a problem without", () => {
-    const fillerOf = (chunk: string) => chunk.split(' ').filter((w) => !/[a-z0-9]/.test(w)).join('');
+    const fillerOf = (chunk: string) =>
+      chunk
+        .split(' ')
+        .filter((w) => !/[a-z0-9]/.test(w))
+        .join('');
     const drills = (o: Partial<MultihopOptions>) => {
       const out: { size: number; filler: number }[] = [];
       for (let i = 0; i < 30; i++) {
@@ -188,14 +195,21 @@ describe('multihop task', () => {
     expect(() => multihop.validateOptions({ hops: 9 })).toThrow(/hops must be an integer in \[1, 4\]/);
     expect(() => multihop.validateOptions({ names: 3 })).toThrow(/names must be an integer in \[1, 2\]/);
     expect(() => multihop.validateOptions({ filler: -1 })).toThrow(/filler must be an integer in \[0, 96\]/);
-    expect(() => multihop.validateOptions({ chunks: 6, perChunk: 6 })).toThrow(/one-letter names give 25 variables .* must be at most 25 \(got 6 × 6 = 36\); use names 2/);
+    expect(() => multihop.validateOptions({ chunks: 6, perChunk: 6 })).toThrow(
+      /one-letter names give 25 variables .* must be at most 25 \(got 6 × 6 = 36\); use names 2/,
+    );
     expect(multihop.validateOptions({ chunks: 6, perChunk: 6, names: 2 }).perChunk).toBe(6);
   });
 
   it('delegates only within the spawn limits it is given', () => {
     const p = multihop.generate(new Rng(3), opts({ chunks: 4, perChunk: 3, hops: 2 }), 'x');
     const d = multihop.teacherDelegate(p, new Rng(0), { budgets: [32, 128], maxClonesPerRound: 4, maxRounds: 2 })!;
-    const budgets = [...d.contexts[0].segments.map((s) => s.text).join('').matchAll(/<b(\d+)>/g)].map((m) => Number(m[1]));
+    const budgets = [
+      ...d.contexts[0].segments
+        .map((s) => s.text)
+        .join('')
+        .matchAll(/<b(\d+)>/g),
+    ].map((m) => Number(m[1]));
     expect(budgets.length).toBe(2); // a fan-out spawn per hop
     for (const b of budgets) expect([32, 128]).toContain(b);
     // Four chunks need four clones a round and two hops two rounds.
