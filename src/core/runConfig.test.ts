@@ -103,6 +103,14 @@ describe('the run-config table', () => {
     expect(small.errors).toEqual([]);
     expect(small.notes).toEqual([`miniBatch set to 2: the default ${PAGE_DEFAULTS.miniBatch} does not divide batch = 2`]);
     expect(configFromHash('#batch=6').config.miniBatch).toBe(3);
+    // A drawn root limit above the root limit is clamped to it, with a note; straddled limits need a drawn one.
+    const limit = configFromHash('#rootMaxTokens=64&rootLimitMin=96');
+    expect(limit.config).toMatchObject({ rootMaxTokens: 64, rootLimitMin: 64 });
+    expect(limit.errors).toEqual([]);
+    expect(limit.notes).toEqual(['rootLimitMin set to 64: 96 does not fit under rootMaxTokens = 64']);
+    const straddle = configFromHash('#rootLimitStraddle=0.5');
+    expect(straddle.config.rootLimitStraddle).toBe(0);
+    expect(straddle.errors).toEqual(['rootLimitStraddle needs a root limit drawn per prompt (rootLimitMin)']);
     // Machine defaults (the page's rollout workers) are neither written nor lost.
     expect(configToHash({ ...PAGE_DEFAULTS, workers: 2 }, { workers: 3 })).toBe('workers=2');
     expect(configFromHash('#', { workers: 3 }).config.workers).toBe(3);

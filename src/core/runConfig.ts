@@ -1215,6 +1215,13 @@ export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}):
       notes.push(`miniBatch set to ${fit}: the default ${want} does not divide batch = ${batch}`);
       continue;
     }
+    // A drawn root limit must fit under the root limit: a link that asks for more gets the root limit, and the page says so.
+    if (e.key === 'rootLimitMin') {
+      const max = config.rootMaxTokens as number;
+      notes.push(`rootLimitMin set to ${max}: ${config.rootLimitMin as number} does not fit under rootMaxTokens = ${max}`);
+      config.rootLimitMin = max;
+      continue;
+    }
     errors.push(e.message);
     config[e.key] = start[e.key];
   }
