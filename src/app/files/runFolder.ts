@@ -9,7 +9,8 @@ import { CHECKPOINT_FILES } from '../../core/io/checkpoint';
 import type { ModelCounters } from '../../core/io/provenance';
 import { parseTracesJsonl } from '../../core/io/traces';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import { episodesOf, parseConfigFile, parseMetricsJsonl } from '../runs/cliRun';
+import { parseConfigFile, parseMetricsJsonl } from '../runs/cliRun';
+import { episodesOf } from '../runs/metricsRows';
 import { MAX_EPISODES, type MetricPoint } from '../state/store';
 import type { CheckpointPick } from './checkpointTar';
 

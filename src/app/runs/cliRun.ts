@@ -10,7 +10,7 @@ import { TraceFormatError, looksLikeTraces, parseTracesJsonl } from '../../core/
 import { firstJsonObject, jsonLines } from '../../core/io/jsonl';
 import { type SteppedTrace, rowsFromTraces, stepShift } from '../../core/eval/traceRows';
 import { type HeldOutReading, type KeptRun, KeptRunError, checkRunName, MAX_KEPT_ROLLOUTS, MAX_NAME } from './keptRun';
-import { type MetricsRow, MetricsRowError, checkMetricsRows } from './metricsRows';
+import { type MetricsRow, MetricsRowError, checkMetricsRows, episodesOf } from './metricsRows';
 import { VerlRecordError, isVerlRecord, parseVerlFiles, stepFileOrder, verlRecordsToTraces } from '../../core/verl/readback';
 
 export interface PickedText {
@@ -147,17 +147,6 @@ export function defaultCliName(command: readonly string[] | null, metricsFile: s
   return name.slice(0, MAX_NAME);
 }
 
-/**
- * The episodes per step, for violation rates: prompts sampled × group where the row says how
- * many groups it sampled (dynamic sampling), else batch × group; NaN without a config.
- */
-export function episodesOf(row: MetricsRow, config: Record<string, unknown> | null): number {
-  const group = config?.group;
-  const batch = config?.batch;
-  if (typeof group !== 'number') return NaN;
-  if (Number.isFinite(row.groupsSampled)) return row.groupsSampled * group;
-  return typeof batch === 'number' ? batch * group : NaN;
-}
 
 /** The picked files of one CLI run as a kept run, with the names of the files it did not use. */
 export function cliRunOf(files: readonly PickedText[], meta: { id: string; keptAt: string; name?: string }): { run: KeptRun; ignored: string[] } {

@@ -131,3 +131,15 @@ export function checkMetricsRows(rows: readonly unknown[], where: (i: number) =>
     return row;
   });
 }
+
+/**
+ * The episodes per step, for violation rates: prompts sampled × group where the row says how
+ * many groups it sampled (dynamic sampling), else batch × group; NaN without a config.
+ */
+export function episodesOf(row: MetricsRow, config: { group?: unknown; batch?: unknown } | null): number {
+  const group = config?.group;
+  const batch = config?.batch;
+  if (typeof group !== 'number') return NaN;
+  if (Number.isFinite(row.groupsSampled)) return row.groupsSampled * group;
+  return typeof batch === 'number' ? batch * group : NaN;
+}

@@ -7,19 +7,23 @@ import { recordSteps, trainingSettings } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/train';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import type { EngineEvent } from '../../runtime/protocol';
+import { episodesOf } from '../runs/metricsRows';
 import { MAX_EPISODES, appendLog, setState, type EpisodeRow, type MetricPoint } from './store';
 
 let nextEpisodeKey = 1;
 
-/** Adds rows with a step after the last one shown (a step's reply and its event both carry it). */
 /** Warm-start rows kept for the page (a long warm start keeps its latest steps). */
 const MAX_SFT_ROWS = 20_000;
 
+/**
+ * Adds rows with a step after the last one shown (a step's reply and its event both carry it).
+ * A step's episodes are those it sampled (its groups × the group size; with dynamic sampling more
+ * than batch × group), as its violation counts are.
+ */
 export function addMetrics(rows: readonly StepMetrics[]): void {
   setState((s) => {
-    const episodes = s.config.batch * s.config.group;
     const last = s.metrics.length ? s.metrics[s.metrics.length - 1].metrics.step : 0;
-    const fresh: MetricPoint[] = rows.filter((m) => m.step > last).map((metrics) => ({ metrics, episodes }));
+    const fresh: MetricPoint[] = rows.filter((m) => m.step > last).map((metrics) => ({ metrics, episodes: episodesOf(metrics, s.config) }));
     if (fresh.length === 0) return {};
     const provenance = recordSteps(
       s.provenance,
