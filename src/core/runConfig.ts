@@ -87,6 +87,7 @@ export interface RunConfig {
   sftDelegateFraction: number;
   /** The teacher of the delegation demonstrations (TeacherStyle). */
   sftTeacher: TeacherStyle;
+  sftSloppyClones: number;
   // the page's process
   workers: number;
   gradWorkers: number;
@@ -747,6 +748,18 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     target: 'sft',
     surfaces: SFT,
     default: 'expert',
+  },
+  {
+    key: 'sftSloppyClones',
+    type: 'number',
+    min: 0,
+    max: 1,
+    flag: 'sloppy-clones',
+    label: 'Sloppy clone demos',
+    help: 'share of clone demonstrations that break the protocol: the clone forgets its answer block and rambles past every budget (a warm start whose clones violate often, where rollout gating matters; 0 = none)',
+    target: 'sft',
+    surfaces: SFT,
+    default: 0,
   },
   {
     key: 'workers',

@@ -147,6 +147,7 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     warmup: Math.min(c.sftWarmup, Math.floor(steps / 10)),
     delegateFraction: c.sftDelegateFraction,
     teacher: c.sftTeacher,
+    ...(c.sftSloppyClones > 0 ? { sloppyClones: c.sftSloppyClones } : {}),
     limits: limitsOf(c),
     ...(c.rootLimitMin !== null ? { rootLimits: { min: c.rootLimitMin, max: c.rootMaxTokens } } : {}),
   };

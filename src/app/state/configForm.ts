@@ -45,7 +45,7 @@ export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly 
   },
   { id: 'rollout', title: 'Rollout limits', keys: ['budgets', 'maxClones', 'maxRounds', 'rootMaxTokens', 'rootLimitMin', 'rootLimitStraddle'] },
   { id: 'eval', title: 'Held-out evaluation', keys: ['evalEvery', 'evalN'] },
-  { id: 'sft', title: 'Warm start', keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher'] },
+  { id: 'sft', title: 'Warm start', keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher', 'sftSloppyClones'] },
   { id: 'workers', title: 'Workers and backend', keys: ['workers', 'gradWorkers', 'backend'] },
 ];
 

@@ -3,7 +3,7 @@ import { arithmetic } from '../tasks/arithmetic';
 import { multihop } from '../tasks/multihop';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { T } from '../tokenizer/vocab';
-import { SFT_DEFAULTS, type TaskMixEntry, sftMixSequences } from './sft';
+import { SFT_DEFAULTS, SLOPPY_CLONE_TOKENS, type TaskMixEntry, sftMixSequences, sftSequences, sloppyClone } from './sft';
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -95,5 +95,31 @@ describe('SFT data', () => {
     // Where everything fits, the window changes nothing.
     expect(sftMixSequences(mix, cfg, 4, encode, 256)).toEqual(sftMixSequences(mix, cfg, 4, encode));
     expect(() => sftMixSequences(long, { ...c, delegateFraction: 0 }, 0, encode, 256)).toThrow(/no demonstration of multihop fits the model's 256 positions/);
+  });
+
+  it('teaches sloppy clones on request: no answer block, past every budget; none asked, the data as before', () => {
+    const clone = {
+      role: 'clone' as const,
+      segments: [
+        { text: '<clone>2+12+71<sep>', kind: 'prompt' as const },
+        { text: '=14+71=85<ans>85<eos>', kind: 'generated' as const },
+      ],
+    };
+    const sloppy = sloppyClone(clone, encode);
+    const text = sloppy.segments[1].text;
+    expect(text.startsWith('=14+71=85=85')).toBe(true);
+    expect(text).not.toContain('<ans>');
+    expect(text).not.toContain('<eos>');
+    expect(encode(text).length).toBeGreaterThanOrEqual(SLOPPY_CLONE_TOKENS);
+    expect(sloppy.segments[0]).toBe(clone.segments[0]);
+    // In a warm start's data: share 1 makes every clone sloppy and leaves roots and chains; share 0 changes nothing.
+    const base = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const, delegateFraction: 1 };
+    const plain = sftSequences(arithmetic, arithmetic.defaultOptions, base, 2, encode);
+    expect(sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, sloppyClones: 0 }, 2, encode)).toEqual(plain);
+    const all = sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, sloppyClones: 1 }, 2, encode).map((q) => tok.decode(q.tokens));
+    const clones = all.filter((t) => t.startsWith('<clone>'));
+    expect(clones.length).toBeGreaterThan(0);
+    for (const t of clones) expect(t).not.toContain('<ans>');
+    expect(all.filter((t) => t.startsWith('<root>')).every((t) => t.includes('<ans>'))).toBe(true);
   });
 });

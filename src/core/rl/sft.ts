@@ -15,7 +15,8 @@ import { type ProtocolLimits, rootLimitText } from '../protocol/grammar';
 import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
 import { ROLLOUT_DEFAULTS } from '../rollout/config';
-import type { AnyTaskOptions, Demonstration, Task, TaskEntry, TeacherStyle } from '../tasks';
+import type { AnyTaskOptions, DemoContext, Demonstration, Task, TaskEntry, TeacherStyle } from '../tasks';
+import { BUDGET_BUCKETS } from '../tokenizer/vocab';
 import { AdamW, cosineLr } from './optim';
 import { type Claims, type Patience, computeQueue } from './shares';
 import { type PaddedBatch, type TrainSequence, demoSequence, groupPlan, padBatch } from './sequences';
@@ -44,6 +45,12 @@ export interface SftConfig {
    * from [min, max], written in its root prompt, and kept to (rootLimitDemo). Absent: no limit.
    */
   rootLimits?: { min: number; max: number };
+  /**
+   * Share of clone demonstrations that break the protocol (sloppyClone): the clone forgets its
+   * answer block and rambles past every budget. A warm start whose clones break the protocol
+   * often, the setting where rollout gating matters. Absent or 0: none.
+   */
+  sloppyClones?: number;
   seed: number;
 }
 
@@ -135,6 +142,12 @@ export function sftMixSequences<O>(
       );
       if (demo === null) continue;
     }
+    if (cfg.sloppyClones) {
+      // Its own stream: runs without it draw the same data as before.
+      const sloppyRng = Rng.stream(cfg.seed, 'sft-sloppy-clones', step, n);
+      const p = cfg.sloppyClones;
+      demo = { ...demo, contexts: demo.contexts.map((c) => (c.role === 'clone' && sloppyRng.bool(p) ? sloppyClone(c, encode) : c)) };
+    }
     const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));
     if (demoSeqs.some((q) => q.tokens.length > maxPositions)) {
       if (++tooLong > 1000 && seqs.length === 0) {
@@ -150,6 +163,31 @@ export function sftMixSequences<O>(
     }
   }
   return seqs;
+}
+
+/** The generated tokens a sloppy clone writes: past the largest budget bucket, so any budget cuts it. */
+export const SLOPPY_CLONE_TOKENS = Math.max(...BUDGET_BUCKETS) + 8;
+
+/**
+ * A clone demonstration that breaks the protocol: its last generated segment loses the answer
+ * block (`<ans>…<eos>`) and instead repeats its last `=value` step until it has written
+ * SLOPPY_CLONE_TOKENS tokens, without an end. A clone taught this runs out its budget with no
+ * answer: clone_over_budget, which both gate modes catch.
+ */
+export function sloppyClone(ctx: DemoContext, encode: (t: string) => number[]): DemoContext {
+  const last = ctx.segments.length - 1;
+  const seg = ctx.segments[last];
+  if (seg?.kind !== 'generated') return ctx;
+  const cut = seg.text.indexOf('<ans>');
+  const chain = cut < 0 ? seg.text : seg.text.slice(0, cut);
+  const step = chain.match(/=[^=]*$/)?.[0] ?? '=';
+  let text = chain;
+  const before = ctx.segments
+    .slice(0, last)
+    .filter((s) => s.kind === 'generated')
+    .reduce((k, s) => k + encode(s.text).length, 0);
+  while (before + encode(text).length < SLOPPY_CLONE_TOKENS) text += step;
+  return { ...ctx, segments: [...ctx.segments.slice(0, last), { text, kind: 'generated' }] };
 }
 
 /** Tokens the root of a demonstration generates (its generated segments). */
