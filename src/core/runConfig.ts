@@ -113,7 +113,7 @@ export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
  * a kept run or a link that named the old one still loads (and starts from the same weights).
  */
 export const RENAMED_CHECKPOINTS: Readonly<Record<string, ShippedName>> = {
-  // Session 20: r2's weights moved from selfcest-arith-tokens to selfcest-arith (issue 11 ships it there).
+  // r2's weights were shipped as selfcest-arith-tokens before they became selfcest-arith.
   'selfcest-arith-tokens': 'selfcest-arith',
 };
 
@@ -1243,7 +1243,7 @@ export function configFromHash(hash: string, defaults: Partial<RunConfig> = {}):
 
 /**
  * The flags that give a CLI command this config: every field the command takes whose value
- * is not the command's default (for the config's task). The page shows them as a command line.
+ * is not the command's default (for the config's task); test/page-cli.test.ts runs the CLI with them.
  */
 export function runConfigFlags(c: RunConfig, command: 'train' | 'sft'): string[] {
   const defaults = runConfigDefaults(command, c.task);

@@ -1,6 +1,6 @@
 /**
  * The trainer side of a session: this thread's backend, the master model, the rollout pool it
- * keeps in sync (one broadcast per optimizer update, tagged with the policy version), the
+ * keeps in sync (one broadcast per GRPO step, tagged with the policy version), the
  * gradient workers that share each update's gradient (data parallel: they get the weights
  * before each update, the trainer keeps the one optimizer), and the GRPO and SFT steps with
  * recovery from a lost GPU device or a dead worker.
