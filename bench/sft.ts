@@ -54,7 +54,7 @@ async function ceilingPair(
   here();
   const alone = performance.now() - t0;
   t0 = performance.now();
-  const away = pool.sftRemotes()[0](batches, totalWeight, { fixed: all }, new AbortController().signal);
+  const away = pool.sftRemotes()[0](batches, totalWeight, 0, { fixed: all }, new AbortController().signal);
   here();
   if ((await away) === null) throw new Error('bench sft: the gradient worker is gone');
   return { alone, both: performance.now() - t0 };

@@ -143,3 +143,33 @@ test('a kept run survives a reload and overlays an imported CLI run, with a lege
   await expect(cli).toHaveCount(0);
   expect(consoleErrors).toEqual([]);
 });
+
+test('the recorded gating ablation opens its nine runs side by side, once however often it is asked', async ({ page, backend, openApp, consoleErrors }) => {
+  test.skip(backend !== 'wasm', 'kept runs do not depend on the backend');
+  test.setTimeout(120_000);
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await openApp(`${TINY_RUN}&evalEvery=0`);
+  await page.getByTestId('open-study-gating-ablation').click();
+  await expect(page.getByTestId('runs-note')).toContainText('Gating ablation, sloppy clones: 9 recorded runs, overlaid below');
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '9');
+  await expect(page.getByTestId('runs-legend-item')).toHaveCount(9);
+  await expect(page.getByTestId('chart-svg-runs-reward').locator('path[data-series]')).toHaveCount(9);
+  await expect(page.getByTestId('chart-svg-runs-reward')).toHaveAttribute('data-points', '150');
+  // Each run evaluated the monitor set every 25 steps: 6 readings per run.
+  await expect(page.getByTestId('chart-dot-runs-heldout')).toHaveCount(9 * 6);
+  // The fourth chart opens on what the study is about: the share of episodes that delegate.
+  await expect(page.getByTestId('runs-extra-metric')).toHaveValue('clones:delegating');
+  // What differs between the arms: the gate, and the seed.
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="advantage.gating"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="advantage.gateMode"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="runs-diff-row"][data-key="seed"]')).toHaveCount(1);
+  await page.getByTestId('runs-compare').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/gating-study-1440x900.png' });
+  // Asked again (and after a reload): the same nine runs, none imported twice.
+  await page.reload();
+  await page.getByTestId('open-study-gating-ablation').click();
+  await expect(page.getByTestId('runs-note')).toContainText('(9 kept before)');
+  await expect(page.getByTestId('runs-count')).toHaveAttribute('data-kept', '9');
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '9');
+  expect(consoleErrors).toEqual([]);
+});

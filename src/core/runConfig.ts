@@ -37,6 +37,8 @@ export interface RunConfig {
   /** Dynamic sampling: rounds at most, the first included. */
   sampleRounds: number;
   lr: number;
+  /** GRPO steps over which the learning rate rises linearly to `lr` (0: none). */
+  lrWarmup: number;
   weightDecay: number;
   gradClip: number;
   epochs: number;
@@ -88,6 +90,8 @@ export interface RunConfig {
   /** The teacher of the delegation demonstrations (TeacherStyle). */
   sftTeacher: TeacherStyle;
   sftSloppyClones: number;
+  /** Label smoothing of the warm start's cross-entropy (0: none). */
+  sftLabelSmoothing: number;
   // the page's process
   workers: number;
   gradWorkers: number;
@@ -258,6 +262,18 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     default: 4,
   },
   { key: 'lr', type: 'number', min: 1e-7, max: 0.1, label: 'Learning rate', help: 'GRPO learning rate', target: 'grpo', surfaces: GRPO, default: 2e-5 },
+  {
+    key: 'lrWarmup',
+    type: 'number',
+    min: 0,
+    max: 100_000,
+    int: true,
+    label: 'Learning-rate warm-up',
+    help: 'GRPO steps over which the learning rate rises linearly to lr (step k of N trains at lr·k/N; 0 = none)',
+    target: 'grpo',
+    surfaces: GRPO,
+    default: 0,
+  },
   {
     key: 'weightDecay',
     type: 'number',
@@ -757,6 +773,18 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     flag: 'sloppy-clones',
     label: 'Sloppy clone demos',
     help: 'share of clone demonstrations that break the protocol: the clone forgets its answer block and rambles past every budget (a warm start whose clones violate often, where rollout gating matters; 0 = none)',
+    target: 'sft',
+    surfaces: SFT,
+    default: 0,
+  },
+  {
+    key: 'sftLabelSmoothing',
+    type: 'number',
+    min: 0,
+    max: 0.5,
+    flag: 'label-smoothing',
+    label: 'Label smoothing',
+    help: 'label smoothing ε of the warm start: the target is (1 − ε) on the demonstrated token and ε spread evenly over the vocabulary, so the warm start keeps some entropy for GRPO to work with (0 = none)',
     target: 'sft',
     surfaces: SFT,
     default: 0,

@@ -88,6 +88,8 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     batch: c.batch,
     miniBatch: c.miniBatch,
     lr: c.lr,
+    // Only a run that warms up records the field, so other runs' run.json (and resume checks) are as before.
+    ...(c.lrWarmup > 0 ? { lrWarmup: c.lrWarmup } : {}),
     weightDecay: c.weightDecay,
     gradClip: c.gradClip,
     innerEpochs: c.epochs,
@@ -148,6 +150,7 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     delegateFraction: c.sftDelegateFraction,
     teacher: c.sftTeacher,
     ...(c.sftSloppyClones > 0 ? { sloppyClones: c.sftSloppyClones } : {}),
+    ...(c.sftLabelSmoothing > 0 ? { labelSmoothing: c.sftLabelSmoothing } : {}),
     limits: limitsOf(c),
     ...(c.rootLimitMin !== null ? { rootLimits: { min: c.rootLimitMin, max: c.rootMaxTokens } } : {}),
   };

@@ -105,9 +105,11 @@ export class GradPool {
 
   /** The workers' SFT remotes, on the weights of the last `sync` (null: the worker is gone, compute its micro-batches here). */
   sftRemotes(): RemoteGradients[] {
-    return this.members.map((m) => async (batches, totalWeight, claims, signal) => {
+    return this.members.map((m) => async (batches, totalWeight, labelSmoothing, claims, signal) => {
       const r =
-        m.version === this.version ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, claims }, undefined, signal) : null;
+        m.version === this.version
+          ? await this.ask(m, { kind: 'grads', version: this.version, batches, totalWeight, labelSmoothing, claims }, undefined, signal)
+          : null;
       return r === null ? null : wireItems(r.items);
     });
   }

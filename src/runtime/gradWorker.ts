@@ -23,7 +23,7 @@ export type GradRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
   | { kind: 'weights'; model: ModelConfig; version: number; weights: WeightPayload }
   /** The micro-batches of a step; this worker computes those it claims (core/rl/shares.ts `claimer`). */
-  | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number; claims: Claims }
+  | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number; labelSmoothing: number; claims: Claims }
   | { kind: 'policyGrads'; version: number; batches: PackedBatch[]; loss: PolicyLossConfig; claims: Claims }
   /** The frozen KL reference (kept apart from the policy weights), tagged `id`. */
   | { kind: 'reference'; model: ModelConfig; id: number; weights: WeightPayload }
@@ -96,7 +96,9 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
       }
       case 'grads': {
         const r = ready(req.version);
-        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) => sftItem(r.params, r.model, req.batches[i], req.totalWeight));
+        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) =>
+          sftItem(r.params, r.model, req.batches[i], req.totalWeight, req.labelSmoothing),
+        );
         return reply({ items }, transfer);
       }
       case 'policyGrads': {

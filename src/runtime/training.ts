@@ -219,7 +219,17 @@ export class Training {
         if (!this.grads.healthy) this.addNotes(await this.grads.repair());
         if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, model.config));
         const r = await this.guard(
-          sftStep(model.policy.params, model.config, optimizer, seqs, lr, cfg.microTokens, this.grads.sftRemotes(), this.grads.patience),
+          sftStep(
+            model.policy.params,
+            model.config,
+            optimizer,
+            seqs,
+            lr,
+            cfg.microTokens,
+            this.grads.sftRemotes(),
+            this.grads.patience,
+            cfg.labelSmoothing ?? 0,
+          ),
         );
         model.sftSteps++;
         if (r.applied) model.version++;

@@ -30,6 +30,7 @@ function row(step: number, extra: Record<string, number> = {}): MetricPoint {
     dualClipFraction: 0,
     approxKl: 0,
     entropy: 1,
+    clipOutOfReach: 0.5,
     gradNorm: 1,
     updates: 1,
     nonFiniteSkips: 0,

@@ -129,6 +129,14 @@ export const CHARTS: readonly ChartSpec[] = [
     series: [{ label: 'entropy', color: PALETTE[2], value: (p) => p.metrics.entropy }],
   },
   {
+    id: 'clip-reach',
+    group: 'optimizer',
+    title: 'Upper clip out of reach: share of A > 0 tokens with π_old ≥ 1/(1+ε)',
+    yMin: 0,
+    yMax: 1,
+    series: [{ label: 'upper clip out of reach', color: PALETTE[3], value: (p) => p.metrics.clipOutOfReach }],
+  },
+  {
     id: 'loss',
     group: 'optimizer',
     title: 'Loss, clip fraction',

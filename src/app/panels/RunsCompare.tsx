@@ -125,8 +125,9 @@ function DiffTable({ runs }: { runs: readonly ComparedRun[] }) {
   );
 }
 
-export function RunsCompare({ runs, smoothing }: { runs: readonly ComparedRun[]; smoothing: number }) {
-  const [extra, setExtra] = useState('accuracy');
+/** `metric`: the fourth chart's first metric (a recorded study opens on what it is about). */
+export function RunsCompare({ runs, smoothing, metric = 'accuracy' }: { runs: readonly ComparedRun[]; smoothing: number; metric?: string }) {
+  const [extra, setExtra] = useState(metric);
   const [axis, setAxis] = useState<OverlayAxis>('step');
   const drawn = useMemo(() => runs.map((r) => ({ run: r.run, color: r.color })), [runs]);
   const x = useMemo(

@@ -10,7 +10,8 @@ import { SmoothingSelect } from '../charts/SmoothingSelect';
 import { type FlatConfig, KEY_SETTINGS, comparableConfig } from '../runs/configDiff';
 import { type KeptRun, pageHeldOut, suggestedRunName } from '../runs/keptRun';
 import { runColour, runOutcome } from '../runs/overlay';
-import { deleteKeptRun, deleteUnreadableRuns, exportKeptRun, importCliRun, keepCurrentRun, renameKeptRun, reopenKeptRun } from '../runs/runsActions';
+import { deleteKeptRun, deleteUnreadableRuns, exportKeptRun, importCliRun, keepCurrentRun, openStudy, renameKeptRun, reopenKeptRun } from '../runs/runsActions';
+import { STUDIES } from '../runs/studies';
 import { usePlayground } from '../state/store';
 import { openTree } from '../state/actions';
 import { RunsCompare } from './RunsCompare';
@@ -198,6 +199,8 @@ export function RunsPanel() {
   const current = useCurrentRun();
   const [name, setName] = useState('');
   const [picked, setPicked] = useState<string[]>([]);
+  // The fourth chart of the last study opened (the comparison opens anew on it).
+  const [studyMetric, setStudyMetric] = useState<string | null>(null);
   const [smoothing, setSmoothing] = useState<number>(DEFAULT_SMOOTHING);
   const [busy, setBusy] = useState(false);
 
@@ -261,6 +264,29 @@ export function RunsPanel() {
             }}
           />
         </label>
+      </div>
+      <div className="row small">
+        <span className="muted">recorded studies:</span>
+        {STUDIES.map((study) => (
+          <button
+            key={study.id}
+            type="button"
+            data-testid={`open-study-${study.id}`}
+            disabled={busy}
+            title={study.summary}
+            onClick={() =>
+              void act(async () => {
+                const ids = await openStudy(study);
+                if (ids) {
+                  setPicked(ids);
+                  setStudyMetric(study.metric);
+                }
+              })
+            }
+          >
+            {study.title}
+          </button>
+        ))}
       </div>
       {note && (
         <p
@@ -328,7 +354,7 @@ export function RunsPanel() {
         {selected.length === 1 && <span className="muted">tick one more run to overlay</span>}
       </div>
       {/* One ticked run draws its own curves (a run read back from verl, alone); two or more overlay. */}
-      {selected.length >= 1 && <RunsCompare runs={selected} smoothing={smoothing} />}
+      {selected.length >= 1 && <RunsCompare key={studyMetric ?? ''} runs={selected} smoothing={smoothing} metric={studyMetric ?? undefined} />}
     </section>
   );
 }

@@ -30,6 +30,7 @@ const fullRow = (step: number): StepMetrics => ({
   dualClipFraction: 0,
   approxKl: 1e-5,
   entropy: 0.3,
+  clipOutOfReach: 0.9,
   gradNorm: 0.5,
   updates: 1,
   nonFiniteSkips: 0,

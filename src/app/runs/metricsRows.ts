@@ -55,6 +55,7 @@ const NUMERIC_FIELDS: Record<NumericKey, 'share' | 'number'> = {
   dualClipFraction: 'share',
   approxKl: 'number',
   entropy: 'number',
+  clipOutOfReach: 'share',
   gradNorm: 'number',
   updates: 'number',
   nonFiniteSkips: 'number',

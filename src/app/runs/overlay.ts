@@ -16,7 +16,7 @@ import type { HeldOutReading, KeptRun } from './keptRun';
  * One colour per run, in order. Each keeps ≥ 3:1 (WCAG non-text contrast) against the panel of
  * both colour schemes (overlay.test.ts computes it); hues ordered so neighbours differ most.
  */
-export const RUN_COLOURS = ['#3b78d8', '#d9620b', '#2e9a4e', '#c2449b', '#a6762d', '#8a63d2', '#16948f', '#d64545'] as const;
+export const RUN_COLOURS = ['#3b78d8', '#d9620b', '#2e9a4e', '#c2449b', '#a6762d', '#8a63d2', '#16948f', '#d64545', '#6b6b6b'] as const;
 
 export const runColour = (i: number): string => RUN_COLOURS[i % RUN_COLOURS.length];
 

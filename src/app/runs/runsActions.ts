@@ -13,6 +13,7 @@ import { cliRunOf } from './cliRun';
 import { KEPT_RUN_FORMAT, type KeptRun, checkRunName, fromKeptRecord, pageRunOf, suggestedRunName, toKeptRecord, uniqueRunName } from './keptRun';
 import type { KeptRunStore } from './keptRunStore';
 import { clockDateTime } from '../session/clock';
+import { type RecordedStudy, studyRunFiles } from './studies';
 
 let shelf: KeptRunStore | null = null;
 let newId = (): string => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -165,4 +166,26 @@ function keptRecordOf(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * Opens a recorded study (studies.ts): its runs are imported as CLI runs under the study's names,
+ * or found again when they were imported before; returns their ids, in the study's order, for the
+ * panel to tick. Nothing is imported unless every run read.
+ */
+export async function openStudy(study: RecordedStudy): Promise<string[] | null> {
+  if (!shelf) return (failed(`the study could not be opened: ${NO_STORE}`), null);
+  const kept = new Map(getState().keptRuns.map((r) => [r.name, r]));
+  let added: KeptRun[];
+  try {
+    const missing = study.runs.filter((r) => !kept.has(r.name));
+    added = await Promise.all(missing.map(async (r) => cliRunOf(await studyRunFiles(r), { id: newId(), keptAt: new Date().toISOString(), name: r.name }).run));
+    for (const run of added) await shelf.put(run);
+  } catch (e) {
+    return (failed(`the study could not be opened, kept runs unchanged: ${errorText(e)}`), null);
+  }
+  setState((s) => ({ keptRuns: [...s.keptRuns, ...added] }));
+  const byName = new Map([...kept, ...added.map((r) => [r.name, r] as const)]);
+  info(`${study.title}: ${study.runs.length} recorded runs${added.length < study.runs.length ? ` (${study.runs.length - added.length} kept before)` : ''}, overlaid below`);
+  return study.runs.map((r) => byName.get(r.name)!.id);
 }

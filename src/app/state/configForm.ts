@@ -35,7 +35,7 @@ export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly 
   {
     id: 'ppo',
     title: 'GRPO and PPO',
-    keys: ['miniBatch', 'beta', 'clip', 'dualClip', 'temperature', 'dynamicSampling', 'oversample', 'sampleRounds', 'restartOptimizer'],
+    keys: ['miniBatch', 'lrWarmup', 'beta', 'clip', 'dualClip', 'temperature', 'dynamicSampling', 'oversample', 'sampleRounds', 'restartOptimizer'],
   },
   { id: 'advantage', title: 'Advantage, credit and gating', keys: ['gateMode', 'gatedKl', 'credit', 'std'] },
   {
@@ -45,7 +45,11 @@ export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly 
   },
   { id: 'rollout', title: 'Rollout limits', keys: ['budgets', 'maxClones', 'maxRounds', 'rootMaxTokens', 'rootLimitMin', 'rootLimitStraddle'] },
   { id: 'eval', title: 'Held-out evaluation', keys: ['evalEvery', 'evalN'] },
-  { id: 'sft', title: 'Warm start', keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher', 'sftSloppyClones'] },
+  {
+    id: 'sft',
+    title: 'Warm start',
+    keys: ['sftLr', 'sftBatchTokens', 'sftMicroTokens', 'sftWarmup', 'sftDelegateFraction', 'sftTeacher', 'sftSloppyClones', 'sftLabelSmoothing'],
+  },
   { id: 'workers', title: 'Workers and backend', keys: ['workers', 'gradWorkers', 'backend'] },
 ];
 

@@ -84,7 +84,17 @@ export const sft = defineRunCommand(
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
       const seqs = sftMixSequences(mix, cfg, step, encode, policy.config.nPositions);
       if (grad) await grad.sync(policy.params, policy.config);
-      const r = await sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience);
+      const r = await sftStep(
+        policy.params,
+        policy.config,
+        optimizer,
+        seqs,
+        lr,
+        cfg.microTokens,
+        grad?.sftRemotes() ?? [],
+        grad?.patience,
+        cfg.labelSmoothing ?? 0,
+      );
       step++;
       elapsed += (Date.now() - t0) / 1000;
       tokensSeen += r.tokens;

@@ -68,6 +68,7 @@ export function rowsFromTraces(traces: readonly SteppedTrace[]): (StepMetrics & 
         dualClipFraction: UNKNOWN,
         approxKl: UNKNOWN,
         entropy: UNKNOWN,
+        clipOutOfReach: UNKNOWN,
         gradNorm: UNKNOWN,
         updates: UNKNOWN,
         nonFiniteSkips: UNKNOWN,

@@ -170,6 +170,31 @@ describe('targetLogProbs and maskedTokenLoss', () => {
     disposeParams(params);
   });
 
+  it('with label smoothing ε scores (1 − ε)·log p(target) + ε·mean_v log p(v), by hand', async () => {
+    const params = initParams(config, 7);
+    const logits = (await forwardLogits(params, config, int2d(tokens)).array()) as number[][][];
+    const eps = 0.1;
+    let num = 0;
+    let den = 0;
+    for (let b = 0; b < 2; b++) {
+      for (let t = 0; t < 6; t++) {
+        const mean = logits[b][t].reduce((a, _, v) => a + logSoftmaxAt(logits[b][t], 1, v), 0) / V;
+        num -= weights[b][t] * ((1 - eps) * logSoftmaxAt(logits[b][t], 1, targets[b][t]) + eps * mean);
+        den += weights[b][t];
+      }
+    }
+    const loss = (e: number) =>
+      tf.tidy(() => maskedTokenLoss(params, config, { tokens: int2d(tokens), targets: int2d(targets), weights: tf.tensor2d(weights) }, e).dataSync()[0]);
+    expect(loss(eps)).toBeCloseTo(num / den, 5);
+    // ε = 0 is the plain loss; ε outside [0, 1) is refused by name.
+    expect(loss(0)).toBe(
+      tf.tidy(() => maskedTokenLoss(params, config, { tokens: int2d(tokens), targets: int2d(targets), weights: tf.tensor2d(weights) }).dataSync()[0]),
+    );
+    expect(() => loss(1)).toThrow(/label smoothing/);
+    expect(() => loss(-0.1)).toThrow(/label smoothing/);
+    disposeParams(params);
+  });
+
   it('is the weighted mean cross-entropy, blind to masked positions', async () => {
     const params = initParams(config, 6);
     const logits = (await forwardLogits(params, config, int2d(tokens)).array()) as number[][][];

@@ -276,7 +276,8 @@ function scoreTargets(
   targets: tf.Tensor2D,
   temperature: number,
   withEntropy: boolean,
-): { logp: tf.Tensor2D; entropy: tf.Tensor2D | null } {
+  withMeanLogp = false,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D | null; meanLogp: tf.Tensor2D | null } {
   if (!(temperature > 0) || !Number.isFinite(temperature)) {
     throw new Error(`temperature must be a finite number > 0 (got ${temperature})`);
   }
@@ -291,7 +292,8 @@ function scoreTargets(
   const pick = oneHotFloat(tf.reshape(targets, [batch * time]), config.vocabSize);
   const logp = tf.reshape(tf.sum(tf.mul(logProbs, pick), -1), [batch, time]) as tf.Tensor2D;
   const entropy = withEntropy ? (tf.reshape(tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), -1)), [batch, time]) as tf.Tensor2D) : null;
-  return { logp, entropy };
+  const meanLogp = withMeanLogp ? (tf.reshape(tf.mean(logProbs, -1), [batch, time]) as tf.Tensor2D) : null;
+  return { logp, entropy, meanLogp };
 }
 
 export interface TokenBatch {
@@ -303,16 +305,22 @@ export interface TokenBatch {
   weights: tf.Tensor2D;
 }
 
-/** Weighted mean cross-entropy: −Σ w·log p(target) / Σ w (0 when every weight is 0). */
-export function maskedTokenLoss(params: GPTParams, config: ModelConfig, batch: TokenBatch): tf.Scalar {
+/**
+ * Weighted mean cross-entropy: −Σ w·log p(target) / Σ w (0 when every weight is 0). With label
+ * smoothing ε each position scores (1 − ε)·log p(target) + ε·(1/V)·Σ_v log p(v).
+ */
+export function maskedTokenLoss(params: GPTParams, config: ModelConfig, batch: TokenBatch, labelSmoothing = 0): tf.Scalar {
   const { tokens, targets, weights } = batch;
   if (weights.shape.length !== 2 || weights.shape[0] !== tokens.shape[0] || weights.shape[1] !== tokens.shape[1]) {
     throw new Error(`weights shape [${weights.shape.join(', ')}] must equal tokens shape [${tokens.shape.join(', ')}]`);
   }
   if (weights.dtype !== 'float32') throw new Error(`weights must be float32 (got ${weights.dtype})`);
+  if (!(labelSmoothing >= 0 && labelSmoothing < 1)) throw new Error(`label smoothing must be in [0, 1) (got ${labelSmoothing})`);
   return tf.tidy(() => {
-    const logProbs = targetLogProbs(params, config, tokens, targets);
-    const total = tf.sum(tf.mul(logProbs, weights));
+    const r = scoreTargets(params, config, tokens, targets, 1, false, labelSmoothing > 0);
+    // Smoothed: the target distribution is (1 − ε) on the token and ε / V on every token of the vocabulary.
+    const score = labelSmoothing > 0 ? tf.add(tf.mul(r.logp, 1 - labelSmoothing), tf.mul(r.meanLogp as tf.Tensor2D, labelSmoothing)) : r.logp;
+    const total = tf.sum(tf.mul(score, weights));
     return tf.neg(tf.div(total, tf.maximum(tf.sum(weights), 1e-12))) as tf.Scalar;
   });
 }

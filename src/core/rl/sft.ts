@@ -51,6 +51,8 @@ export interface SftConfig {
    * often, the setting where rollout gating matters. Absent or 0: none.
    */
   sloppyClones?: number;
+  /** Label smoothing ε of the cross-entropy (maskedTokenLoss); absent or 0: none. */
+  labelSmoothing?: number;
   seed: number;
 }
 
@@ -240,7 +242,7 @@ export function rootLimitDemo(
 }
 
 /** One micro-batch's gradients, weighted by its share of the step's trained tokens; its scalar is its part of the loss. */
-export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, totalWeight: number): GradItem {
+export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, totalWeight: number, labelSmoothing = 0): GradItem {
   const w = b.weights.reduce((a, x) => a + x, 0);
   const grads = new Map<string, tf.Tensor>();
   if (w === 0) return { grads, scalars: tf.zeros([1]) };
@@ -250,7 +252,10 @@ export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, 
     const targets = tf.tensor2d(b.targets, [b.rows, b.length], 'int32');
     const weights = tf.tensor2d(b.weights, [b.rows, b.length], 'float32');
     // Weighted so that the sum over micro-batches is the token mean over the step.
-    return tf.variableGrads(() => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }), w / totalWeight) as tf.Scalar, vars);
+    return tf.variableGrads(
+      () => tf.mul(maskedTokenLoss(params, config, { tokens: inputs, targets, weights }, labelSmoothing), w / totalWeight) as tf.Scalar,
+      vars,
+    );
   });
   accumulateGrads(grads, params, byVariable);
   const scalars = tf.reshape(value, [1]) as tf.Tensor1D;
@@ -265,6 +270,7 @@ export function sftItem(params: GPTParams, config: ModelConfig, b: PaddedBatch, 
 export type RemoteGradients = (
   batches: PaddedBatch[],
   totalWeight: number,
+  labelSmoothing: number,
   claims: Claims,
   signal?: AbortSignal,
 ) => Promise<ReadonlyMap<number, GradItemAway> | null>;
@@ -319,6 +325,7 @@ export async function sftStep(
   microTokens: number,
   remotes: readonly RemoteGradients[] = [],
   patience?: Patience,
+  labelSmoothing = 0,
 ): Promise<SftStepOutcome> {
   const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
   if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
@@ -332,9 +339,9 @@ export async function sftStep(
   try {
     await computeQueue(
       plan,
-      remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, claims, signal)),
+      remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, labelSmoothing, claims, signal)),
       {
-        here: async (i) => sftItem(params, config, batches[i], totalWeight),
+        here: async (i) => sftItem(params, config, batches[i], totalWeight, labelSmoothing),
         fold: (_i, r) => sum.add(r),
         release: releaseGradItem,
       },

@@ -21,8 +21,10 @@ import {
   type ScoredEpisode,
   type StepMetrics,
   type StepProgress,
+  clipOutOfReach,
   episodeSequences,
   grpoStep,
+  lrAt,
   restartsOptimizerAt,
   rewardAt,
 } from './train';
@@ -165,6 +167,34 @@ describe('GRPO training', () => {
     }
     optimizer.dispose();
     params.forEach((p) => p.dispose());
+  });
+});
+
+describe('learning-rate warm-up and the reach of the clip', () => {
+  it('warms the learning rate up linearly over lrWarmup steps, then holds it', () => {
+    const lrs = [0, 1, 2, 3, 4, 10].map((s) => lrAt({ lr: 4e-5, lrWarmup: 4 }, s));
+    [1e-5, 2e-5, 3e-5, 4e-5, 4e-5, 4e-5].forEach((lr, i) => expect(lrs[i]).toBeCloseTo(lr, 15));
+    expect(lrAt({ lr: 4e-5 }, 0)).toBe(4e-5);
+    expect(lrAt({ lr: 4e-5, lrWarmup: 0 }, 0)).toBe(4e-5);
+  });
+
+  it('counts the trained A > 0 tokens whose behaviour probability puts 1 + ε beyond ρ ≤ 1 / π_old', () => {
+    // ε = 0.2: the bound is π_old ≥ 1/1.2 ≈ 0.833.
+    const seq = (advantage: number, weight: number, probs: number[], actions = probs.map(() => 1)) => ({
+      tokens: [0, ...probs.map(() => 0)],
+      actions,
+      oldLogprobs: probs.map(Math.log),
+      advantage,
+      weight,
+    });
+    const seqs = [
+      seq(1, 1, [0.99, 0.9, 0.84, 0.83, 0.5]), // 3 out of reach (0.99, 0.9, 0.84)
+      seq(-1, 1, [0.99, 0.99]), // A < 0: the lower clip is reachable
+      seq(1, 0, [0.99]), // not trained
+      seq(2, 1, [0.99, 0.95], [1, 0]), // the injected position does not count
+    ];
+    expect(clipOutOfReach(seqs, 0.2)).toBe(4);
+    expect(clipOutOfReach(seqs, 0.02)).toBe(2); // π_old ≥ 1/1.02 ≈ 0.980: the two trained 0.99s
   });
 });
 

@@ -73,6 +73,8 @@ export interface GrpoConfig {
   /** Prompts per mini-batch, one optimizer update each; null: the whole batch (one update per epoch). */
   miniBatch: number | null;
   lr: number;
+  /** Steps over which the learning rate rises linearly to `lr` (absent or 0: none). */
+  lrWarmup?: number;
   weightDecay: number;
   gradClip: number;
   /** Passes over each rollout batch (each reshuffles the mini-batches). */
@@ -166,6 +168,12 @@ export interface StepMetrics {
   approxKl: number;
   /** Entropy of the current policy on the trained tokens (nats). */
   entropy: number;
+  /**
+   * Share of the trained tokens with A > 0 whose behaviour probability is at least 1 / (1 + ε_high):
+   * ρ = π / π_old ≤ 1 / π_old cannot pass 1 + ε_high there, so the upper clip cannot bind on them
+   * however far an update moves (a nearly deterministic policy has most tokens there).
+   */
+  clipOutOfReach: number;
   /** Mean global gradient norm of the updates (before clipping). */
   gradNorm: number;
   /** Optimizer updates applied (mini-batches with trained tokens × epochs, less skipped ones). */
@@ -439,7 +447,7 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
       if (!Number.isFinite(r.loss)) {
         nonFiniteSkips++;
       } else {
-        const s = await deps.optimizer.apply(r.grads, cfg.lr);
+        const s = await deps.optimizer.apply(r.grads, lrAt(cfg, step));
         normSum += s.gradNorm;
         attempts++;
         if (s.applied) updates++;
@@ -450,6 +458,25 @@ async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number
     }
   }
   return { loss: losses === 0 ? 0 : lossSum / losses, sums, gradNorm: attempts === 0 ? 0 : normSum / attempts, updates, nonFiniteSkips };
+}
+
+/** Trained tokens with A > 0 and π_old ≥ 1 / (1 + ε_high) (StepMetrics.clipOutOfReach), counted. */
+export function clipOutOfReach(seqs: readonly RlSequence[], clipHigh: number): number {
+  const floor = -Math.log1p(clipHigh);
+  let n = 0;
+  for (const s of seqs) {
+    if (!(s.weight > 0 && s.advantage > 0)) continue;
+    s.actions.forEach((a, i) => {
+      if (a === 1 && s.oldLogprobs[i] >= floor) n++;
+    });
+  }
+  return n;
+}
+
+/** The learning rate of a GRPO step (0-based): linear warm-up over the first `lrWarmup` steps, then `lr`. */
+export function lrAt(cfg: Pick<GrpoConfig, 'lr' | 'lrWarmup'>, step: number): number {
+  const w = cfg.lrWarmup ?? 0;
+  return w > 0 && step < w ? (cfg.lr * (step + 1)) / w : cfg.lr;
 }
 
 export async function grpoStep<O>(
@@ -472,6 +499,7 @@ export async function grpoStep<O>(
   });
   const groupSeqs = batch.map((k) => groups[k].flatMap((i) => episodeSequences(traces[i], credits[i])));
   const trainedTokens = groupSeqs.flat().reduce((n, s) => n + (s.weight > 0 ? s.actions.reduce((a, b) => a + b, 0) : 0), 0);
+  const outOfReach = clipOutOfReach(groupSeqs.flat(), cfg.loss.clipHigh);
   const u = await ppoUpdates(deps, cfg, step, groupSeqs);
   const means = tokenMeans(u.sums);
 
@@ -502,6 +530,7 @@ export async function grpoStep<O>(
       dualClipFraction: means.dualClipFraction,
       approxKl: means.approxKl,
       entropy: means.entropy,
+      clipOutOfReach: trainedTokens === 0 ? 0 : outOfReach / trainedTokens,
       gradNorm: u.gradNorm,
       updates: u.updates,
       nonFiniteSkips: u.nonFiniteSkips,
