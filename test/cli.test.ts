@@ -104,6 +104,40 @@ describe('cli', () => {
     expect(r.stdout).toContain('| no-gating | 3 | 0.400 | 0.400 | 0.000 | 50.0 | 2.00 |');
     // The output folder is made when missing.
     expect((await readFile(join(dir, 'compare', 'new', 'reward.svg'), 'utf8')).match(/<path /g)).toHaveLength(2);
+
+    // --curves: more fields, tabulated and drawn; a held-out field over the steps that evaluated.
+    await writeFile(
+      join(dir, 'on', 'metrics.jsonl'),
+      [
+        { step: 1, meanReward: 0.1, approxKl: 2e-5, evalAccuracy: 0.5 },
+        { step: 2, meanReward: 0.3, approxKl: 4e-5 },
+        { step: 3, meanReward: 0.5, approxKl: 6e-5, evalAccuracy: 0.75 },
+      ]
+        .map((x) => JSON.stringify(x))
+        .join('\n') + '\n',
+    );
+    const c = await cli(
+      'compare',
+      '--runs',
+      `on=${join(dir, 'on')},off=${join(dir, 'off')}`,
+      '--last',
+      '2',
+      '--curves',
+      'meanReward,approxKl,evalAccuracy',
+      '--out',
+      join(dir, 'compare', 'curves'),
+    );
+    expect(c.code).toBe(0);
+    expect(c.stdout).toContain('| run | steps | reward (last 2) | accuracy | gate rate | tokens | clones | approxKl | evalAccuracy |');
+    expect(c.stdout).toContain('| on | 3 | 0.400 | — | — | — | — | 5.00e-5 | 0.625 |');
+    expect(c.stdout).toContain('| off | 3 | 0.400 | 0.400 | 0.000 | 50.0 | 2.00 | — | — |');
+    const kl = await readFile(join(dir, 'compare', 'curves', 'approxKl.svg'), 'utf8');
+    // One line per run: three points for the run that recorded the field, none for the other.
+    expect([...kl.matchAll(/<path d="([^"]*)"/g)].map((m) => m[1].split(/[ML]/).length - 1)).toEqual([3, 0]);
+    expect((await readFile(join(dir, 'compare', 'curves', 'evalAccuracy.svg'), 'utf8')).match(/<path d="M[^"]*"/g)?.[0].split(/[ML]/).length).toBe(3);
+    const bad = await cli('compare', '--runs', join(dir, 'on'), '--curves', 'nope');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--curves: no run has a numeric field "nope"');
   });
 
   it('a corrupt checkpoint is refused with a message naming the problem', async () => {

@@ -40,8 +40,6 @@ type Handlers = { [K in EngineRequestKind]: (req: Extract<EngineRequest, { kind:
 type Status = Extract<EngineEvent, { kind: 'status' }>['state'];
 type SettledStatus = Exclude<Status, 'pausing'>;
 type BusyKind = 'sft' | 'train' | 'step' | 'frontier';
-/** Methods of the live frontier evaluation during training (at the training root limit). */
-const LIVE_METHODS = ['delegate', 'mono'] as const;
 
 export class Engine {
   private config: RunConfig = { ...PAGE_DEFAULTS };
@@ -343,23 +341,14 @@ export class Engine {
     }
   }
 
-  /** The periodic evaluation of a training run: delegate and mono at the training limit, every evalEvery steps. */
+  /** The periodic held-out evaluation of a training run (Training.heldOut), every evalEvery steps. */
   private async liveFrontier(step: number): Promise<void> {
-    const every = this.config.evalEvery;
-    if (every === 0 || step % every !== 0) return;
+    const training = this.requireTraining();
+    if (!training.evaluatesAt(step)) return;
     // The page has the rows of every finished step before an evaluation keeps the loop busy.
     this.flushMetrics();
-    const training = this.requireTraining();
     this.activity = `the evaluation at step ${step}`;
-    await training.frontier(
-      LIVE_METHODS,
-      [training.rootLimit],
-      this.config.evalN,
-      this.encode,
-      { checkpoint: `step ${step}`, step },
-      this.emitPoint,
-      (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total),
-    );
+    await training.heldOut(this.encode, this.emitPoint, (what, done, total) => this.emitProgress(`${what} (step ${step})`, done, total));
   }
 
   private readonly emitPoint = (p: FrontierPoint): void => this.emit({ kind: 'frontier', points: [p] });

@@ -17,8 +17,9 @@ import type { RunConfig } from '../core/runConfig';
 import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../core/rl/sft';
 import { canShareMemory } from '../core/rl/shares';
 import { type StepAnatomy, stepAnatomy } from '../core/rl/anatomy';
-import { type ScoredEpisode, type StepMetrics, type StepProgress, grpoStep, restartsOptimizerAt } from '../core/rl/train';
-import { getTask, withOptions } from '../core/tasks';
+import { type ScoredEpisode, type StepMetrics, type StepProgress } from '../core/rl/train';
+import { GrpoRun, type HeldOutPoint } from '../core/rl/grpoRun';
+import { withOptions } from '../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from './async';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from '../core/runConfigTargets';
 import type { EngineHost } from './engineHost';
@@ -161,37 +162,73 @@ export class Training {
     if (!this.grads.healthy) this.addNotes(await this.grads.repair());
   }
 
-  /** One GRPO step: rollouts in the pool, the updates here (shared with the gradient workers), then the new weights to the pool. */
+  /**
+   * The run as the core loop sees it (core/rl/grpoRun.ts), at the model's counters: the page
+   * trains open-ended, so the schedule is bounded only by OPEN_ENDED_STEPS.
+   */
+  private grpoRun(): GrpoRun {
+    const methods: Method[] = ['delegate', 'mono'];
+    return new GrpoRun(
+      grpoConfigOf(this.config, OPEN_ENDED_STEPS),
+      taskMixOf(this.config),
+      { every: this.config.evalEvery, n: this.config.evalN, methods },
+      this.model.grpoSteps,
+      this.model.version,
+    );
+  }
+
+  /** One GRPO step (GrpoRun.step): rollouts in the pool, the updates here (shared with the gradient workers), then the new weights to the pool. */
   async grpoStep(encode: Encode, onProgress?: (p: StepProgress) => void): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
-    const cfg = grpoConfigOf(this.config, OPEN_ENDED_STEPS);
-    const task = getTask(this.config.task);
-    // Once, before any attempt: a retried step keeps the restarted optimizer.
-    if (restartsOptimizerAt(cfg, this.model.grpoSteps)) this.model.restartGrpoOptimizer();
     for (let attempt = 1; ; attempt++) {
       const model = this.model;
       try {
         await this.syncPool();
-        const optimizer = model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
+        const run = this.grpoRun();
+        const { cfg } = run;
         const gradients = this.grads.share(model.config);
         const deps = {
           policy: model.policy,
           reference: cfg.loss.beta > 0 ? model.reference : null,
-          optimizer,
-          task,
+          optimizer: model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip),
           encode,
           decoder: this.decoder,
           ...(gradients ? { gradients } : {}),
           ...(onProgress ? { onProgress } : {}),
         };
-        const r = await this.guard(grpoStep(deps, cfg, model.grpoSteps, model.version));
-        model.grpoSteps++;
-        model.version++;
+        // A step redone after a device loss restarts the optimizer again: no update of it was kept.
+        const restart = () => {
+          model.restartGrpoOptimizer();
+          return model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
+        };
+        const r = await this.guard(run.step(deps, restart));
+        model.grpoSteps = run.steps;
+        model.version = run.version;
         await this.syncPool();
         return r;
       } catch (e) {
         if (attempt >= MAX_ATTEMPTS || !(await this.recover(e))) throw e;
       }
     }
+  }
+
+  /** Whether the run evaluates the held-out set after reaching `step` (GrpoRun.evaluatesAt). */
+  evaluatesAt(step: number): boolean {
+    return this.grpoRun().evaluatesAt(step);
+  }
+
+  /**
+   * The run's held-out evaluation of the current weights (GrpoRun.evaluate): delegate and mono at
+   * each task's training limit, for every task of a mix, each point labelled with its step.
+   */
+  async heldOut(
+    encode: Encode,
+    onPoint: (p: FrontierPoint) => void,
+    onProgress?: (what: string, done: number, total: number) => void,
+  ): Promise<FrontierPoint[]> {
+    await this.syncPool();
+    const label = (p: HeldOutPoint): FrontierPoint => ({ ...p, checkpoint: `step ${p.step}` });
+    const points = await this.guard(this.grpoRun().evaluate(this.decoder, encode, (p) => onPoint(label(p)), onProgress));
+    return points.map(label);
   }
 
   /** The slow-motion view of a step that has just run (`r`), read under the weights it produced. */
@@ -283,11 +320,6 @@ export class Training {
       }
     }
     return points;
-  }
-
-  /** The root limit that training rollouts use (the live frontier evaluates there). */
-  get rootLimit(): number {
-    return rolloutConfigOf(this.config).rootMaxTokens;
   }
 
   /** Test hook: the recovery path of a lost device, in the trainer or in one rollout worker. */

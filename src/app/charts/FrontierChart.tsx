@@ -164,10 +164,11 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
   const at = new Map(points.map((p, i) => [p, placed[i]]));
 
   // The training run's trajectory per method (points that carry a step).
-  const methods = [...new Set(points.map((p) => p.method))];
+  // A mix's run evaluates each task: one trajectory per method and task.
+  const lines = [...new Map(points.filter((p) => p.step !== undefined).map((p) => [`${p.method} ${p.task ?? ''}`, p] as const)).values()];
   let trajectories = 0;
-  for (const m of methods) {
-    const run = points.filter((p) => p.method === m && p.step !== undefined).sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
+  for (const { method: m, task } of lines) {
+    const run = points.filter((p) => p.method === m && p.task === task && p.step !== undefined).sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
     if (run.length < 2) continue;
     trajectories++;
     const d = run.map((p, i) => `${i ? 'L' : 'M'}${(at.get(p) as Placed).x.toFixed(1)},${(at.get(p) as Placed).y.toFixed(1)}`).join('');
@@ -235,7 +236,7 @@ function draw(svgEl: SVGSVGElement, points: readonly FrontierPoint[], cost: Cost
       .text(describePoint(p));
   }
 
-  drawLegend(svg, methods, {
+  drawLegend(svg, [...new Set(points.map((p) => p.method))], {
     pareto: front.length > 0,
     trajectory: trajectories > 0,
     faded: faded > 0,

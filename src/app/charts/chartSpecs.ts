@@ -131,7 +131,7 @@ export const CHARTS: readonly ChartSpec[] = [
   {
     id: 'clip-reach',
     group: 'optimizer',
-    title: 'Upper clip out of reach: share of A > 0 tokens with π_old ≥ 1/(1+ε)',
+    title: 'Upper clip out of reach: A > 0 tokens with π_old ≥ 1/(1+ε), share of trained tokens',
     yMin: 0,
     yMax: 1,
     series: [{ label: 'upper clip out of reach', color: PALETTE[3], value: (p) => p.metrics.clipOutOfReach }],
@@ -206,17 +206,20 @@ export function heldOutDataOf(points: readonly MetricPoint[], frontier: readonly
   const series: ChartSeries[] = [];
   const ns = new Set<number>();
   let nUnrecorded = false;
-  for (const method of [...new Set(live.map((p) => p.method))]) {
+  // A mix's run evaluates each task: one series per method and task, named by both.
+  const tasks = new Set(live.map((p) => p.task));
+  const lines = [...new Map(live.map((p) => [`${p.method} ${p.task ?? ''}`, p] as const)).values()];
+  for (const { method, task } of lines) {
     const values = steps.map(() => NaN);
     const intervals: ([number, number] | null)[] = steps.map(() => null);
     for (const p of live) {
-      if (p.method !== method) continue;
+      if (p.method !== method || p.task !== task) continue;
       const i = at.get(p.step) as number;
       values[i] = p.accuracy;
       intervals[i] = p.interval;
       ns.add(p.n);
     }
-    series.push({ label: method, color: colourOf(method), values, intervals });
+    series.push({ label: tasks.size > 1 ? `${method} · ${task}` : method, color: colourOf(method), values, intervals });
   }
   if (rows.length > 0) {
     const values = steps.map(() => NaN);

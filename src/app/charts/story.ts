@@ -24,8 +24,10 @@ export interface LiveReading {
 /** The live evaluations (points with a step), in step order, delegate before mono at a step. */
 export function liveReadings(frontier: readonly FrontierPoint[]): LiveReading[] {
   const order = (m: Method) => (m === 'delegate' ? 0 : m === 'mono' ? 1 : 2);
+  // The story reads one task: a mix's run evaluates each, and the first one evaluated speaks for the run.
+  const task = frontier.find((p) => p.step !== undefined)?.task;
   return frontier
-    .filter((p): p is FrontierPoint & { step: number } => p.step !== undefined)
+    .filter((p): p is FrontierPoint & { step: number } => p.step !== undefined && p.task === task)
     .map((p) => ({
       step: p.step,
       method: p.method,

@@ -1,16 +1,14 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
-import { grpoConfigOf, rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
+import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
-import { grpoStep, restartsOptimizerAt, rewardAt } from '../../core/rl/train';
+import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
-import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
-import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
@@ -71,23 +69,24 @@ export const train = defineRunCommand(
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
     const grads = await startNodeGradPool(f['grad-workers'], backend);
     const gradients = grads.share(policy.config);
+    const run = new GrpoRun(cfg, mix, { every: rc.evalEvery, n: rc.evalN, methods: ['delegate'] }, step);
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
     const firstStep = step;
     const sessionStart = Date.now();
-    while (step < cfg.steps) {
+    while (!run.done) {
       const decoder = rollouts?.decoder;
-      if (restartsOptimizerAt(cfg, step)) {
+      const restart = () => {
         opt.dispose();
         opt = optimizer();
-        console.log(`step ${step}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);
-      }
-      const { metrics, episodes } = await grpoStep(
-        { policy, reference, optimizer: opt, mix, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
-        cfg,
-        step,
+        console.log(`step ${run.steps}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);
+        return opt;
+      };
+      const { metrics, episodes } = await run.step(
+        { policy, reference, optimizer: opt, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+        restart,
       );
-      step++;
+      step = run.steps;
       await rollouts?.sync(step);
       elapsed += metrics.wallSec;
       tokensSeen += episodes.reduce((n, e) => n + e.trace.tokens.total, 0);
@@ -95,29 +94,10 @@ export const train = defineRunCommand(
       // Skipped: every update it tried was non-finite (a step with nothing to train is not).
       if (metrics.nonFiniteSkips > 0 && metrics.updates === 0) skippedSteps++;
       else appliedSteps++;
-      if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        // A mix monitors each task under its own limits; the row's plain fields are their mean.
+      if (run.evaluatesAt(step)) {
         const local = rollouts ? null : new PolicyDecoder(policy);
-        const readings: { accuracy: number; tokens: number; reward: number }[] = [];
-        for (const { task, opts } of mix) {
-          const problems = heldOutProblems(task, opts, rc.evalN, HELD_OUT_SEED, 'monitor');
-          const evalCfg = rolloutConfigOf(rc, { greedy: true, ...cfg.taskRollout?.[task.name] });
-          const evalTraces = await runProblems(rollouts?.decoder ?? (local as PolicyDecoder), task, problems, evalCfg, 1, encode, 64, step);
-          const s = summarize(evalTraces);
-          const reading = { accuracy: s.accuracy, tokens: s.meanTokens, reward: meanReward(task, problems, evalTraces, rewardAt(cfg, step - 1)) };
-          readings.push(reading);
-          if (mix.length > 1)
-            Object.assign(row, {
-              [`evalAccuracy_${task.name}`]: reading.accuracy,
-              [`evalTokens_${task.name}`]: reading.tokens,
-              [`evalReward_${task.name}`]: reading.reward,
-            });
-        }
+        Object.assign(row, heldOutRowFields(await run.evaluate(rollouts?.decoder ?? (local as PolicyDecoder), encode)));
         local?.dispose();
-        const mean = (k: 'accuracy' | 'tokens' | 'reward') => readings.reduce((a, r) => a + r[k], 0) / readings.length;
-        row.evalAccuracy = mean('accuracy');
-        row.evalTokens = mean('tokens');
-        row.evalReward = mean('reward');
       }
       pendingMetrics.push(row);
       if (step % f['trace-every'] === 0) pendingTraces.push(...episodes.map((e) => ({ step, ...scoredTrace(e) })));

@@ -10,6 +10,7 @@ import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
 import { majorityVote, paretoSet, wilsonInterval } from './stats';
+import { type RewardConfig, episodeReward } from '../rl/reward';
 
 export type Method = 'delegate' | 'mono' | `sc${number}`;
 
@@ -35,10 +36,14 @@ export interface FrontierPoint {
   meanRootContextTokens?: number;
   /** Share of problems whose root started at least one clone (any sample's, for self-consistency: 0). */
   delegationRate?: number;
+  /** Mean episode reward over every episode (all samples), when the evaluation was given a reward config. */
+  meanReward?: number;
   /** Optional label of the weights (e.g. "warmstart", "grpo", "step 20"). */
   checkpoint?: string;
   /** The GRPO step of the weights, for points evaluated during a training run. */
   step?: number;
+  /** The task evaluated, for a training run's points (a mix evaluates each of its tasks). */
+  task?: string;
 }
 
 export interface FrontierSpec {
@@ -129,7 +134,7 @@ export async function frontierPoint<O>(
   problems: readonly Problem[],
   method: Method,
   limit: number,
-  spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch' | 'rollout'>,
+  spec: Pick<FrontierSpec, 'temperature' | 'seed' | 'batch' | 'rollout'> & { reward?: RewardConfig },
   encode: (t: string) => number[],
   /** Episodes done of the point's total (problems × samples), as they finish. */
   onProgress?: (done: number, total: number) => void,
@@ -143,7 +148,13 @@ export async function frontierPoint<O>(
   let root = 0;
   let rootContext = 0;
   let delegated = 0;
+  let reward = 0;
+  let episodes = 0;
   groups.forEach((traces, i) => {
+    if (spec.reward) {
+      for (const t of traces) reward += episodeReward(t, task.verify(problems[i], t.answer), spec.reward).reward;
+      episodes += traces.length;
+    }
     if (traces.some((t) => t.contexts.length > 1)) delegated++;
     const answer = k === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
     if (task.verify(problems[i], answer).correct) correct++;
@@ -165,6 +176,7 @@ export async function frontierPoint<O>(
     meanRootTokens: mean(root),
     meanRootContextTokens: mean(rootContext),
     delegationRate: mean(delegated),
+    ...(spec.reward ? { meanReward: episodes === 0 ? 0 : reward / episodes } : {}),
   };
 }
 
