@@ -19,7 +19,7 @@ import { parseFlags } from '../src/cli/args';
 import { disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { SFT_DEFAULTS } from '../src/core/rl/sft';
+import { defaultSftConfig } from '../src/core/runConfigTargets';
 import { bucketByLength } from '../src/core/rl/sequences';
 import type { ModelConfig } from '../src/core/model/config';
 import type { BackendName } from '../src/runtime/backend';
@@ -30,7 +30,7 @@ const FLAGS = {
   preset: { type: 'string', default: 'small', choices: BENCH_PRESET_NAMES, help: 'model shape' },
   rows: { type: 'int', default: 64, min: 1, max: 4096, help: 'training rows' },
   seq: { type: 'int', default: 64, min: 1, max: 8192, help: 'training tokens per row' },
-  'micro-tokens': { type: 'int', default: SFT_DEFAULTS.microTokens, min: 1, max: 1 << 20, help: 'largest padded micro-batch (as sft)' },
+  'micro-tokens': { type: 'int', default: defaultSftConfig().microTokens, min: 1, max: 1 << 20, help: 'largest padded micro-batch (as sft)' },
   'decode-rows': { type: 'int', default: 32, min: 1, max: 4096, help: 'contexts stepping together' },
   'decode-context': { type: 'int', default: 64, min: 1, max: 8192, help: 'tokens already in each context' },
   repeats: { type: 'int', default: 3, min: 1, max: 100, help: 'unprofiled steps timed for the plain wall time (median)' },

@@ -24,8 +24,11 @@ import type { Policy } from '../src/core/policy';
 import { cloneParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { SFT_DEFAULTS } from '../src/core/rl/sft';
-import { GRPO_DEFAULTS, type GrpoConfig, grpoStep } from '../src/core/rl/train';
+import { type GrpoConfig, grpoStep } from '../src/core/rl/train';
+import { defaultGrpoConfig, defaultSftConfig } from '../src/core/runConfigTargets';
+
+/** The GRPO step this bench times unless flags say otherwise: 8 prompts × 4, one update per step (the figures in docs/BENCHMARKS.md). */
+const BENCH_GRPO = { batch: 8, group: 4, miniBatch: null };
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import type { BackendName } from '../src/runtime/backend';
@@ -45,10 +48,10 @@ const FLAGS = {
   workers: { type: 'string', help: 'GRPO rollout workers (default 0,1,2)' },
   'grad-workers': { type: 'string', help: 'GRPO gradient workers, each with every rollout-worker count (default 0,1)' },
   'mini-batch': { type: 'int', min: 1, max: 1024, help: 'prompts per PPO mini-batch, one update each (default: the whole batch, one update)' },
-  'grpo-batch': { type: 'int', min: 1, max: 1024, help: `prompts per GRPO step (default ${GRPO_DEFAULTS.batch})` },
-  'grpo-group': { type: 'int', min: 1, max: 64, help: `episodes per prompt (default ${GRPO_DEFAULTS.group})` },
+  'grpo-batch': { type: 'int', min: 1, max: 1024, help: `prompts per GRPO step (default ${BENCH_GRPO.batch})` },
+  'grpo-group': { type: 'int', min: 1, max: 64, help: `episodes per prompt (default ${BENCH_GRPO.group})` },
   'root-max-tokens': { type: 'int', min: 1, max: 8192, help: 'root tokens per episode at most (default 64)' },
-  'micro-tokens': { type: 'int', default: SFT_DEFAULTS.microTokens, min: 1, max: 1 << 20, help: 'largest padded training micro-batch (as sft)' },
+  'micro-tokens': { type: 'int', default: defaultSftConfig().microTokens, min: 1, max: 1 << 20, help: 'largest padded training micro-batch (as sft)' },
   'grpo-init': {
     type: 'string',
     default: 'public/checkpoints/warmstart,public/checkpoints/warmstart-tiny',
@@ -87,14 +90,13 @@ function planOf(args: string[]): Plan {
     workers: intList('workers', pick(f.workers, '0,1,2', '0,1')),
     gradWorkers: intList('grad-workers', pick(f['grad-workers'], '0,1', '0,1')),
     grpo: {
-      ...GRPO_DEFAULTS,
-      task: 'arithmetic',
+      ...defaultGrpoConfig('arithmetic'),
       steps: reps + 1,
       seed: 1,
-      batch: pick(f['grpo-batch'], GRPO_DEFAULTS.batch, 2),
-      group: pick(f['grpo-group'], GRPO_DEFAULTS.group, 2),
-      miniBatch: f['mini-batch'] ?? GRPO_DEFAULTS.miniBatch,
-      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: pick(f['root-max-tokens'], 64, 16) },
+      batch: pick(f['grpo-batch'], BENCH_GRPO.batch, 2),
+      group: pick(f['grpo-group'], BENCH_GRPO.group, 2),
+      miniBatch: f['mini-batch'] ?? BENCH_GRPO.miniBatch,
+      rollout: { ...defaultGrpoConfig('arithmetic').rollout, rootMaxTokens: pick(f['root-max-tokens'], 64, 16) },
     },
     grpoInit: f['grpo-init']
       .split(',')

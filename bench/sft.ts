@@ -17,7 +17,8 @@ import { Rng } from '../src/core/rng';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
 import { releaseGradItem } from '../src/core/rl/grads';
 import { type TrainSequence, groupPlan, padBatch } from '../src/core/rl/sequences';
-import { SFT_DEFAULTS, sftItem, sftSequences, sftStep } from '../src/core/rl/sft';
+import { defaultSftConfig } from '../src/core/runConfigTargets';
+import { sftItem, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { UsageError } from '../src/cli/args';
@@ -86,7 +87,7 @@ export async function runSftBench(args: string[], backend: BackendName): Promise
     throw new UsageError(`bench sft: the worker count must be an integer in [1, 64] (got ${args[0]})`);
   const tok = Tokenizer.builtin();
   const config = presetConfig('small');
-  const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 100, seed: 1 };
+  const cfg = { ...defaultSftConfig('arithmetic', 100), seed: 1 };
   const workloads: { name: string; step: (s: number) => TrainSequence[] }[] = [
     { name: 'warm-start steps (4,096 tokens, mixed lengths)', step: (s) => sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t)) },
     { name: 'uniform step (64 rows × 64 tokens)', step: (s) => trainingSequences(64, 64, config.vocabSize, new Rng(1000 + s)) },

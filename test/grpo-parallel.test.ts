@@ -6,7 +6,7 @@ import { cachedCausalMasks } from '../src/core/model/gpt';
 import { cloneParams, initParams, paramsToArrays } from '../src/core/model/params';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
 import type { RemotePolicyGradients } from '../src/core/rl/grpo';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, type StepMetrics, grpoStep } from '../src/core/rl/train';
+import { type GrpoConfig, type RewardFn, type StepMetrics, grpoStep } from '../src/core/rl/train';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { tokenId } from '../src/core/tokenizer/vocab';
@@ -16,6 +16,10 @@ import type { NodeWorkerHandle } from '../src/runtime/node/nodeEndpoint';
 import { GradPool } from '../src/runtime/gradPool';
 import { GRAD_WORKER_ENTRY, startNodeGradPool } from '../src/runtime/node/gradWorkers';
 import { startNodeWorker } from '../src/runtime/node/startWorker';
+import { defaultGrpoConfig } from '../src/core/runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -35,7 +39,7 @@ const digits: RewardFn = (trace) => {
 
 // Three prompts, one per mini-batch: up to three updates, each after a weight sync; KL on.
 const cfg: GrpoConfig = {
-  ...GRPO_DEFAULTS,
+  ...TABLE_GRPO,
   task: 'arithmetic',
   steps: 1,
   seed: 5,
@@ -44,9 +48,9 @@ const cfg: GrpoConfig = {
   lr: 3e-3,
   microTokens: 128,
   group: 8,
-  rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 12 },
-  advantage: { ...GRPO_DEFAULTS.advantage, gating: false },
-  loss: { ...GRPO_DEFAULTS.loss, beta: 0.01 },
+  rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 12 },
+  advantage: { ...TABLE_GRPO.advantage, gating: false },
+  loss: { ...TABLE_GRPO.loss, beta: 0.01 },
 };
 
 let workerItems = 0;

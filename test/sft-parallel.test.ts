@@ -4,12 +4,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
 import { initParams, paramsToArrays } from '../src/core/model/params';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { type RemoteGradients, SFT_DEFAULTS, sftSequences, sftStep } from '../src/core/rl/sft';
+import { type RemoteGradients, sftSequences, sftStep } from '../src/core/rl/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { initBackend } from '../src/runtime/backend';
 import type { GradPool } from '../src/runtime/gradPool';
 import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
+import { defaultSftConfig } from '../src/core/runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_SFT = defaultSftConfig();
 
 const tok = Tokenizer.builtin();
 const config = presetConfig('tiny');
@@ -20,7 +24,7 @@ beforeAll(async () => {
 
 describe('data-parallel SFT', () => {
   it('two threads give the same losses and weights as one (within float summation order), and the same bits however the micro-batches were spread', async () => {
-    const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
+    const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 3, seed: 9, batchTokens: 1024 };
     let taken = 0; // micro-batches the worker computed
     const run = async (workers: GradPool | null, remotes?: RemoteGradients[]) => {
       const params = initParams(config, 9);

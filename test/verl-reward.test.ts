@@ -21,12 +21,18 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rewardPythonSource, type VerlRewardConfig, withRewardConfig } from '../src/cli/verl/rewardFile';
 import { parseTracesJsonl } from '../src/core/io/traces';
-import { ADVANTAGE_DEFAULTS, type AdvantageConfig, isGated } from '../src/core/rl/advantage';
-import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward, validateRewardConfig } from '../src/core/rl/reward';
+import { type AdvantageConfig, isGated } from '../src/core/rl/advantage';
+import { type RewardBreakdown, type RewardConfig, episodeReward, validateRewardConfig } from '../src/core/rl/reward';
 import type { ContextTrace, EpisodeTrace } from '../src/core/rollout/trace';
 import { TASKS, isTaskName, type Problem, type Task } from '../src/core/tasks';
 import { BUDGET_BUCKETS } from '../src/core/tokenizer/vocab';
 import { generatedTraces, handTrace, handTraces, textOf } from './verlRewardEpisodes';
+import { defaultGrpoConfig } from '../src/core/runConfigTargets';
+import { rewardAt } from '../src/core/rl/train';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_REWARD = rewardAt(TABLE_GRPO, 0);
 
 /** tool_agent_loop.py's final-answer markers when the config names none (_load_clone_runtime_config). */
 const VERL_LOOP_DEFAULT_MARKERS = ['</think>', 'Final Answer:', 'final answer:', 'Answer:', 'Result:', 'OUTPUT:'];
@@ -66,7 +72,8 @@ function runSettings(dir: string): Settings {
       config: { reward?: Partial<RewardConfig>; advantage?: Partial<AdvantageConfig>; rollout?: { budgets?: number[] } };
     }
   ).config;
-  const r = validateRewardConfig(config.reward ?? {});
+  // Fields an older run did not record (budgetRate, tokenRate) were off then, as the table has them at a first step.
+  const r = validateRewardConfig(config.reward ?? {}, TABLE_REWARD);
   // Only RewardConfig's fields (older runs also carry a since-removed cloneFormatPenalty).
   const reward: RewardConfig = {
     rootTau: r.rootTau,
@@ -84,7 +91,7 @@ function runSettings(dir: string): Settings {
   return {
     name: dir,
     reward,
-    advantage: { ...ADVANTAGE_DEFAULTS, ...config.advantage },
+    advantage: { ...TABLE_GRPO.advantage, ...config.advantage },
     cloneMaxTokens: Math.max(...(config.rollout?.budgets ?? BUDGET_BUCKETS)),
   };
 }
@@ -250,11 +257,11 @@ function traceKinds(source: string, t: EpisodeTrace, s: Settings): string[] {
 // ---------------------------------------------------------------------------------------------
 
 const GENERATED_SETTINGS: Settings[] = [
-  { name: 'defaults', reward: REWARD_DEFAULTS, advantage: ADVANTAGE_DEFAULTS, cloneMaxTokens: 128 },
+  { name: 'defaults', reward: TABLE_REWARD, advantage: TABLE_GRPO.advantage, cloneMaxTokens: 128 },
   {
     name: 'protocol gate, budget cost, no partial credit',
     reward: {
-      ...REWARD_DEFAULTS,
+      ...TABLE_REWARD,
       rootTau: 40,
       rootRho: 30,
       cloneTau: 8,
@@ -265,13 +272,13 @@ const GENERATED_SETTINGS: Settings[] = [
       tokenRate: 0.003,
       partialCredit: false,
     },
-    advantage: { ...ADVANTAGE_DEFAULTS, gateMode: 'protocol' },
+    advantage: { ...TABLE_GRPO.advantage, gateMode: 'protocol' },
     cloneMaxTokens: 16,
   },
   {
     name: 'gating off, steep penalties',
     reward: {
-      ...REWARD_DEFAULTS,
+      ...TABLE_REWARD,
       rootTau: 20,
       rootRho: 10,
       rootPmax: 0.5,
@@ -282,7 +289,7 @@ const GENERATED_SETTINGS: Settings[] = [
       callFree: 0.1,
       budgetRate: 0.01,
     },
-    advantage: { ...ADVANTAGE_DEFAULTS, gating: false },
+    advantage: { ...TABLE_GRPO.advantage, gating: false },
     cloneMaxTokens: 8,
   },
 ];
@@ -350,7 +357,7 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), gateMode: 'strict' as 'protocol' })).toThrow(/gateMode/);
     expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), cloneMaxTokens: 0 })).toThrow(/cloneMaxTokens/);
     expect(() => rewardPythonSource({ ...verlConfig('countdown', GENERATED_SETTINGS[0]) })).toThrow(/task must be one of/);
-    expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), reward: { ...REWARD_DEFAULTS, rootRho: 0 } })).toThrow(/rootRho/);
+    expect(() => rewardPythonSource({ ...verlConfig('arithmetic', GENERATED_SETTINGS[0]), reward: { ...TABLE_REWARD, rootRho: 0 } })).toThrow(/rootRho/);
   });
 
   it('gives the TypeScript reward and clone rewards on committed, generated and hand-built traces', async () => {

@@ -13,7 +13,7 @@ import { type ModelConfig, PRESETS } from '../src/core/model/config';
 import { BatchedDecoder } from '../src/core/model/decode';
 import { forwardLogits, targetLogProbs } from '../src/core/model/gpt';
 import { type GPTParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../src/core/model/params';
-import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients } from '../src/core/rl/grpo';
+import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients } from '../src/core/rl/grpo';
 import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
 import { addAll } from '../src/core/rl/grads';
 import { Rng } from '../src/core/rng';
@@ -21,6 +21,10 @@ import { decodeCheckpoint } from '../src/core/io/checkpoint';
 import { ZERO_COUNTERS } from '../src/core/io/provenance';
 import { TrainerModel } from '../src/runtime/trainerModel';
 import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/rl/adamwStep';
+import { defaultGrpoConfig } from '../src/core/runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const noGpu = await installNodeWebgpu().then(
   () => null,
@@ -124,7 +128,7 @@ async function rlSequences(): Promise<RlSequence[]> {
   });
 }
 
-const LOSS: PolicyLossConfig = { ...POLICY_LOSS_DEFAULTS, beta: 0.05, dualClip: 3 };
+const LOSS: PolicyLossConfig = { ...TABLE_GRPO.loss, beta: 0.05, dualClip: 3 };
 
 /** The GRPO update's gradients (flat, by parameter), their norm read back here, and AdamW's norm. */
 async function policyUpdate(backend: Backend, seqs: RlSequence[]) {

@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { lookupCases } from './eval/lookup';
-import { SFT_DEFAULTS, sftSequences } from './rl/sft';
+import { sftSequences } from './rl/sft';
 import { Rng, SEED_MAX, checkSeed, murmur3x86_128 } from './rng';
 import { arithmetic } from './tasks/arithmetic';
 import { Tokenizer } from './tokenizer/tokenizer';
+import { defaultSftConfig } from './runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_SFT = defaultSftConfig();
 
 const first = (r: Rng, n = 4) => Array.from({ length: n }, () => r.nextU32());
 const popcount = (x: number) => {
@@ -91,7 +95,7 @@ describe('Rng.stream', () => {
       expect(first(Rng.stream(seed - 2 ** 32, 'grpo-step', 0))).not.toEqual(first(Rng.stream(seed, 'grpo-step', 0)));
     }
     const tok = Tokenizer.builtin();
-    const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 2, seed: 1e15, batchTokens: 256 };
+    const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 2, seed: 1e15, batchTokens: 256 };
     const step = (s: number) => sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t)).map((q) => q.tokens);
     expect(step(1)).not.toEqual(step(0));
     expect(step(0)).toEqual(step(0));

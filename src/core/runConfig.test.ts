@@ -1,10 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ADVANTAGE_DEFAULTS } from './rl/advantage';
-import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
-import { REWARD_DEFAULTS } from './rl/reward';
-import { SFT_DEFAULTS } from './rl/sft';
-import { GRPO_DEFAULTS } from './rl/train';
+
 import { ROLLOUT_DEFAULTS } from './rollout/config';
 import {
   PAGE_DEFAULTS,
@@ -23,6 +19,13 @@ import {
   validateRunConfig,
 } from './runConfig';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from './runConfigTargets';
+import { defaultGrpoConfig, defaultSftConfig } from './runConfigTargets';
+import { rewardAt } from './rl/train';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_REWARD = rewardAt(TABLE_GRPO, 0);
+const TABLE_SFT = defaultSftConfig();
 
 describe('the run-config table', () => {
   it('holds each field once, with one flag per command and a valid default on every surface and task', () => {
@@ -151,7 +154,7 @@ describe('the configs built from it', () => {
   it('give the recipe the runs found to learn as the defaults of the CLI and the page (docs/TRAINING.md)', () => {
     const c = grpoConfigOf(validateRunConfig({}, 'train'), 80);
     expect(c).toEqual({
-      ...GRPO_DEFAULTS,
+      ...TABLE_GRPO,
       task: 'arithmetic',
       taskOptions: { minOperands: 3, maxOperands: 8, maxValue: 99, productRate: 0.3, groupRate: 0.15 },
       steps: 80,
@@ -160,10 +163,10 @@ describe('the configs built from it', () => {
       batch: 16,
       miniBatch: 4,
       lr: 2e-5,
-      loss: { ...POLICY_LOSS_DEFAULTS, beta: 5e-4, dualClip: 3 },
-      advantage: ADVANTAGE_DEFAULTS,
+      loss: { ...TABLE_GRPO.loss, beta: 5e-4, dualClip: 3 },
+      advantage: TABLE_GRPO.advantage,
       // The token cost 0.003 a generated token from step 250, Adam restarted there (docs/TRAINING.md, session 17).
-      reward: { ...REWARD_DEFAULTS, tokenRate: 0.003 },
+      reward: { ...TABLE_REWARD, tokenRate: 0.003 },
       tokenRateAfter: 250,
       restartOptimizer: true,
       rollout: { ...ROLLOUT_DEFAULTS, rootMaxTokens: 48, temperature: 1 },
@@ -255,13 +258,24 @@ describe('the configs built from it', () => {
   it('hand the spawn limits to the warm start teacher', () => {
     const s = sftConfigOf(validateRunConfig({ budgets: [16, 32], maxClones: 2 }, 'sft'), 10);
     expect(s.limits).toEqual({ budgets: [16, 32], maxClonesPerRound: 2, maxRounds: 3 });
+    // The table's defaults, and the warm start's fixed values, by hand.
     expect(sftConfigOf(validateRunConfig({}, 'sft'), 1000)).toEqual({
-      ...SFT_DEFAULTS,
       task: 'arithmetic',
       taskOptions: expect.any(Object),
       steps: 1000,
       seed: 0,
+      lr: 3e-3,
+      batchTokens: 4096,
+      microTokens: 2048,
+      warmup: 50,
+      delegateFraction: 0.5,
+      teacher: 'expert',
+      limits: { budgets: [8, 16, 32, 64, 128], maxClonesPerRound: 4, maxRounds: 3 },
+      minLrFrac: 0.1,
+      weightDecay: 0.01,
+      gradClip: 1,
     });
+    expect(TABLE_SFT).toEqual(sftConfigOf(runConfigDefaults('sft'), 1));
     // A short run warms up for at most a tenth of its steps (the page's requests, the CLI alike).
     expect(sftConfigOf(validateRunConfig({}, 'sft'), 30).warmup).toBe(3);
     expect(sftConfigOf(validateRunConfig({ sftTeacher: 'naive' }, 'sft'), 10).teacher).toBe('naive');

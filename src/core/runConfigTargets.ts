@@ -2,15 +2,16 @@
  * The run configuration (runConfig.ts) mapped onto the trainer's configs: GRPO (loss,
  * advantage, reward, rollout), the warm start (SFT and the teacher's limits) and evaluation.
  * Page and CLI build through these functions, so the same RunConfig takes the same steps.
- * Values the table does not hold keep the defaults of the config they belong to.
+ * Every value a run can set comes from the table (RUN_CONFIG_FIELDS); the few the table does not
+ * hold are constants of the code they belong to (named below where they are used), not defaults.
+ * `defaultGrpoConfig` and `defaultSftConfig` are the table's defaults as trainer configs.
  */
 import type { ProtocolLimits } from './protocol/grammar';
 import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from './rollout/config';
-import { ADVANTAGE_DEFAULTS } from './rl/advantage';
-import { POLICY_LOSS_DEFAULTS } from './rl/grpo';
-import { REWARD_DEFAULTS } from './rl/reward';
-import { SFT_DEFAULTS, type SftConfig, type TaskMixEntry } from './rl/sft';
-import { GRPO_DEFAULTS, type GrpoConfig } from './rl/train';
+import { CREDIT_EPS, RATIO_CLAMP } from './rl/advantage';
+import { CALL_FREE } from './rl/reward';
+import { SFT_FIXED, type SftConfig, type TaskMixEntry } from './rl/sft';
+import { GRPO_MICRO_TOKENS, type GrpoConfig } from './rl/train';
 import { type RunConfig, RunConfigError, miniBatchError, runConfigDefaults, taskEntryOf, taskPartsOf } from './runConfig';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
@@ -22,7 +23,6 @@ export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> 
   const knowsLimit =
     c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin, ...(c.rootLimitStraddle > 0 ? { rootLimitStraddle: c.rootLimitStraddle } : {}) } : {};
   return validateRolloutConfig({
-    ...GRPO_DEFAULTS.rollout,
     ...limitsOf(c),
     rootMaxTokens: c.rootMaxTokens,
     temperature: c.temperature,
@@ -77,7 +77,6 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
   const mb = miniBatchError(c);
   if (mb) throw new RunConfigError([mb]);
   return {
-    ...GRPO_DEFAULTS,
     task: c.task,
     taskOptions: resolvedTaskOptions(mix),
     // Only a mix records the field, so one task's run.json (and its resume check) is as before.
@@ -93,9 +92,9 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
     weightDecay: c.weightDecay,
     gradClip: c.gradClip,
     innerEpochs: c.epochs,
+    microTokens: GRPO_MICRO_TOKENS,
     dynamicSampling: c.dynamicSampling ? { factor: c.oversample, maxRounds: c.sampleRounds } : null,
     loss: {
-      ...POLICY_LOSS_DEFAULTS,
       beta: c.beta,
       clipLow: c.clip,
       clipHigh: c.clipHigh ?? c.clip,
@@ -104,16 +103,16 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
       temperature: c.temperature,
     },
     advantage: {
-      ...ADVANTAGE_DEFAULTS,
       gating: c.gating,
       gateMode: c.gateMode,
       gatedKl: c.gatedKl,
       gateRoots: c.gateRoots,
       credit: c.credit,
       stdNormalize: c.std,
+      eps: CREDIT_EPS,
+      ratioClamp: RATIO_CLAMP,
     },
     reward: {
-      ...REWARD_DEFAULTS,
       partialCredit: c.partialCredit,
       rootTau: c.rootTau,
       rootRho: c.rootRho,
@@ -122,6 +121,7 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
       cloneRho: c.cloneRho,
       clonePmax: c.clonePmax,
       callRate: c.callRate,
+      callFree: CALL_FREE,
       budgetRate: c.budgetRate,
       tokenRate: c.tokenRate,
     },
@@ -134,7 +134,7 @@ export function grpoConfigOf(c: RunConfig, steps: number): GrpoConfig {
 /** The warm start over `steps` steps; the teacher demonstrates within the run's spawn limits. */
 export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
   return {
-    ...SFT_DEFAULTS,
+    ...SFT_FIXED,
     task: c.task
       .split(',')
       .map((t) => t.trim())
@@ -154,4 +154,14 @@ export function sftConfigOf(c: RunConfig, steps: number): SftConfig {
     limits: limitsOf(c),
     ...(c.rootLimitMin !== null ? { rootLimits: { min: c.rootLimitMin, max: c.rootMaxTokens } } : {}),
   };
+}
+
+/** The table's defaults (surface `train`, the task's own) as a GRPO config of `steps` steps. */
+export function defaultGrpoConfig(task = 'arithmetic', steps = 1): GrpoConfig {
+  return grpoConfigOf(runConfigDefaults('train', task), steps);
+}
+
+/** The table's defaults (surface `sft`, the task's own) as a warm-start config of `steps` steps. */
+export function defaultSftConfig(task = 'arithmetic', steps = 1): SftConfig {
+  return sftConfigOf(runConfigDefaults('sft', task), steps);
 }

@@ -35,11 +35,11 @@ describe('config differences between runs', () => {
     const d = configDiff([comparableConfig(page), comparableConfig(cli('runs/ablation-naive/gating-s1'))]);
     expect(d.rows).toEqual([
       { key: 'start', values: ['checkpoints/warmstart-tiny', 'checkpoints/warmstart-naive'] },
-      // The schedule is a default since session 18; the ablation ran before it, without a cost (read as GRPO_IMPLIED).
+      { key: 'seed', values: [0, 1] },
+      // The cost schedule is a default; the ablation ran without a cost (read as GRPO_IMPLIED).
       { key: 'reward.tokenRate', values: [0.003, 0] },
       { key: 'tokenRateAfter', values: [250, 0] },
       { key: 'restartOptimizer', values: [true, false] },
-      { key: 'seed', values: [0, 1] },
       { key: 'eval.every', values: [10, 25] },
       { key: 'eval.n', values: [32, 64] },
     ]);

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { StepAnatomy } from '../../core/rl/anatomy';
-import { ADVANTAGE_DEFAULTS } from '../../core/rl/advantage';
+
 import type { StepMetrics } from '../../core/rl/train';
 import type { ContextTrace, EpisodeTrace } from '../../core/rollout/trace';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { baselineText, deltaColour, deltaScale, groupColumns, rewardTerms } from './slowMotion';
+import { defaultGrpoConfig } from '../../core/runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const rootOf = (t: EpisodeTrace) => t.contexts[0];
 const clone = (over: Partial<ContextTrace>): ContextTrace => ({
@@ -61,7 +65,7 @@ function anatomy(): StepAnatomy {
       gating: true,
       gateMode: 'reference',
       gatedKl: true,
-      ratioClamp: ADVANTAGE_DEFAULTS.ratioClamp,
+      ratioClamp: TABLE_GRPO.advantage.ratioClamp,
       eps: 1e-6,
       clipLow: 0.2,
       clipHigh: 0.2,

@@ -1,3 +1,5 @@
+import { defaultGrpoConfig } from '../../core/runConfigTargets';
+import { rewardAt } from '../../core/rl/train';
 import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
 import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
@@ -87,8 +89,8 @@ export const evaluate = defineCommand(
       n: s.n,
       meanRootTokens: s.meanRootTokens,
       delegationRate: s.delegationRate,
-      /** The training reward (default reward settings) on these episodes. */
-      meanReward: meanReward(task, problems, traces),
+      /** The training reward on these episodes: the table's reward settings, as a run's first step scores them. */
+      meanReward: meanReward(task, problems, traces, rewardAt(defaultGrpoConfig(task.name), 0)),
       /** How the root delegates (arithmetic): rate, accuracy and tokens by operand count, clones, budgets, too-small budgets. */
       ...(task.name === 'arithmetic' ? { strategy: strategyOf(traces, arithmeticProbe, cfg.budgets) } : {}),
     };

@@ -1,3 +1,4 @@
+import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
@@ -5,7 +6,7 @@ import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
-import { SFT_DEFAULTS, sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
+import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
@@ -48,7 +49,7 @@ export const sft = defineRunCommand(
     const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
     let optimizer: AdamW;
     if (saved) {
-      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], { limits: SFT_DEFAULTS.limits, teacher: 'expert' });
+      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], SFT_IMPLIED);
       policy = saved.policy;
       optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       runDir.restoreOptimizer(optimizer);

@@ -1,3 +1,5 @@
+import { defaultGrpoConfig } from '../../core/runConfigTargets';
+import { rewardAt } from '../../core/rl/train';
 /**
  * The reward file for verl: selfcest_reward.py (next to this file, standard-library Python) with
  * a run's reward settings written into its CONFIG block. The Python holds the formula once; only
@@ -73,7 +75,7 @@ function pythonConfig(cfg: VerlRewardConfig): string {
   if (!VERL_REWARD_TASKS.includes(cfg.task)) {
     throw new Error(`verl reward: task must be one of ${VERL_REWARD_TASKS.join(', ')} (got ${JSON.stringify(cfg.task)})`);
   }
-  const reward = validateRewardConfig(cfg.reward);
+  const reward = validateRewardConfig(cfg.reward, rewardAt(defaultGrpoConfig(cfg.task), 0));
   if (typeof reward.partialCredit !== 'boolean') throw new Error(`verl reward: partialCredit must be true or false (got ${String(reward.partialCredit)})`);
   if (typeof cfg.gating !== 'boolean') throw new Error(`verl reward: gating must be true or false (got ${String(cfg.gating)})`);
   if (cfg.gateMode !== 'reference' && cfg.gateMode !== 'protocol') {

@@ -2,6 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { arithmetic } from '../tasks/arithmetic';
 import type { Problem } from '../tasks/types';
 import { meanReward } from './evaluate';
+import { defaultGrpoConfig } from '../runConfigTargets';
+import { rewardAt } from '../rl/train';
+
+// The table's reward as a run's first step scores it (no token cost yet).
+const REWARD = rewardAt(defaultGrpoConfig(), 0);
 
 const problem = (truth: string): Problem => ({ task: 'arithmetic', id: truth, prompt: '1+1', truth, meta: {} });
 /** Only what the reward reads. */
@@ -23,13 +28,14 @@ describe('meanReward on held-out episodes', () => {
       arithmetic,
       [problem('5'), problem('7'), problem('9')],
       [episode('5', true, 40, [20], 1), episode('7', true, 128, [64, 10, 5], 3), episode(null, false, 30, [], 0)],
+      REWARD,
     );
     expect(got).toBeCloseTo((1 + r2 + 0) / 3, 12);
   });
 
   it('gives partial credit to a near miss and names a count mismatch', () => {
-    const got = meanReward(arithmetic, [problem('100')], [episode('98', false, 10, [], 0)]);
+    const got = meanReward(arithmetic, [problem('100')], [episode('98', false, 10, [], 0)], REWARD);
     expect(got).toBeCloseTo(0.2 / Math.log2(2 + 2 / Math.sqrt(102)), 12);
-    expect(() => meanReward(arithmetic, [problem('1')], [])).toThrow(/0 episodes for 1 problems/);
+    expect(() => meanReward(arithmetic, [problem('1')], [], REWARD)).toThrow(/0 episodes for 1 problems/);
   });
 });

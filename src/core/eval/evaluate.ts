@@ -10,7 +10,7 @@ import type { RolloutConfig } from '../rollout/config';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
-import { REWARD_DEFAULTS, type RewardConfig, type RewardedEpisode, episodeReward } from '../rl/reward';
+import { type RewardConfig, type RewardedEpisode, episodeReward } from '../rl/reward';
 
 export interface EvalSummary {
   n: number;
@@ -92,7 +92,7 @@ export function meanReward<O>(
   task: Task<O>,
   problems: readonly Problem[],
   traces: readonly (RewardedEpisode & Pick<EpisodeTrace, 'answer'>)[],
-  cfg: RewardConfig = REWARD_DEFAULTS,
+  cfg: RewardConfig,
 ): number {
   if (traces.length !== problems.length) throw new Error(`meanReward: ${traces.length} episodes for ${problems.length} problems`);
   if (traces.length === 0) return 0;

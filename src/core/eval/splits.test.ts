@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { SFT_DEFAULTS, sftMixSequences } from '../rl/sft';
+import { sftMixSequences } from '../rl/sft';
 import { Rng } from '../rng';
 import { TASKS } from '../tasks';
 import type { Problem, Task } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { heldOutProblems } from './evaluate';
 import { drawProblem, splitOf } from './splits';
+import { defaultSftConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_SFT = defaultSftConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -45,7 +49,7 @@ describe('problem sets', () => {
   it('multihop: training, monitored and final problems are disjoint by content', () => checkSets(TASKS.multihop));
 
   it('the warm start trains on training problems only', () => {
-    const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 10, seed: 1, limits: SFT_DEFAULTS.limits };
+    const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 10, seed: 1, limits: TABLE_SFT.limits };
     const final = new Set(heldOutProblems(TASKS.arithmetic, TASKS.arithmetic.defaultOptions, 500, 12345, 'final').map((p) => p.prompt));
     const monitor = new Set(heldOutProblems(TASKS.arithmetic, TASKS.arithmetic.defaultOptions, 500, 12345, 'monitor').map((p) => p.prompt));
     const prompts: string[] = [];

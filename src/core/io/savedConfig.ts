@@ -18,3 +18,6 @@ export function withImplied(saved: Record<string, unknown>, implied: Record<stri
 
 /** What a GRPO run saved before the token cost, its schedule and the restart at the switch had: none (a rate of 0, from the first step, one optimizer). */
 export const GRPO_IMPLIED = { reward: { tokenRate: 0 }, tokenRateAfter: 0, restartOptimizer: false } as const;
+
+/** What a warm start saved before its limits and teacher were recorded had: the full budget menu, 4 clones a round, 3 rounds, the expert teacher. */
+export const SFT_IMPLIED = { limits: { budgets: [8, 16, 32, 64, 128], maxClonesPerRound: 4, maxRounds: 3 }, teacher: 'expert' } as const;

@@ -6,8 +6,12 @@ import { targetLogProbs } from '../model/gpt';
 import { initParams } from '../model/params';
 import { CLONE_VIOLATIONS, VIOLATIONS, type Violation } from '../protocol/violations';
 import { Rng } from '../rng';
-import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, type CreditedContext, computeAdvantages, isGated, ratioFactor } from './advantage';
-import { POLICY_LOSS_DEFAULTS, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { type AdvantageConfig, type ContextCredit, type CreditedContext, computeAdvantages, isGated, ratioFactor } from './advantage';
+import { type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { defaultGrpoConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const root = (violation: Violation | null = null): CreditedContext => ({
   role: 'root',
@@ -43,7 +47,7 @@ const episodes = [
 const rewards = [1, 0.5, 0, -0.2];
 const groups = [[0, 1, 2, 3]];
 const A = [1.2552460136422237, 0.32543415168502093, -0.6043777102721818, -0.9763024550550629];
-const run = (c: Partial<AdvantageConfig> = {}) => computeAdvantages(episodes, rewards, groups, { ...ADVANTAGE_DEFAULTS, ...c });
+const run = (c: Partial<AdvantageConfig> = {}) => computeAdvantages(episodes, rewards, groups, { ...TABLE_GRPO.advantage, ...c });
 
 describe('advantages', () => {
   it('GRPO on the roots of a group of 4 equals the hand-computed values, with and without std', () => {
@@ -75,7 +79,7 @@ describe('advantages', () => {
     expect(off.gatedContexts).toBe(0);
     expect([off.gradientMass, off.gatedMass, off.gatedClones]).toEqual([reference.gradientMass, reference.gatedMass, 3]);
     // A group without signal has no mass.
-    const flat = computeAdvantages(episodes, [1, 1, 1, 1], groups, ADVANTAGE_DEFAULTS).stats;
+    const flat = computeAdvantages(episodes, [1, 1, 1, 1], groups, TABLE_GRPO.advantage).stats;
     expect([flat.gradientMass, flat.gatedMass, flat.gatedClones]).toEqual([0, 0, 0]);
   });
 
@@ -132,7 +136,7 @@ describe('advantages', () => {
   });
 
   it('skips a zero-variance group and gates roots that broke the protocol only with gateRoots', () => {
-    const skipped = computeAdvantages([{ contexts: [root(), answered()] }, { contexts: [root()] }], [0.2, 0.2], [[0, 1]], ADVANTAGE_DEFAULTS);
+    const skipped = computeAdvantages([{ contexts: [root(), answered()] }, { contexts: [root()] }], [0.2, 0.2], [[0, 1]], TABLE_GRPO.advantage);
     expect(skipped.credits).toEqual([
       [
         { advantage: 0, weight: 0, gated: false, reward: 0.2 },
@@ -143,13 +147,13 @@ describe('advantages', () => {
     expect(skipped.stats.zeroVarianceGroups).toBe(1);
     const eps = [{ contexts: [root('malformed_spawn')] }, { contexts: [root()] }];
     // Rewards 0, 1: A = ∓0.5/(std 0.7071068 + 1e-6).
-    const off = computeAdvantages(eps, [0, 1], [[0, 1]], ADVANTAGE_DEFAULTS);
+    const off = computeAdvantages(eps, [0, 1], [[0, 1]], TABLE_GRPO.advantage);
     expect(off.credits[0][0]).toMatchObject({ gated: false, weight: 1 });
     expect(off.credits[0][0].advantage).toBeCloseTo(-0.7071057812, 9);
-    const on = computeAdvantages(eps, [0, 1], [[0, 1]], { ...ADVANTAGE_DEFAULTS, gateRoots: true });
+    const on = computeAdvantages(eps, [0, 1], [[0, 1]], { ...TABLE_GRPO.advantage, gateRoots: true });
     expect(on.credits[0][0]).toEqual({ advantage: 0, weight: 1, gated: true, reward: 0 });
     expect(on.credits[1][0]).toMatchObject({ gated: false, weight: 1 });
-    expect(computeAdvantages(eps, [0, 1], [[0, 1]], { ...ADVANTAGE_DEFAULTS, gateRoots: true, gatedKl: false }).credits[0][0].weight).toBe(0);
+    expect(computeAdvantages(eps, [0, 1], [[0, 1]], { ...TABLE_GRPO.advantage, gateRoots: true, gatedKl: false }).credits[0][0].weight).toBe(0);
   });
 });
 
@@ -219,7 +223,7 @@ describe('a gated clone in the loss', () => {
   }
 
   async function grads(seqs: RlSequence[], beta: number): Promise<{ flat: Float32Array; trainedTokens: number }> {
-    const c = { ...POLICY_LOSS_DEFAULTS, beta };
+    const c = { ...TABLE_GRPO.loss, beta };
     const withRef = await withReferenceLogprobs(reference, config, seqs, c, 1000);
     const batches = packRl(withRef, aggregationWeights(withRef, c.aggregation), 1000);
     const r = await policyGradients(params, config, batches, c);

@@ -43,16 +43,10 @@ export interface AdvantageConfig {
   ratioClamp: number;
 }
 
-export const ADVANTAGE_DEFAULTS: AdvantageConfig = {
-  stdNormalize: true,
-  credit: 'ratio',
-  gating: true,
-  gateMode: 'reference',
-  gatedKl: true,
-  gateRoots: false,
-  eps: 1e-6,
-  ratioClamp: 1.5,
-};
+/** Added to the group std before dividing (not a run setting). */
+export const CREDIT_EPS = 1e-6;
+/** The clamp k of the ratio credit clamp(r_clone / d, −k, k) (not a run setting). */
+export const RATIO_CLAMP = 1.5;
 
 /** The smallest |denominator| of the ratio credit (the reference's eps). */
 const RATIO_EPS = 1e-8;

@@ -7,7 +7,11 @@ import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { stepAnatomy } from './anatomy';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { GRPO_DEFAULTS, type GrpoConfig, type RewardFn, grpoStep } from './train';
+import { type GrpoConfig, type RewardFn, grpoStep } from './train';
+import { defaultGrpoConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -27,15 +31,15 @@ const digitFirst: RewardFn = (trace) => {
 
 async function anatomyOf(lr: number, seed = 3) {
   const cfg: GrpoConfig = {
-    ...GRPO_DEFAULTS,
+    ...TABLE_GRPO,
     task: 'arithmetic',
     steps: 1,
     seed,
     group: 8,
     batch: 4,
     lr,
-    rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 4 },
-    loss: { ...GRPO_DEFAULTS.loss, beta: 0 },
+    rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 4 },
+    loss: { ...TABLE_GRPO.loss, beta: 0 },
   };
   const params = initParams(config, seed);
   const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr });

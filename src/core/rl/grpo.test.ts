@@ -5,7 +5,11 @@ import { presetConfig } from '../model/config';
 import { forwardLogits, targetLogProbs } from '../model/gpt';
 import { initParams } from '../model/params';
 import { Rng } from '../rng';
-import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { defaultGrpoConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const config = presetConfig('tiny');
 let params: ReturnType<typeof initParams>;
@@ -33,7 +37,7 @@ async function sequences(n: number, seed: number, advantages: number[]): Promise
   return seqs;
 }
 
-async function grads(seqs: RlSequence[], c: PolicyLossConfig = { ...POLICY_LOSS_DEFAULTS, beta: 0 }, microTokens = 40) {
+async function grads(seqs: RlSequence[], c: PolicyLossConfig = { ...TABLE_GRPO.loss, beta: 0 }, microTokens = 40) {
   const w = aggregationWeights(seqs, c.aggregation);
   return policyGradients(params, config, packRl(seqs, w, microTokens), c);
 }
@@ -133,7 +137,7 @@ describe('policy gradient', () => {
     const low = logRatio.filter((x) => x === -0.5).length;
     const n = high + low;
     const A = -0.8;
-    const c: PolicyLossConfig = { ...POLICY_LOSS_DEFAULTS, beta: 0, clipLow: 0.2, clipHigh: 0.2 };
+    const c: PolicyLossConfig = { ...TABLE_GRPO.loss, beta: 0, clipLow: 0.2, clipHigh: 0.2, dualClip: null };
     // Without the dual clip: the high tokens give min(ρA, 1.2A) = ρA = −0.8·e^1.5; the low ones min(ρA, 0.8A) = 0.8A (clipped).
     const plain = await grads([shifted], c);
     expect(plain.loss).toBeCloseTo(-(high * A * Math.exp(1.5) + low * 0.8 * A) / n, 5);
@@ -189,7 +193,7 @@ describe('policy gradient', () => {
     const per = w.map((row) => row.reduce((a, b) => a + b, 0));
     expect(per[0]).toBeCloseTo(0.5, 12);
     expect(per[1]).toBeCloseTo(0.5, 12);
-    const c = { ...POLICY_LOSS_DEFAULTS, beta: 0.1 };
+    const c = { ...TABLE_GRPO.loss, beta: 0.1 };
     const withRef = await withReferenceLogprobs(params, config, seqs, c, 1000);
     // The reference is the policy itself: its log-probs are the behaviour ones (ρ = 1 sequences).
     const refDiff = withRef.flatMap((s, i) => s.actions.map((a, t) => (a ? Math.abs((s.refLogprobs as number[])[t] - seqs[i].oldLogprobs[t]) : 0)));

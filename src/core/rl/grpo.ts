@@ -46,15 +46,6 @@ export interface PolicyLossConfig {
   temperature: number;
 }
 
-export const POLICY_LOSS_DEFAULTS: PolicyLossConfig = {
-  clipLow: 0.2,
-  clipHigh: 0.2,
-  dualClip: null,
-  beta: 0.001,
-  aggregation: 'token-mean',
-  temperature: 1,
-};
-
 /** verl's clamp of log ρ before the exponential. */
 const LOG_RATIO_LIMIT = 20;
 

@@ -11,7 +11,11 @@ import type { AnyTask } from '../tasks';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { GrpoRun, type HeldOutPoint, heldOutRowFields } from './grpoRun';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { GRPO_DEFAULTS, type GrpoConfig, rewardAt } from './train';
+import { type GrpoConfig, rewardAt } from './train';
+import { defaultGrpoConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -30,16 +34,16 @@ const limits = { arithmetic: { rootMaxTokens: 6 }, multihop: { rootMaxTokens: 8 
 describe('GrpoRun', () => {
   it('counts steps and versions, restarts the optimizer exactly where the cost starts, and evaluates on its schedule', async () => {
     const cfg: GrpoConfig = {
-      ...GRPO_DEFAULTS,
+      ...TABLE_GRPO,
       task: 'arithmetic',
       steps: 3,
       seed: 2,
       group: 2,
       batch: 1,
-      reward: { ...GRPO_DEFAULTS.reward, tokenRate: 0.01 },
+      reward: { ...TABLE_GRPO.reward, tokenRate: 0.01 },
       tokenRateAfter: 2,
       restartOptimizer: true,
-      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 6 },
+      rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 6 },
     };
     const params = initParams(config, 1);
     let optimizer = new AdamW(params, ADAMW_DEFAULTS);
@@ -69,7 +73,7 @@ describe('GrpoRun', () => {
   });
 
   it('evaluates every task of a mix on the monitor set from HELD_OUT_SEED at its own limit, as runProblems and meanReward score it by hand', async () => {
-    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic,multihop', taskRollout: limits, steps: 10, seed: 5, group: 2, batch: 2 };
+    const cfg: GrpoConfig = { ...TABLE_GRPO, task: 'arithmetic,multihop', taskRollout: limits, steps: 10, seed: 5, group: 2, batch: 2 };
     const params = initParams(config, 3);
     const run = new GrpoRun(cfg, mix, { every: 1, n: 6, methods: ['delegate', 'mono'] }, 4);
     const decoder = new PolicyDecoder({ config, params });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { REWARD_DEFAULTS, episodeReward, lengthPenalty, partialCredit, unusedBudget, validateRewardConfig } from './reward';
+import { episodeReward, lengthPenalty, partialCredit, unusedBudget, validateRewardConfig } from './reward';
+import { defaultGrpoConfig } from '../runConfigTargets';
+import { rewardAt } from '../rl/train';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_REWARD = rewardAt(TABLE_GRPO, 0);
 
 const root = { role: 'root' as const, budget: null, generatedTokens: 100 };
 const clone = (budget: number, generatedTokens: number) => ({ role: 'clone' as const, budget, generatedTokens });
@@ -48,10 +54,10 @@ describe('reward', () => {
   it('counts the reserved clone budget the clones did not use', () => {
     expect(unusedBudget([root, clone(32, 10), clone(16, 16), clone(64, 70)])).toBe(22);
     const trace = { correct: true, rounds: 1, tokens: { root: 40, longestClonePerRound: [16], total: 66 }, contexts: [root, clone(32, 10), clone(16, 16)] };
-    const free = episodeReward(trace, { value: 5, truthValue: 5 }, REWARD_DEFAULTS);
+    const free = episodeReward(trace, { value: 5, truthValue: 5 }, TABLE_REWARD);
     expect(free).toEqual({ reward: 1, score: 1, rootPenalty: 0, clonePenalty: 0, callPenalty: 0, budgetPenalty: 0, tokenPenalty: 0 });
     // 1 − 0.01·(32 − 10): a budget of 32 for a 10-token answer wastes 22 reserved tokens.
-    const priced = episodeReward(trace, { value: 5, truthValue: 5 }, { ...REWARD_DEFAULTS, budgetRate: 0.01 });
+    const priced = episodeReward(trace, { value: 5, truthValue: 5 }, { ...TABLE_REWARD, budgetRate: 0.01 });
     expect(priced.budgetPenalty).toBeCloseTo(0.22, 12);
     expect(priced.reward).toBeCloseTo(0.78, 12);
   });
@@ -59,11 +65,11 @@ describe('reward', () => {
   it('charges every generated token, root and clones, at the token rate', () => {
     // 40 root + 10 + 16 clone tokens = 66; 1 − 0.002·66 = 0.868, and the other terms unchanged.
     const trace = { correct: true, rounds: 1, tokens: { root: 40, longestClonePerRound: [16], total: 66 }, contexts: [root, clone(32, 10), clone(16, 16)] };
-    const r = episodeReward(trace, { value: 5, truthValue: 5 }, { ...REWARD_DEFAULTS, tokenRate: 0.002 });
+    const r = episodeReward(trace, { value: 5, truthValue: 5 }, { ...TABLE_REWARD, tokenRate: 0.002 });
     expect(r.tokenPenalty).toBeCloseTo(0.132, 12);
     expect(r.reward).toBeCloseTo(0.868, 12);
     expect(r.rootPenalty + r.clonePenalty + r.callPenalty + r.budgetPenalty).toBe(0);
-    expect(() => validateRewardConfig({ tokenRate: -1 })).toThrow(/tokenRate must be a finite number ≥ 0 \(got -1\)/);
+    expect(() => validateRewardConfig({ ...TABLE_REWARD, tokenRate: -1 })).toThrow(/tokenRate must be a finite number ≥ 0 \(got -1\)/);
   });
 
   it('an episode combines score, root, critical-path clone and call penalties', () => {
@@ -73,7 +79,7 @@ describe('reward', () => {
       tokens: { root: 100, clonesTotal: 70, longestClonePerRound: [40, 20, 10], criticalPath: 170, total: 170 },
       contexts: [root, clone(64, 40), clone(32, 20), clone(16, 10)],
     };
-    const r = episodeReward(trace, { value: 5, truthValue: 5 }, REWARD_DEFAULTS);
+    const r = episodeReward(trace, { value: 5, truthValue: 5 }, TABLE_REWARD);
     // 1 − 0.129065 − max(P(40), P(20), P(10)) − max(0, 0.1·3 − 0.2) = 1 − 0.129065 − 0.044240 − 0.1
     expect(r.reward).toBeCloseTo(0.726695004, 8);
     expect(r.callPenalty).toBeCloseTo(0.1, 12);
@@ -81,18 +87,23 @@ describe('reward', () => {
     const wrong = episodeReward(
       { ...trace, correct: false, rounds: 0, tokens: { ...trace.tokens, longestClonePerRound: [] } },
       { value: 10, truthValue: 12 },
-      REWARD_DEFAULTS,
+      TABLE_REWARD,
     );
     expect(wrong.reward).toBeCloseTo(0.1490630683 - 0.1290651526, 8);
-    const noPartial = episodeReward({ ...trace, correct: false }, { value: 10, truthValue: 12 }, { ...REWARD_DEFAULTS, partialCredit: false });
+    const noPartial = episodeReward({ ...trace, correct: false }, { value: 10, truthValue: 12 }, { ...TABLE_REWARD, partialCredit: false });
     expect(noPartial.score).toBe(0);
-    const noAnswer = episodeReward({ ...trace, correct: false }, { value: null, truthValue: 12 }, REWARD_DEFAULTS);
+    const noAnswer = episodeReward({ ...trace, correct: false }, { value: null, truthValue: 12 }, TABLE_REWARD);
     expect(noAnswer.score).toBe(0);
   });
 
   it('validates its configuration', () => {
-    expect(() => validateRewardConfig({ rootRho: 0 })).toThrow(/rootRho must be a finite number > 0/);
-    expect(() => validateRewardConfig({ clonePmax: -1 })).toThrow(/clonePmax must be a finite number ≥ 0/);
-    expect(() => validateRewardConfig({ budgetRate: -0.1 })).toThrow(/budgetRate must be a finite number ≥ 0/);
+    expect(() => validateRewardConfig({ ...TABLE_REWARD, rootRho: 0 })).toThrow(/rootRho must be a finite number > 0/);
+    expect(() => validateRewardConfig({ ...TABLE_REWARD, clonePmax: -1 })).toThrow(/clonePmax must be a finite number ≥ 0/);
+    expect(() => validateRewardConfig({ ...TABLE_REWARD, budgetRate: -0.1 })).toThrow(/budgetRate must be a finite number ≥ 0/);
+    // A config read from outside must say every field: nothing is filled in.
+    const { callFree: _, ...partial } = TABLE_REWARD;
+    expect(() => validateRewardConfig(partial)).toThrow('reward: callFree is missing');
+    expect(() => validateRewardConfig({ ...TABLE_REWARD, partialCredit: 1 as unknown as boolean })).toThrow(/partialCredit must be true or false/);
+    expect(validateRewardConfig(TABLE_REWARD)).toEqual(TABLE_REWARD);
   });
 });

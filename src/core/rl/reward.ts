@@ -46,27 +46,31 @@ export interface RewardConfig {
   partialCredit: boolean;
 }
 
-/**
- * Thresholds scaled to our task lengths: the reference's 512 tokens stand for a few
- * thousand-token responses; here a monolithic 8-operand chain is about 110 root tokens,
- * a delegating root about 50 and a clone 10–40.
- */
-export const REWARD_DEFAULTS: RewardConfig = {
-  rootTau: 64,
-  rootRho: 64,
-  rootPmax: 0.3,
-  cloneTau: 32,
-  cloneRho: 32,
-  clonePmax: 0.2,
-  callRate: 0.1,
-  callFree: 0.2,
-  budgetRate: 0,
-  tokenRate: 0,
-  partialCredit: true,
-};
+/** Spawn calls whose penalty is forgiven: callRate·#calls − callFree (not a run setting). */
+export const CALL_FREE = 0.2;
 
-export function validateRewardConfig(partial: Partial<RewardConfig>): RewardConfig {
-  const c = { ...REWARD_DEFAULTS, ...partial };
+const REWARD_FIELDS: readonly (keyof RewardConfig)[] = [
+  'rootTau',
+  'rootRho',
+  'rootPmax',
+  'cloneTau',
+  'cloneRho',
+  'clonePmax',
+  'callRate',
+  'callFree',
+  'budgetRate',
+  'tokenRate',
+  'partialCredit',
+];
+
+/**
+ * A reward config given from outside (the verl reward file's): fields it leaves out take `base`'s
+ * (the table's, runConfigTargets); without a base every field must be there. Errors name the field.
+ */
+export function validateRewardConfig(given: Partial<RewardConfig>, base: Partial<RewardConfig> = {}): RewardConfig {
+  const c = { ...base, ...given } as RewardConfig;
+  for (const f of REWARD_FIELDS) if (c[f] === undefined) throw new Error(`reward: ${f} is missing`);
+  if (typeof c.partialCredit !== 'boolean') throw new Error(`reward: partialCredit must be true or false (got ${c.partialCredit})`);
   const nonNeg = (f: keyof RewardConfig) => {
     if (!(typeof c[f] === 'number' && (c[f] as number) >= 0 && Number.isFinite(c[f]))) {
       throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);

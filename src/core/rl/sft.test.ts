@@ -3,18 +3,22 @@ import { arithmetic } from '../tasks/arithmetic';
 import { multihop } from '../tasks/multihop';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { T } from '../tokenizer/vocab';
-import { SFT_DEFAULTS, SLOPPY_CLONE_TOKENS, type TaskMixEntry, sftMixSequences, sftSequences, sloppyClone } from './sft';
+import { SLOPPY_CLONE_TOKENS, type TaskMixEntry, sftMixSequences, sftSequences, sloppyClone } from './sft';
+import { defaultSftConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_SFT = defaultSftConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 // The mix's spawn limits: multihop needs a clone per chunk (the run-config table takes the largest).
 const cfg = {
-  ...SFT_DEFAULTS,
+  ...TABLE_SFT,
   task: 'arithmetic,multihop',
   steps: 10,
   seed: 3,
   batchTokens: 4096,
-  limits: { ...SFT_DEFAULTS.limits, maxClonesPerRound: 16, maxRounds: 4 },
+  limits: { ...TABLE_SFT.limits, maxClonesPerRound: 16, maxRounds: 4 },
 };
 const mix: TaskMixEntry[] = [
   { task: arithmetic, opts: arithmetic.defaultOptions },
@@ -70,8 +74,8 @@ describe('SFT data', () => {
   });
   it('takes the teacher from the config: the expert by default, the naive one with its failed clones', () => {
     const arith = [mix[0]];
-    const one = { ...cfg, task: 'arithmetic', limits: SFT_DEFAULTS.limits, delegateFraction: 1 };
-    expect(SFT_DEFAULTS.teacher).toBe('expert');
+    const one = { ...cfg, task: 'arithmetic', limits: TABLE_SFT.limits, delegateFraction: 1 };
+    expect(TABLE_SFT.teacher).toBe('expert');
     const expert = sftMixSequences(arith, one, 2, encode);
     const naive = sftMixSequences(arith, { ...one, teacher: 'naive' }, 2, encode);
     expect(naive).not.toEqual(expert);
@@ -113,7 +117,7 @@ describe('SFT data', () => {
     expect(encode(text).length).toBeGreaterThanOrEqual(SLOPPY_CLONE_TOKENS);
     expect(sloppy.segments[0]).toBe(clone.segments[0]);
     // In a warm start's data: share 1 makes every clone sloppy and leaves roots and chains; share 0 changes nothing.
-    const base = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const, delegateFraction: 1 };
+    const base = { ...TABLE_SFT, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const, delegateFraction: 1 };
     const plain = sftSequences(arithmetic, arithmetic.defaultOptions, base, 2, encode);
     expect(sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, sloppyClones: 0 }, 2, encode)).toEqual(plain);
     const all = sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, sloppyClones: 1 }, 2, encode).map((q) => tok.decode(q.tokens));

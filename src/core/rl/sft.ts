@@ -14,7 +14,6 @@ import type { GPTParams } from '../model/params';
 import { type ProtocolLimits, rootLimitText } from '../protocol/grammar';
 import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
-import { ROLLOUT_DEFAULTS } from '../rollout/config';
 import type { AnyTaskOptions, DemoContext, Demonstration, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { BUDGET_BUCKETS } from '../tokenizer/vocab';
 import { AdamW, cosineLr } from './optim';
@@ -56,20 +55,8 @@ export interface SftConfig {
   seed: number;
 }
 
-export const SFT_DEFAULTS: Omit<SftConfig, 'task' | 'steps' | 'seed'> = {
-  taskOptions: {},
-  batchTokens: 4096,
-  microTokens: 2048,
-  lr: 3e-3,
-  warmup: 50,
-  minLrFrac: 0.1,
-  weightDecay: 0.01,
-  gradClip: 1,
-  delegateFraction: 0.5,
-  limits: { budgets: [...ROLLOUT_DEFAULTS.budgets], maxClonesPerRound: ROLLOUT_DEFAULTS.maxClonesPerRound, maxRounds: ROLLOUT_DEFAULTS.maxRounds },
-  // Runs saved before the field had the expert teacher (the sft command's resume implies it).
-  teacher: 'expert',
-};
+/** The warm start's values that are not run settings: the cosine schedule's floor, AdamW's decay and the gradient clip. */
+export const SFT_FIXED: Pick<SftConfig, 'minLrFrac' | 'weightDecay' | 'gradClip'> = { minLrFrac: 0.1, weightDecay: 0.01, gradClip: 1 };
 
 /** The demonstrations of one step, as training sequences. */
 export function sftSequences<O>(

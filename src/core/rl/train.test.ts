@@ -9,13 +9,12 @@ import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { SFT_DEFAULTS, type TaskMixEntry, sftSequences, sftStep } from './sft';
+import { type TaskMixEntry, sftSequences, sftStep } from './sft';
 import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
 import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
 import {
-  GRPO_DEFAULTS,
   type GrpoConfig,
   type RewardFn,
   type ScoredEpisode,
@@ -29,6 +28,11 @@ import {
   rewardAt,
 } from './train';
 import { scoredTrace } from '../rollout/trace';
+import { defaultGrpoConfig, defaultSftConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_SFT = defaultSftConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -49,15 +53,15 @@ const digitFirst: RewardFn = (trace) => {
 };
 
 const toyConfig = (seed: number): GrpoConfig => ({
-  ...GRPO_DEFAULTS,
+  ...TABLE_GRPO,
   task: 'arithmetic',
   steps: 50,
   seed,
   group: 8,
   batch: 4,
   lr: 1e-2,
-  rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 3 },
-  loss: { ...GRPO_DEFAULTS.loss, beta: 0 },
+  rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 3 },
+  loss: { ...TABLE_GRPO.loss, beta: 0 },
 });
 
 async function runToy(seed: number, steps: number) {
@@ -99,13 +103,13 @@ describe('GRPO training', () => {
     const optimizer = new AdamW(params, ADAMW_DEFAULTS);
     const before = tf.memory().numTensors;
     const cfg: GrpoConfig = {
-      ...GRPO_DEFAULTS,
+      ...TABLE_GRPO,
       task: 'arithmetic',
       steps: 1,
       seed: 3,
       group: 2,
       batch: 2,
-      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 },
+      rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 24 },
     };
     const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference: params, optimizer, task, encode }, cfg, 0);
     expect(tf.memory().numTensors).toBe(before);
@@ -117,7 +121,7 @@ describe('GRPO training', () => {
       expect(e.trace.problemId).toBe(e.problem.id);
       expect(e.problem.meta.operands).toBeGreaterThanOrEqual(3);
       expect(e.verdict).toEqual(arithmetic.verify(e.problem, e.trace.answer));
-      expect(e.reward).toEqual(episodeReward(e.trace, e.verdict, cfg.reward));
+      expect(e.reward).toEqual(episodeReward(e.trace, e.verdict, rewardAt(cfg, 0)));
       expect(e.credits).toHaveLength(e.trace.contexts.length);
       // The rollout's trace is left as it was; the record for traces.jsonl carries the scores.
       expect(e.trace.reward).toBeUndefined();
@@ -135,15 +139,16 @@ describe('GRPO training', () => {
 
   it('scores the first tokenRateAfter steps without the token cost, every later step with it', async () => {
     const cfg: GrpoConfig = {
-      ...GRPO_DEFAULTS,
+      ...TABLE_GRPO,
       task: 'arithmetic',
       steps: 3,
       seed: 3,
       group: 2,
       batch: 1,
-      reward: { ...GRPO_DEFAULTS.reward, tokenRate: 0.01 },
+      reward: { ...TABLE_GRPO.reward, tokenRate: 0.01 },
       tokenRateAfter: 2,
-      rollout: { ...GRPO_DEFAULTS.rollout, rootMaxTokens: 24 },
+      restartOptimizer: false,
+      rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 24 },
     };
     expect([0, 1, 2, 3].map((s) => rewardAt(cfg, s).tokenRate)).toEqual([0, 0, 0.01, 0.01]);
     // Everything else of the reward is the run's, and no schedule is the rate from the first step.
@@ -207,7 +212,7 @@ describe('GRPO on a task mix', () => {
       { task: multihop as AnyTask, opts: multihop.defaultOptions, weight: 1 },
     ];
     const limits = { arithmetic: { rootMaxTokens: 2 }, multihop: { rootMaxTokens: 5 } };
-    const cfg: GrpoConfig = { ...GRPO_DEFAULTS, task: 'arithmetic,multihop', taskRollout: limits, steps: 1, seed: 5, group: 2, batch: 8 };
+    const cfg: GrpoConfig = { ...TABLE_GRPO, task: 'arithmetic,multihop', taskRollout: limits, steps: 1, seed: 5, group: 2, batch: 8 };
     const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, mix, encode }, cfg, 0);
     const byTask = (name: string) => episodes.filter((e) => e.problem.task === name);
     expect(byTask('arithmetic').length).toBeGreaterThan(0);
@@ -421,7 +426,7 @@ describe('SFT', () => {
   it('lowers the loss on the tiny preset', async () => {
     const params = initParams(config, 4);
     const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
-    const cfg = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 30, seed: 4, batchTokens: 1024 };
+    const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 30, seed: 4, batchTokens: 1024 };
     const losses: number[] = [];
     for (let s = 0; s < 30; s++) {
       const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, encode);

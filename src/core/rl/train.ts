@@ -23,18 +23,17 @@ import type { Violation } from '../protocol/violations';
 import type { GPTParams } from '../model/params';
 import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
-import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from '../rollout/config';
+import type { EpisodeLimits, RolloutConfig } from '../rollout/config';
 import { PolicyDecoder } from '../rollout/policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { AnyTask } from '../tasks';
 import type { Problem, Task, Verdict } from '../tasks/types';
-import { ADVANTAGE_DEFAULTS, type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
+import { type AdvantageConfig, type ContextCredit, computeAdvantages } from './advantage';
 import * as tf from '@tensorflow/tfjs';
 import {
   NO_TOKENS,
   type PolicyLossConfig,
-  POLICY_LOSS_DEFAULTS,
   type ReferenceShare,
   type RemotePolicyGradients,
   type RlSequence,
@@ -48,7 +47,7 @@ import {
 } from './grpo';
 import type { AdamW } from './optim';
 import { type TaskMixEntry, pickMixEntry, rootGeneratedTokens } from './sft';
-import { REWARD_DEFAULTS, type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
+import { type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
 
 export interface DynamicSamplingConfig {
   /** Each round samples ⌈factor · groups still missing⌉ prompts (≥ 1). */
@@ -93,24 +92,8 @@ export interface GrpoConfig {
   rollout: RolloutConfig;
 }
 
-export const GRPO_DEFAULTS: Omit<GrpoConfig, 'task' | 'steps' | 'seed'> = {
-  taskOptions: {},
-  group: 4,
-  batch: 8,
-  miniBatch: null,
-  lr: 1e-4,
-  weightDecay: 0,
-  gradClip: 1,
-  innerEpochs: 1,
-  microTokens: 4096,
-  dynamicSampling: null,
-  loss: POLICY_LOSS_DEFAULTS,
-  advantage: ADVANTAGE_DEFAULTS,
-  reward: REWARD_DEFAULTS,
-  tokenRateAfter: 0,
-  restartOptimizer: false,
-  rollout: { ...validateRolloutConfig({}), temperature: 1 },
-};
+/** Largest padded batch (rows × length) of one forward in the updates (not a run setting: it changes speed, not results). */
+export const GRPO_MICRO_TOKENS = 4096;
 
 /** The reward a step (0-based) trains under: the token cost is off for the first `tokenRateAfter` steps. */
 export function rewardAt(cfg: Pick<GrpoConfig, 'reward' | 'tokenRateAfter'>, step: number): RewardConfig {

@@ -6,14 +6,19 @@
 import { describe, expect, it } from 'vitest';
 import { rootLimitText, rootPrompt } from '../protocol/grammar';
 import { Rng } from '../rng';
-import { SFT_DEFAULTS, rootGeneratedTokens, sftSequences } from '../rl/sft';
-import { GRPO_DEFAULTS, promptLimits } from '../rl/train';
+import { rootGeneratedTokens, sftSequences } from '../rl/sft';
+import { promptLimits } from '../rl/train';
 import { arithmetic, chainText, parseSum } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { VOCAB_SIZE } from '../tokenizer/vocab';
 import { validateRolloutConfig } from './config';
 import { RolloutScheduler } from './scheduler';
 import { ScriptedDecoder } from './scriptedDecoder';
+import { defaultGrpoConfig, defaultSftConfig } from '../runConfigTargets';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_SFT = defaultSftConfig();
 
 const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
@@ -49,7 +54,7 @@ describe('a root that knows its limit', () => {
   });
 
   it('draws each GRPO prompt its limit in [rootLimitMin, rootMaxTokens] by its own stream, the same for its group; nothing without it', () => {
-    const cfg = { ...GRPO_DEFAULTS, seed: 5, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32 }) };
+    const cfg = { ...TABLE_GRPO, seed: 5, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32 }) };
     const draws = Array.from({ length: 200 }, (_, p) => promptLimits(cfg, 'arithmetic', 3, p)!.rootMaxTokens!);
     expect(Math.min(...draws)).toBeGreaterThanOrEqual(32);
     expect(Math.max(...draws)).toBeLessThanOrEqual(128);
@@ -66,7 +71,7 @@ describe('a root that knows its limit', () => {
   });
 
   it('draws a share rootLimitStraddle of the prompts below their monolithic chain, the rest as without it', () => {
-    const cfg = { ...GRPO_DEFAULTS, seed: 5, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32 }) };
+    const cfg = { ...TABLE_GRPO, seed: 5, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32 }) };
     const half = { ...cfg, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 0.5 }) };
     const all = { ...cfg, rollout: validateRolloutConfig({ rootMaxTokens: 128, rootLimitMin: 32, rootLimitStraddle: 1 }) };
     const limit = (c: typeof cfg, p: number, chain: number) => promptLimits(c, 'arithmetic', 3, p, () => chain)!.rootMaxTokens!;
@@ -93,7 +98,7 @@ describe('a root that knows its limit', () => {
   });
 
   it('warm-starts under a drawn limit: each root prompt states it and its root keeps to it; without it, the data are as before', () => {
-    const base = { ...SFT_DEFAULTS, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const };
+    const base = { ...TABLE_SFT, task: 'arithmetic', steps: 10, seed: 3, batchTokens: 2048, teacher: 'naive' as const };
     const told = sftSequences(arithmetic, arithmetic.defaultOptions, { ...base, rootLimits: { min: 32, max: 64 } }, 2, encode);
     const roots = told.filter((q) => tok.decode(q.tokens.slice(0, 1)) === '<root>');
     expect(roots.length).toBeGreaterThan(10);

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { majorityVote } from '../eval/stats';
 import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
 import { VIOLATIONS } from '../protocol/violations';
-import { REWARD_DEFAULTS, episodeReward } from '../rl/reward';
+import { episodeReward } from '../rl/reward';
 import { Rng } from '../rng';
 import { TASKS } from '../tasks';
 import { multihop } from '../tasks/multihop';
@@ -25,6 +25,12 @@ import { BUDGET_BUCKETS, CHAR_TOKENS, T, VOCAB, VOCAB_SIZE, budgetToken, tokenId
 import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
 import { type ContextDecoder, RolloutScheduler } from './scheduler';
 import type { EpisodeTrace } from './trace';
+import { defaultGrpoConfig } from '../runConfigTargets';
+import { rewardAt } from '../rl/train';
+
+// The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
+const TABLE_GRPO = defaultGrpoConfig();
+const TABLE_REWARD = rewardAt(TABLE_GRPO, 0);
 
 const tok = Tokenizer.builtin();
 const encode = cachedEncode(tok);
@@ -255,12 +261,12 @@ function checkEpisode(t: EpisodeTrace, task: SomeTask, problem: Problem, cfg: Ro
   }
   const verdict = task.verify(problem, t.answer);
   if (t.correct !== (verdict.correct && t.answer !== null)) bad.push('trace.correct disagrees with the verdict');
-  const r = episodeReward(t, verdict, REWARD_DEFAULTS);
+  const r = episodeReward(t, verdict, TABLE_REWARD);
   if (![r.reward, r.score, r.rootPenalty, r.clonePenalty, r.callPenalty].every(Number.isFinite)) bad.push(`reward not finite: ${JSON.stringify(r)}`);
   // The verifier meets clone answers too (partial-credit paths, self-consistency votes).
   for (const c of clones) {
     const v = task.verify(problem, c.answer);
-    if (!Number.isFinite(episodeReward({ ...t, correct: v.correct }, v, REWARD_DEFAULTS).reward)) bad.push(`reward of clone answer ${c.answer} not finite`);
+    if (!Number.isFinite(episodeReward({ ...t, correct: v.correct }, v, TABLE_REWARD).reward)) bad.push(`reward of clone answer ${c.answer} not finite`);
   }
   return bad;
 }
@@ -361,7 +367,7 @@ describe('multihop spawns naming keys every object has', () => {
         expect(t.contexts).toHaveLength(1);
         expect(t.answer).toBeNull();
         expect(t.correct).toBe(false);
-        expect(episodeReward(t, multihop.verify(problem, t.answer), REWARD_DEFAULTS).reward).toBe(0);
+        expect(episodeReward(t, multihop.verify(problem, t.answer), TABLE_REWARD).reward).toBe(0);
       }
     });
   }
