@@ -55,11 +55,11 @@ const cfg: GrpoConfig = {
 
 let workerItems = 0;
 
-async function oneStep(pool: GradPool | null): Promise<{ metrics: StepMetrics; weights: Map<string, Float32Array> }> {
+async function oneStep(pool: GradPool | null, withStartCopy = false): Promise<{ metrics: StepMetrics; weights: Map<string, Float32Array> }> {
   const params = initParams(config, 5);
   const reference = cloneParams(params, { trainable: false });
   const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
-  const shared = pool?.share(config);
+  const shared = pool?.share(config, withStartCopy ? await paramsToArrays(params) : undefined);
   // Counts the micro-batches the workers computed.
   const gradients = shared && {
     ...shared,
@@ -102,6 +102,25 @@ function sameBits(a: Awaited<ReturnType<typeof oneStep>>, b: Awaited<ReturnType<
 }
 
 describe('data-parallel GRPO', () => {
+  it("a step's first sync sends the host copy it starts from instead of reading the weights back; the step is the same bits", async () => {
+    const pool = await startNodeGradPool(1, 'wasm');
+    const syncs: boolean[] = [];
+    const sync = pool.sync.bind(pool);
+    pool.sync = (params, model, hostCopy) => (syncs.push(hostCopy !== undefined), sync(params, model, hostCopy));
+    try {
+      const read = await oneStep(pool);
+      const readSyncs = syncs.splice(0);
+      const reused = await oneStep(pool, true);
+      expect(sameBits(reused, read)).toBe(true);
+      // One sync per update; with the copy the first of them reads nothing back.
+      expect(readSyncs).toEqual(readSyncs.map(() => false));
+      expect(syncs).toEqual([true, ...readSyncs.slice(1)]);
+      expect(syncs.length).toBe(read.metrics.updates);
+    } finally {
+      pool.terminate();
+    }
+  });
+
   it('a step shared with a gradient worker gives the losses, diagnostics and weights of one thread', async () => {
     const single = await oneStep(null);
     const pool = await startNodeGradPool(1, 'wasm');

@@ -89,12 +89,16 @@ export class GradPool {
     return this.members.every((m) => m.dead === null);
   }
 
-  /** Sends `params` (as they are now) to every live worker and waits until they hold them. */
-  async sync(params: GPTParams, model: ModelConfig): Promise<void> {
+  /**
+   * Sends `params` (as they are now) to every live worker and waits until they hold them.
+   * `hostCopy`: the same weights already read back to the host (the copy a step's start broadcast
+   * to the rollout workers), sent instead of reading them again.
+   */
+  async sync(params: GPTParams, model: ModelConfig, hostCopy?: ReadonlyMap<string, Float32Array>): Promise<void> {
     this.checkOpen();
     if (this.members.length === 0) return;
     const version = ++this.version;
-    const weights = packWeights(await paramsToArrays(params), canShareMemory());
+    const weights = packWeights(hostCopy ?? (await paramsToArrays(params)), canShareMemory());
     await Promise.all(
       this.members.map(async (m) => {
         const { payload, transfer } = payloadForReceiver(weights);
@@ -184,11 +188,22 @@ export class GradPool {
     }
   }
 
-  /** What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers. */
-  share(model: ModelConfig): GradientShare | undefined {
+  /**
+   * What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers.
+   * `startCopy`: the weights the step starts from, already on the host (what the rollout workers
+   * were sent); the first sync sends it instead of reading the weights back again. Make the share
+   * at the step's start, before any update, for the copy to be right.
+   */
+  share(model: ModelConfig, startCopy?: ReadonlyMap<string, Float32Array>): GradientShare | undefined {
     if (this.members.length === 0) return undefined;
+    // The step's first sync sends the weights it starts from: the host copy, when there is one.
+    let first = startCopy;
     return {
-      sync: (params) => this.sync(params, model),
+      sync: (params) => {
+        const copy = first;
+        first = undefined;
+        return this.sync(params, model, copy);
+      },
       remotes: this.policyRemotes(),
       syncReference: (ref) => this.syncReference(ref, model),
       referenceRemotes: this.referenceRemotes(),

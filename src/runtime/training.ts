@@ -185,7 +185,11 @@ export class Training {
         await this.syncPool();
         const run = this.grpoRun();
         const { cfg } = run;
-        const gradients = this.grads.share(model.config);
+        // The copy syncPool just broadcast is the weights the step starts from: the gradient workers get it too.
+        const gradients = this.grads.share(
+          model.config,
+          this.synced?.model === model && this.synced.version === model.version ? this.synced.weights : undefined,
+        );
         const deps = {
           policy: model.policy,
           reference: cfg.loss.beta > 0 ? model.reference : null,

@@ -68,7 +68,8 @@ export const train = defineRunCommand(
     const rollouts = f.workers > 0 ? await PolicyRollouts.start(policy, f.workers, backend, step) : null;
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
     const grads = await startNodeGradPool(f['grad-workers'], backend);
-    const gradients = grads.share(policy.config);
+    // The weights a step starts from, as the rollout workers were sent them (with --workers): the gradient workers' first sync reuses them.
+    let startCopy: Map<string, Float32Array> | undefined;
     const run = new GrpoRun(cfg, mix, { every: rc.evalEvery, n: rc.evalN, methods: ['delegate'] }, step);
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
@@ -76,6 +77,7 @@ export const train = defineRunCommand(
     const sessionStart = Date.now();
     while (!run.done) {
       const decoder = rollouts?.decoder;
+      const gradients = grads.share(policy.config, startCopy);
       const restart = () => {
         opt.dispose();
         opt = optimizer();
@@ -87,7 +89,7 @@ export const train = defineRunCommand(
         restart,
       );
       step = run.steps;
-      await rollouts?.sync(step);
+      startCopy = await rollouts?.sync(step);
       elapsed += metrics.wallSec;
       tokensSeen += episodes.reduce((n, e) => n + e.trace.tokens.total, 0);
       const row: Record<string, unknown> = { ...metrics };

@@ -37,10 +37,11 @@ export class PolicyRollouts {
     return r;
   }
 
-  /** Sends the policy's current weights to every worker, tagged `version`. */
-  async sync(version: number): Promise<void> {
+  /** Sends the policy's current weights to every worker, tagged `version`; returns the host copy it read (for the gradient workers' next sync). */
+  async sync(version: number): Promise<Map<string, Float32Array>> {
     const weights = await paramsToArrays(this.policy.params);
     await this.pool.broadcast({ version, model: this.policy.config, payload: packWeights(weights, true) });
+    return weights;
   }
 
   close(): void {
