@@ -13,9 +13,9 @@ import { parentPort } from 'node:worker_threads';
 import { presetConfig } from '../src/core/model/config';
 import { initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { releaseGradItem } from '../src/core/rl/grads';
-import { padBatch } from '../src/core/rl/sequences';
-import { sftItem } from '../src/core/rl/sft';
+import { releaseGradItem } from '../src/core/parallel/grads';
+import { padBatch } from '../src/core/parallel/sequences';
+import { sftItem } from '../src/core/sft/sft';
 import { initBackend } from '../src/runtime/backend';
 import { trainingSequences } from './workloads';
 

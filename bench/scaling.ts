@@ -23,8 +23,8 @@ import type { ModelConfig } from '../src/core/model/config';
 import type { Policy } from '../src/core/policy';
 import { cloneParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { type GrpoConfig, grpoStep } from '../src/core/rl/train';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { type GrpoConfig, grpoStep } from '../src/core/rl/grpoStep';
 import { defaultGrpoConfig, defaultSftConfig } from '../src/core/runConfigTargets';
 
 /** The GRPO step this bench times unless flags say otherwise: 8 prompts × 4, one update per step (the figures in docs/BENCHMARKS.md). */

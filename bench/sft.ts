@@ -14,11 +14,11 @@
 import { type ModelConfig, presetConfig } from '../src/core/model/config';
 import { type GPTParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { releaseGradItem } from '../src/core/rl/grads';
-import { type TrainSequence, groupPlan, padBatch } from '../src/core/rl/sequences';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { releaseGradItem } from '../src/core/parallel/grads';
+import { type TrainSequence, groupPlan, padBatch } from '../src/core/parallel/sequences';
 import { defaultSftConfig } from '../src/core/runConfigTargets';
-import { sftItem, sftSequences, sftStep } from '../src/core/rl/sft';
+import { sftItem, sftSequences, sftStep } from '../src/core/sft/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { UsageError } from '../src/cli/args';

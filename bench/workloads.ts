@@ -11,9 +11,9 @@ import { presetConfig, type ModelConfig, parameterCount } from '../src/core/mode
 import { BatchedDecoder } from '../src/core/model/decode';
 import type { GPTParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import type { AdamW } from '../src/core/rl/optim';
-import { type SftStepOutcome, sftStep } from '../src/core/rl/sft';
-import type { TrainSequence } from '../src/core/rl/sequences';
+import type { AdamW } from '../src/core/optim/adamw';
+import { type SftStepOutcome, sftStep } from '../src/core/sft/sft';
+import type { TrainSequence } from '../src/core/parallel/sequences';
 import { VOCAB_SIZE } from '../src/core/tokenizer/vocab';
 
 /** A shape the benches run: the model presets and one larger one defined only here. */

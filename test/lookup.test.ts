@@ -8,9 +8,9 @@ import { getTokenizer, loadPolicy, setupBackend } from '../src/cli/setup';
 import { lookupAccuracy, lookupCases, lookupProbe } from '../src/core/eval/lookup';
 import { forwardLogits } from '../src/core/model/gpt';
 import { disposeParams } from '../src/core/model/params';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { demoSequence } from '../src/core/rl/sequences';
-import { sftStep } from '../src/core/rl/sft';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { demoSequence } from '../src/core/parallel/sequences';
+import { sftStep } from '../src/core/sft/sft';
 import { T } from '../src/core/tokenizer/vocab';
 
 const tok = getTokenizer();

@@ -16,7 +16,7 @@ import { OPTIMIZER_FILES, decodeOptimizerFile } from '../src/core/io/optimizerFi
 import { EngineClient } from '../src/runtime/engineClient';
 import { nodeEndpoint } from '../src/runtime/node/nodeEndpoint';
 import { nodeHost } from '../src/runtime/node/nodeHost';
-import type { EngineEvent } from '../src/runtime/protocol';
+import type { EngineEvent } from '../src/runtime/messages';
 import { serveEngine } from '../src/runtime/serveEngine';
 import type { Engine } from '../src/runtime/engine';
 

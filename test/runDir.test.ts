@@ -11,7 +11,7 @@ import { GRPO_IMPLIED } from '../src/core/io/savedConfig';
 import { freshPolicy } from '../src/cli/setup';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import type { Policy } from '../src/core/policy';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
 import { initBackend } from '../src/runtime/backend';
 
 let root: string;

@@ -28,7 +28,7 @@ import { TASKS, isTaskName, type Problem, type Task } from '../src/core/tasks';
 import { BUDGET_BUCKETS } from '../src/core/tokenizer/vocab';
 import { generatedTraces, handTrace, handTraces, textOf } from './verlRewardEpisodes';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
-import { rewardAt } from '../src/core/rl/train';
+import { rewardAt } from '../src/core/rl/grpoStep';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();

@@ -13,14 +13,14 @@ import { type ModelConfig, PRESETS } from '../src/core/model/config';
 import { BatchedDecoder } from '../src/core/model/decode';
 import { forwardLogits, targetLogProbs } from '../src/core/model/gpt';
 import { type GPTParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../src/core/model/params';
-import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients } from '../src/core/rl/grpo';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/rl/optim';
-import { addAll } from '../src/core/rl/grads';
+import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients } from '../src/core/rl/ppoLoss';
+import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { addAll } from '../src/core/parallel/grads';
 import { Rng } from '../src/core/rng';
 import { decodeCheckpoint } from '../src/core/io/checkpoint';
 import { ZERO_COUNTERS } from '../src/core/io/provenance';
 import { TrainerModel } from '../src/runtime/trainerModel';
-import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/rl/adamwStep';
+import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.

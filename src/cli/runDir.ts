@@ -30,7 +30,7 @@ import { encodeCheckpoint } from '../core/io';
 import { decodeOptimizerFile, encodeOptimizerFile } from '../core/io/optimizerFile';
 import { isRecord, withImplied } from '../core/io/savedConfig';
 import { type Policy, policyToCheckpoint } from '../core/policy';
-import type { AdamW } from '../core/rl/optim';
+import type { AdamW } from '../core/optim/adamw';
 import { taskPartsOf } from '../core/runConfig';
 import { MULTIHOP_BEFORE_NOTATION } from '../core/tasks/multihop';
 import { UsageError } from './args';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lookupCases } from './eval/lookup';
-import { sftSequences } from './rl/sft';
+import { sftSequences } from './sft/sft';
 import { Rng, SEED_MAX, checkSeed, murmur3x86_128 } from './rng';
 import { arithmetic } from './tasks/arithmetic';
 import { Tokenizer } from './tokenizer/tokenizer';

@@ -20,7 +20,7 @@ import {
 } from './runConfig';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from './runConfigTargets';
 import { defaultGrpoConfig, defaultSftConfig } from './runConfigTargets';
-import { rewardAt } from './rl/train';
+import { rewardAt } from './rl/grpoStep';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();

@@ -10,8 +10,8 @@ import type { ProtocolLimits } from './protocol/grammar';
 import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from './rollout/config';
 import { CREDIT_EPS, RATIO_CLAMP } from './rl/advantage';
 import { CALL_FREE } from './rl/reward';
-import { SFT_FIXED, type SftConfig, type TaskMixEntry } from './rl/sft';
-import { GRPO_MICRO_TOKENS, type GrpoConfig } from './rl/train';
+import { SFT_FIXED, type SftConfig, type TaskMixEntry } from './sft/sft';
+import { GRPO_MICRO_TOKENS, type GrpoConfig } from './rl/grpoStep';
 import { type RunConfig, RunConfigError, miniBatchError, runConfigDefaults, taskEntryOf, taskPartsOf } from './runConfig';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */

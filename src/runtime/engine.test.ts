@@ -19,8 +19,8 @@ import { GRAD_WORKER_ENTRY } from './node/gradWorkers';
 import { nodeEndpoint } from './node/nodeEndpoint';
 import { startNodeWorker } from './node/startWorker';
 import { nodeHost } from './node/nodeHost';
-import type { EngineEvent } from './protocol';
-import type { StepMetrics } from '../core/rl/train';
+import type { EngineEvent } from './messages';
+import type { StepMetrics } from '../core/rl/grpoStep';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import { serveEngine } from './serveEngine';
 

@@ -12,7 +12,7 @@
  * would resolve them against its own script. loadFiles moves (detaches) the ArrayBuffers.
  */
 import { type WorkerHandle, webWorkerHandle } from './endpoint';
-import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from './protocol';
+import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from './messages';
 import { RpcClient } from './rpc';
 
 export interface EngineClientOptions {

@@ -1,6 +1,6 @@
 /** What the engine needs from where it runs (a browser worker or Node); see webHost.ts, node/nodeHost.ts. */
 import type { WorkerHandle } from './endpoint';
-import type { BackendReport } from './protocol';
+import type { BackendReport } from './messages';
 import type { BackendPreference } from './selectBackend';
 
 export interface EngineHost {

@@ -6,13 +6,13 @@
  */
 import type { ModelConfig } from '../core/model/config';
 import { type GPTParams, paramsToArrays } from '../core/model/params';
-import type { RemoteLogprobs, RemotePolicyGradients } from '../core/rl/grpo';
-import type { RemoteGradients } from '../core/rl/sft';
-import { DEFAULT_PATIENCE, type Patience, canShareMemory } from '../core/rl/shares';
-import type { GradientShare } from '../core/rl/train';
+import type { RemoteLogprobs, RemotePolicyGradients } from '../core/rl/ppoLoss';
+import type { RemoteGradients } from '../core/sft/sft';
+import { DEFAULT_PATIENCE, type Patience, canShareMemory } from '../core/parallel/shares';
+import type { GradientShare } from '../core/rl/grpoStep';
 import type { WorkerHandle } from './endpoint';
 import { type GradReplies, type GradRequest, wireItems } from './gradWorker';
-import type { BackendReport } from './protocol';
+import type { BackendReport } from './messages';
 import { endWorkers, openWorker, startWorkers } from './poolMember';
 import type { RpcClient } from './rpc';
 import type { PoolOptions } from './rolloutPool';
@@ -21,7 +21,7 @@ import { packWeights, payloadForReceiver } from './weights';
 type Client = RpcClient<GradRequest, GradReplies, never>;
 
 export interface GradPoolOptions extends PoolOptions {
-  /** How long the workers get once the trainer has no items left to take (core/rl/shares.ts; default DEFAULT_PATIENCE). */
+  /** How long the workers get once the trainer has no items left to take (core/parallel/shares.ts; default DEFAULT_PATIENCE). */
   patience?: Patience;
 }
 
@@ -157,7 +157,7 @@ export class GradPool {
 
   /**
    * One request to a worker. A worker that fails it (its thread ended, its device was lost, it
-   * refused) or that is given up on (`giveUpOn`: the caller's signal, core/rl/shares.ts, or a time limit in ms) is
+   * refused) or that is given up on (`giveUpOn`: the caller's signal, core/parallel/shares.ts, or a time limit in ms) is
    * put down and reported dead: the caller does that work itself, so an update in flight
    * completes with the same result, and `repair` restarts the worker before the next step. Null
    * then; a dead worker is not asked at all. The pool's own termination still throws.
@@ -169,7 +169,7 @@ export class GradPool {
     giveUpOn?: AbortSignal | number,
   ): Promise<GradReplies[K] | null> {
     if (m.dead !== null) return null;
-    // Given up on: the caller's signal (core/rl/shares.ts), or no answer within a time limit (ms).
+    // Given up on: the caller's signal (core/parallel/shares.ts), or no answer within a time limit (ms).
     const signal = typeof giveUpOn === 'number' ? undefined : giveUpOn;
     const why = () =>
       typeof giveUpOn === 'number' ? `no answer within ${(giveUpOn / 1000).toFixed(1)} s` : ((signal?.reason as Error | undefined)?.message ?? 'given up');

@@ -8,13 +8,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, sameModel } from '../core/model/config';
 import { type GPTParams, paramsFromArrays } from '../core/model/params';
-import { type GradItem, type GradItemAway, readGradItem } from '../core/rl/grads';
-import { type PackedBatch, type PolicyLossConfig, type RlSequence, actionLogprobs, policyItem } from '../core/rl/grpo';
-import { type Claims, claimer } from '../core/rl/shares';
-import { sftItem } from '../core/rl/sft';
-import type { PaddedBatch } from '../core/rl/sequences';
+import { type GradItem, type GradItemAway, readGradItem } from '../core/parallel/grads';
+import { type PackedBatch, type PolicyLossConfig, type RlSequence, actionLogprobs, policyItem } from '../core/rl/ppoLoss';
+import { type Claims, claimer } from '../core/parallel/shares';
+import { sftItem } from '../core/sft/sft';
+import type { PaddedBatch } from '../core/parallel/sequences';
 import type { Endpoint } from './endpoint';
-import type { BackendReport } from './protocol';
+import type { BackendReport } from './messages';
 import { reply, serveRpc } from './rpc';
 import type { BackendPreference } from './selectBackend';
 import { type WeightPayload, packWeights, unpackWeights } from './weights';
@@ -22,7 +22,7 @@ import { type WeightPayload, packWeights, unpackWeights } from './weights';
 export type GradRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
   | { kind: 'weights'; model: ModelConfig; version: number; weights: WeightPayload }
-  /** The micro-batches of a step; this worker computes those it claims (core/rl/shares.ts `claimer`). */
+  /** The micro-batches of a step; this worker computes those it claims (core/parallel/shares.ts `claimer`). */
   | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number; labelSmoothing: number; claims: Claims }
   | { kind: 'policyGrads'; version: number; batches: PackedBatch[]; loss: PolicyLossConfig; claims: Claims }
   /** The frozen KL reference (kept apart from the policy weights), tagged `id`. */
@@ -57,7 +57,7 @@ async function claimedItems(claims: Claims, count: number, compute: (index: numb
   return { items, transfer: items.map((it) => it.grads.buffer as ArrayBuffer) };
 }
 
-/** A worker's items by index, as core/rl/shares.ts `computeQueue` takes them. */
+/** A worker's items by index, as core/parallel/shares.ts `computeQueue` takes them. */
 export function wireItems(items: readonly WireItem[]): Map<number, GradItemAway> {
   return new Map(items.map((it) => [it.index, { scalars: it.scalars, grads: unpackWeights(it.grads) }]));
 }

@@ -17,7 +17,7 @@ import { initBackend } from './backend';
 import { startNodePool } from './node/pool';
 import { PooledDecoder } from './pooledDecoder';
 import type { RolloutPool } from './rolloutPool';
-import { DEVICE_LOST } from './rolloutProtocol';
+import { DEVICE_LOST } from './rolloutMessages';
 import { RpcError } from './rpc';
 import { packWeights } from './weights';
 

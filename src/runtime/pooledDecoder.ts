@@ -10,7 +10,7 @@
 import type { ModelConfig } from '../core/model/config';
 import type { ContextDecoder } from '../core/rollout/scheduler';
 import type { RolloutPool } from './rolloutPool';
-import { DEVICE_LOST } from './rolloutProtocol';
+import { DEVICE_LOST } from './rolloutMessages';
 import { RpcError } from './rpc';
 
 export class PooledDecoder implements ContextDecoder {

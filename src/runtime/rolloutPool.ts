@@ -4,8 +4,8 @@
  */
 import type { ModelConfig } from '../core/model/config';
 import type { WorkerHandle } from './endpoint';
-import type { BackendReport } from './protocol';
-import type { RolloutEvent, RolloutReplies, RolloutRequest } from './rolloutProtocol';
+import type { BackendReport } from './messages';
+import type { RolloutEvent, RolloutReplies, RolloutRequest } from './rolloutMessages';
 import { endWorkers, openWorker, startWorkers } from './poolMember';
 import type { RpcClient } from './rpc';
 import type { BackendPreference } from './selectBackend';

@@ -5,7 +5,7 @@
  */
 import { tracesToJsonl } from '../core/io/traces';
 import { VIOLATIONS } from '../core/protocol/violations';
-import type { StepMetrics } from '../core/rl/train';
+import type { StepMetrics } from '../core/rl/grpoStep';
 import type { EpisodeTrace } from '../core/rollout/trace';
 
 /** Episodes kept for export (about 5 kB each). */

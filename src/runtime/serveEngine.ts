@@ -2,7 +2,7 @@
 import type { Endpoint } from './endpoint';
 import { Engine } from './engine';
 import type { EngineHost } from './engineHost';
-import type { EngineEvent, EngineRequest } from './protocol';
+import type { EngineEvent, EngineRequest } from './messages';
 import { type RpcServer, serveRpc } from './rpc';
 
 export function serveEngine(endpoint: Endpoint, host: EngineHost): { engine: Engine; server: RpcServer<EngineEvent> } {

@@ -18,7 +18,7 @@ import { evaluateExact, parseSum } from '../core/tasks/arithmetic';
 import type { AnyTask, AnyTaskOptions, Problem } from '../core/tasks';
 import { VOCAB } from '../core/tokenizer/vocab';
 import { yieldToEvents } from './async';
-import type { StepperState } from './protocol';
+import type { StepperState } from './messages';
 
 export const STEPPER_TOP_K = 5;
 

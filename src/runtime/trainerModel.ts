@@ -9,8 +9,8 @@ import { type ModelCounters, ZERO_COUNTERS } from '../core/io/provenance';
 import { type ModelConfig, PRESETS, parameterCount, presetConfig } from '../core/model/config';
 import { type GPTParams, cloneParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../core/model/params';
 import { type Policy, policyToCheckpoint } from '../core/policy';
-import { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from '../core/rl/optim';
-import type { ModelReport } from './protocol';
+import { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from '../core/optim/adamw';
+import type { ModelReport } from './messages';
 
 type Origin = { kind: 'checkpoint'; tensors: ReadonlyMap<string, Float32Array> } | { kind: 'init'; seed: number };
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { emptyViolationCounts } from '../../core/protocol/violations';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import type { MetricPoint } from '../state/store';
 import { CHARTS, chartDataOf, heldOutDataOf, heldOutSubtitle, thinIndices, warmStartDataOf, warmStartSubtitle } from './chartSpecs';
-import { sftMetricsRow } from '../../core/rl/sft';
+import { sftMetricsRow } from '../../core/sft/sft';
 
 function row(step: number, extra: Record<string, number> = {}): MetricPoint {
   const zero = {

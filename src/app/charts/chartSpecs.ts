@@ -5,8 +5,8 @@
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { colourOf } from '../../core/eval/frontierSvg';
 import { VIOLATIONS } from '../../core/protocol/violations';
-import type { SftMetricsRow } from '../../core/rl/sft';
-import type { StepMetrics } from '../../core/rl/train';
+import type { SftMetricsRow } from '../../core/sft/sft';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import type { HeldOutFields, MetricPoint } from '../runs/metricsRows';
 
 export type { HeldOutFields };

@@ -1,8 +1,8 @@
 /**
- * The page's view of the engine: the typed request/event contract of src/runtime/protocol.ts.
+ * The page's view of the engine: the typed request/event contract of src/runtime/messages.ts.
  * The store's actions are the only callers of `request`; events flow into the store.
  */
-import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/protocol';
+import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/messages';
 
 export type RequestOf<K extends EngineRequestKind> = Extract<EngineRequest, { kind: K }>;
 

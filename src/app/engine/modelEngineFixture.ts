@@ -11,7 +11,7 @@ import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { ZERO_COUNTERS } from '../../core/io/provenance';
 import type { RunConfig } from '../../core/runConfig';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
-import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/protocol';
+import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/messages';
 import { TrainerModel } from '../../runtime/trainerModel';
 import type { Engine, RequestOf } from './engine';
 

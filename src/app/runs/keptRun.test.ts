@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { loadEvent, recordSteps, trainingSettings } from '../../core/io/provenance';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { emptyViolationCounts } from '../../core/protocol/violations';
 import { checkRunName, fromKeptRecord, pageHeldOut, pageRunOf, suggestedRunName, toKeptRecord, uniqueRunName } from './keptRun';

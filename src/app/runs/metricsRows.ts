@@ -6,7 +6,7 @@
  * Pure.
  */
 import { VIOLATIONS, type Violation } from '../../core/protocol/violations';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 
 /** A metrics row as the charts read it: the step's metrics and, on evaluation steps, the CLI's held-out fields. */
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { CHARTS } from '../charts/chartSpecs';
 import { contrastRatio } from '../contrast';
 import type { KeptRun } from './keptRun';

@@ -6,7 +6,7 @@ import 'fake-indexeddb/auto';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadEvent } from '../../core/io/provenance';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { setConfirm } from '../session/confirm';
 import { idbStore } from '../session/idbStore';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { loadEvent, recordSteps, trainingSettings } from '../../core/io/provenance';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { type KeyValueStore, SessionArchive } from './archive';
 import { idbStore } from './idbStore';

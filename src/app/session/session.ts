@@ -10,10 +10,10 @@ import type { FrontierPoint } from '../../core/eval/frontier';
 import { REQUIRED_CHECKPOINT_FILES } from '../../core/io/checkpoint';
 import { type ModelCounters, type ProvenanceEvent, PROVENANCE_FORMAT, PROVENANCE_VERSION, parseProvenance } from '../../core/io/provenance';
 import { parseTracesJsonl, tracesToJsonl } from '../../core/io/traces';
-import type { SftMetricsRow } from '../../core/rl/sft';
+import type { SftMetricsRow } from '../../core/sft/sft';
 import { type RunConfig, validateRunConfig } from '../../core/runConfig';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { ModelReport } from '../../runtime/protocol';
+import type { ModelReport } from '../../runtime/messages';
 import type { MetricPoint } from '../runs/metricsRows';
 
 export const SESSION_FORMAT = 'selfcest-page-session';

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { addMetrics } from './events';
 import { clearedHistory, getState, setState } from './store';
 

@@ -4,9 +4,9 @@
  * clears them (showModel) and nothing here needs to know about runs.
  */
 import { recordSteps, trainingSettings } from '../../core/io/provenance';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { EngineEvent } from '../../runtime/protocol';
+import type { EngineEvent } from '../../runtime/messages';
 import { episodesOf } from '../runs/metricsRows';
 import { MAX_EPISODES, appendLog, setState, type EpisodeRow, type MetricPoint } from './store';
 

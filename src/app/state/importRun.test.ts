@@ -6,11 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import { initBackend } from '../../runtime/backend';
-import type { EngineRequest, ModelReport } from '../../runtime/protocol';
+import type { EngineRequest, ModelReport } from '../../runtime/messages';
 import { RunLog } from '../../runtime/runLog';
 import type { TrainerModel } from '../../runtime/trainerModel';
 import type { RequestOf } from '../engine/engine';

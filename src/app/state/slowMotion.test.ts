@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StepAnatomy } from '../../core/rl/anatomy';
 
-import type { StepMetrics } from '../../core/rl/train';
+import type { StepMetrics } from '../../core/rl/grpoStep';
 import type { ContextTrace, EpisodeTrace } from '../../core/rollout/trace';
 import { sampleTrace } from '../../core/rollout/traceFixture';
 import { baselineText, deltaColour, deltaScale, groupColumns, rewardTerms } from './slowMotion';

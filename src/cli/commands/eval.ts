@@ -1,5 +1,5 @@
 import { defaultGrpoConfig } from '../../core/runConfigTargets';
-import { rewardAt } from '../../core/rl/train';
+import { rewardAt } from '../../core/rl/grpoStep';
 import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
 import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';

@@ -5,8 +5,8 @@ import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTar
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
-import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/rl/optim';
-import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/rl/sft';
+import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/optim/adamw';
+import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';

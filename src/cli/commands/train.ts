@@ -5,7 +5,7 @@ import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
-import { AdamW, ADAMW_DEFAULTS } from '../../core/rl/optim';
+import { AdamW, ADAMW_DEFAULTS } from '../../core/optim/adamw';
 import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';

@@ -1,5 +1,5 @@
 import { defaultGrpoConfig } from '../../core/runConfigTargets';
-import { rewardAt } from '../../core/rl/train';
+import { rewardAt } from '../../core/rl/grpoStep';
 /**
  * The reward file for verl: selfcest_reward.py (next to this file, standard-library Python) with
  * a run's reward settings written into its CONFIG block. The Python holds the formula once; only

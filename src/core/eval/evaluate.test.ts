@@ -3,7 +3,7 @@ import { arithmetic } from '../tasks/arithmetic';
 import type { Problem } from '../tasks/types';
 import { meanReward } from './evaluate';
 import { defaultGrpoConfig } from '../runConfigTargets';
-import { rewardAt } from '../rl/train';
+import { rewardAt } from '../rl/grpoStep';
 
 // The table's reward as a run's first step scores it (no token cost yet).
 const REWARD = rewardAt(defaultGrpoConfig(), 0);

@@ -11,9 +11,9 @@
  */
 import type { ModelConfig } from '../model/config';
 import { initParams, disposeParams, type GPTParams } from '../model/params';
-import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../rl/optim';
-import { demoSequence } from '../rl/sequences';
-import { sftStep } from '../rl/sft';
+import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../optim/adamw';
+import { demoSequence } from '../parallel/sequences';
+import { sftStep } from '../sft/sft';
 import { Rng, SEED_MAX } from '../rng';
 import { notationOf } from '../tasks/multihop';
 import { type LookupCase, lookupAccuracy } from './lookup';

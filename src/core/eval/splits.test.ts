@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sftMixSequences } from '../rl/sft';
+import { sftMixSequences } from '../sft/sft';
 import { Rng } from '../rng';
 import { TASKS } from '../tasks';
 import type { Problem, Task } from '../tasks/types';

@@ -4,7 +4,7 @@
  * trainer's (summarize), and NaN for what traces cannot tell (loss, KL, clipping, timing). Pure.
  */
 import { type EpisodeTrace, recordedReward } from '../rollout/trace';
-import type { StepMetrics } from '../rl/train';
+import type { StepMetrics } from '../rl/grpoStep';
 import { summarize } from './evaluate';
 
 /** A trace line as a run writes it: the episode and the training step that sampled it. */

@@ -7,7 +7,7 @@ import { initParams } from '../model/params';
 import { CLONE_VIOLATIONS, VIOLATIONS, type Violation } from '../protocol/violations';
 import { Rng } from '../rng';
 import { type AdvantageConfig, type ContextCredit, type CreditedContext, computeAdvantages, isGated, ratioFactor } from './advantage';
-import { type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './ppoLoss';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.

@@ -6,8 +6,8 @@ import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { stepAnatomy } from './anatomy';
-import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { type GrpoConfig, type RewardFn, grpoStep } from './train';
+import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { type GrpoConfig, type RewardFn, grpoStep } from './grpoStep';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.

@@ -15,8 +15,8 @@ import type { GPTParams } from '../model/params';
 import type { ModelConfig } from '../model/config';
 import { type EpisodeTrace, scoredTrace } from '../rollout/trace';
 import { groupBaseline } from './advantage';
-import { actionLogprobs } from './grpo';
-import { type GrpoConfig, type ScoredEpisode, type StepMetrics, episodeSequences } from './train';
+import { actionLogprobs } from './ppoLoss';
+import { type GrpoConfig, type ScoredEpisode, type StepMetrics, episodeSequences } from './grpoStep';
 
 export interface AnatomyGroup {
   problemId: string;

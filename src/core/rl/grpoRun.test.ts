@@ -10,8 +10,8 @@ import { multihop } from '../tasks/multihop';
 import type { AnyTask } from '../tasks';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { GrpoRun, type HeldOutPoint, heldOutRowFields } from './grpoRun';
-import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { type GrpoConfig, rewardAt } from './train';
+import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { type GrpoConfig, rewardAt } from './grpoStep';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.

@@ -18,9 +18,9 @@ import type { ContextDecoder } from '../rollout/scheduler';
 import { type FrontierPoint, type Method, frontierPoint } from '../eval/frontier';
 import { heldOutProblems } from '../eval/evaluate';
 import { HELD_OUT_SEED } from '../eval/splits';
-import type { TaskMixEntry } from './sft';
-import { type GrpoConfig, type ScoredEpisode, type StepMetrics, type TrainerDeps, grpoStep, restartsOptimizerAt, rewardAt } from './train';
-import type { AdamW } from './optim';
+import type { TaskMixEntry } from '../sft/sft';
+import { type GrpoConfig, type ScoredEpisode, type StepMetrics, type TrainerDeps, grpoStep, restartsOptimizerAt, rewardAt } from './grpoStep';
+import type { AdamW } from '../optim/adamw';
 
 /** One held-out reading: a frontier point of the weights after `step`, for one task of the run's mix, with its mean reward. */
 export interface HeldOutPoint extends FrontierPoint {

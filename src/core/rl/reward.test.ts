@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { episodeReward, lengthPenalty, partialCredit, unusedBudget, validateRewardConfig } from './reward';
 import { defaultGrpoConfig } from '../runConfigTargets';
-import { rewardAt } from '../rl/train';
+import { rewardAt } from './grpoStep';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();

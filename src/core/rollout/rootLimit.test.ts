@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { rootLimitText, rootPrompt } from '../protocol/grammar';
 import { Rng } from '../rng';
-import { rootGeneratedTokens, sftSequences } from '../rl/sft';
-import { promptLimits } from '../rl/train';
+import { rootGeneratedTokens, sftSequences } from '../sft/sft';
+import { promptLimits } from '../rl/grpoStep';
 import { arithmetic, chainText, parseSum } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { VOCAB_SIZE } from '../tokenizer/vocab';

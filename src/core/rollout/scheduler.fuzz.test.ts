@@ -26,7 +26,7 @@ import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './c
 import { type ContextDecoder, RolloutScheduler } from './scheduler';
 import type { EpisodeTrace } from './trace';
 import { defaultGrpoConfig } from '../runConfigTargets';
-import { rewardAt } from '../rl/train';
+import { rewardAt } from '../rl/grpoStep';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();

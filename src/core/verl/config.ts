@@ -4,7 +4,7 @@
  * and the README of an export folder. Written from the run's GrpoConfig, so the recipe travels
  * with the data. Pure.
  */
-import type { GrpoConfig } from '../rl/train';
+import type { GrpoConfig } from '../rl/grpoStep';
 import type { RunConfig, RunConfigKey } from '../runConfig';
 import { ANSWER_MARKER } from './readback';
 

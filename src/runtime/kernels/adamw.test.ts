@@ -6,8 +6,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fusedAdamWAvailable, setFusedAdamW } from '../../core/rl/adamwStep';
-import { AdamW } from '../../core/rl/optim';
+import { fusedAdamWAvailable, setFusedAdamW } from '../../core/optim/adamwStep';
+import { AdamW } from '../../core/optim/adamw';
 import { initBackend } from '../backend';
 
 /** Three AdamW steps on fixed params and gradients; the params and moments after them. */

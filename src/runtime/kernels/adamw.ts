@@ -1,12 +1,12 @@
 /**
- * The fused AdamW kernel (`SelfcestAdamW`, src/core/rl/adamwStep.ts) for each backend: on cpu
+ * The fused AdamW kernel (`SelfcestAdamW`, src/core/optim/adamwStep.ts) for each backend: on cpu
  * and wasm one loop over the tensors' memory, on WebGPU three programs (m', v', then p' from
  * them: tfjs's WebGPU programs write one output each) instead of about fifteen dispatches.
  * `registerAdamWKernels` runs once, from initBackend.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { WebGPUProgram } from '@tensorflow/tfjs-backend-webgpu';
-import { ADAMW_KERNEL, type AdamWStepAttrs, adamwStepArrays } from '../../core/rl/adamwStep';
+import { ADAMW_KERNEL, type AdamWStepAttrs, adamwStepArrays } from '../../core/optim/adamwStep';
 import { registerOnce } from './register';
 
 type Inputs = { p: tf.TensorInfo; g: tf.TensorInfo; m: tf.TensorInfo; v: tf.TensorInfo };

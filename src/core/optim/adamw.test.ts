@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
-import { ADAMW_DEFAULTS, AdamW } from './optim';
+import { ADAMW_DEFAULTS, AdamW } from './adamw';
 
 beforeAll(async () => {
   await initBackend('wasm');

@@ -10,8 +10,8 @@ import type { ModelCounters, ProvenanceEvent } from '../core/io/provenance';
 import type { RunConfig } from '../core/runConfig';
 import type { EpisodeTrace } from '../core/rollout/trace';
 import type { StepAnatomy } from '../core/rl/anatomy';
-import type { StepMetrics } from '../core/rl/train';
-import type { SftMetricsRow } from '../core/rl/sft';
+import type { StepMetrics } from '../core/rl/grpoStep';
+import type { SftMetricsRow } from '../core/sft/sft';
 
 /** Checkpoint files by name (model.safetensors, config.json, tokenizer.json, selfcest.json, …). */
 export type CheckpointFiles = Record<string, ArrayBuffer>;

@@ -8,12 +8,12 @@ import { cloneParams, initParams } from '../model/params';
 import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
-import { ADAMW_DEFAULTS, AdamW } from './optim';
-import { type TaskMixEntry, sftSequences, sftStep } from './sft';
+import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { type TaskMixEntry, sftSequences, sftStep } from '../sft/sft';
 import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
 import { episodeReward } from './reward';
-import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './ppoLoss';
 import {
   type GrpoConfig,
   type RewardFn,
@@ -26,7 +26,7 @@ import {
   lrAt,
   restartsOptimizerAt,
   rewardAt,
-} from './train';
+} from './grpoStep';
 import { scoredTrace } from '../rollout/trace';
 import { defaultGrpoConfig, defaultSftConfig } from '../runConfigTargets';
 

@@ -5,7 +5,7 @@ import { presetConfig } from '../model/config';
 import { forwardLogits, targetLogProbs } from '../model/gpt';
 import { initParams } from '../model/params';
 import { Rng } from '../rng';
-import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './grpo';
+import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients, withReferenceLogprobs } from './ppoLoss';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.

@@ -44,9 +44,9 @@ import {
   policyGradients,
   tokenMeans,
   withReferenceLogprobs,
-} from './grpo';
-import type { AdamW } from './optim';
-import { type TaskMixEntry, pickMixEntry, rootGeneratedTokens } from './sft';
+} from './ppoLoss';
+import type { AdamW } from '../optim/adamw';
+import { type TaskMixEntry, pickMixEntry, rootGeneratedTokens } from '../sft/sft';
 import { type RewardBreakdown, type RewardConfig, episodeReward } from './reward';
 
 export interface DynamicSamplingConfig {

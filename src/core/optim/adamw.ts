@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { adamwStep, fusedAdamWAvailable } from './adamwStep';
-import { squaredGlobalNorm } from './grads';
+import { squaredGlobalNorm } from '../parallel/grads';
 
 export interface AdamWConfig {
   lr: number;

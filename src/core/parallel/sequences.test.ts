@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type RlSequence, aggregationWeights, packRl, packRlPlan } from './grpo';
+import { type RlSequence, aggregationWeights, packRl, packRlPlan } from '../rl/ppoLoss';
 import { GROUP_OVERHEAD_CELLS, bucketByLength, groupOverheadCells, lengthGroups, shareGroups } from './sequences';
 
 describe('lengthGroups', () => {

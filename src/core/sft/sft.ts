@@ -7,7 +7,7 @@
  * run sees exactly the data an uninterrupted one would.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from './grads';
+import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from '../parallel/grads';
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
@@ -16,9 +16,9 @@ import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
 import type { AnyTaskOptions, DemoContext, Demonstration, Task, TaskEntry, TeacherStyle } from '../tasks';
 import { BUDGET_BUCKETS } from '../tokenizer/vocab';
-import { AdamW, cosineLr } from './optim';
-import { type Claims, type Patience, computeQueue } from './shares';
-import { type PaddedBatch, type TrainSequence, demoSequence, groupPlan, padBatch } from './sequences';
+import { AdamW, cosineLr } from '../optim/adamw';
+import { type Claims, type Patience, computeQueue } from '../parallel/shares';
+import { type PaddedBatch, type TrainSequence, demoSequence, groupPlan, padBatch } from '../parallel/sequences';
 
 export interface SftConfig {
   task: string;

@@ -7,7 +7,7 @@
  * message per worker.
  */
 import type { ModelConfig } from '../core/model/config';
-import type { BackendReport } from './protocol';
+import type { BackendReport } from './messages';
 import type { BackendPreference } from './selectBackend';
 import type { WeightPayload } from './weights';
 

@@ -27,9 +27,9 @@
  * nothing; a gated context that keeps its KL term comes with advantage 0 (advantage.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from './grads';
-import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from './sequences';
-import { type Claims, type Patience, type QueuePlan, computeQueue, computeShares } from './shares';
+import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from '../parallel/grads';
+import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from '../parallel/sequences';
+import { type Claims, type Patience, type QueuePlan, computeQueue, computeShares } from '../parallel/shares';
 import type { ModelConfig } from '../model/config';
 import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
