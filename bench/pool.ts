@@ -15,8 +15,8 @@ import { Rng } from '../src/core/rng';
 import type { ContextDecoder } from '../src/core/rollout/scheduler';
 import type { BackendName } from '../src/runtime/backend';
 import { startNodePool } from '../src/runtime/node/pool';
-import { PooledDecoder } from '../src/runtime/pooledDecoder';
-import { packWeights } from '../src/runtime/weights';
+import { PooledDecoder } from '../src/runtime/rollout/pooledDecoder';
+import { packWeights } from '../src/runtime/transport/weights';
 
 const CONTEXTS = 32;
 const NEW_TOKENS = 64;

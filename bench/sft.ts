@@ -23,7 +23,7 @@ import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { UsageError } from '../src/cli/args';
 import type { BackendName } from '../src/runtime/backend';
-import type { GradPool } from '../src/runtime/gradPool';
+import type { GradPool } from '../src/runtime/gradient/gradPool';
 import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 import { median, trainingSequences } from './workloads';
 

@@ -13,12 +13,12 @@ import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAGE_DEFAULTS, type RunConfig, configToHash, runConfigFlags } from '../src/core/runConfig';
 import { OPTIMIZER_FILES, decodeOptimizerFile } from '../src/core/io/optimizerFile';
-import { EngineClient } from '../src/runtime/engineClient';
+import { EngineClient } from '../src/runtime/engine/engineClient';
 import { nodeEndpoint } from '../src/runtime/node/nodeEndpoint';
 import { nodeHost } from '../src/runtime/node/nodeHost';
-import type { EngineEvent } from '../src/runtime/messages';
-import { serveEngine } from '../src/runtime/serveEngine';
-import type { Engine } from '../src/runtime/engine';
+import type { EngineEvent } from '../src/runtime/engine/messages';
+import { serveEngine } from '../src/runtime/engine/serveEngine';
+import type { Engine } from '../src/runtime/engine/engine';
 
 function cli(args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {

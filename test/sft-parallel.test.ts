@@ -8,7 +8,7 @@ import { type RemoteGradients, sftSequences, sftStep } from '../src/core/sft/sft
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { initBackend } from '../src/runtime/backend';
-import type { GradPool } from '../src/runtime/gradPool';
+import type { GradPool } from '../src/runtime/gradient/gradPool';
 import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
 import { defaultSftConfig } from '../src/core/runConfigTargets';
 

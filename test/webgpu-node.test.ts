@@ -19,7 +19,7 @@ import { addAll } from '../src/core/parallel/grads';
 import { Rng } from '../src/core/rng';
 import { decodeCheckpoint } from '../src/core/io/checkpoint';
 import { ZERO_COUNTERS } from '../src/core/io/provenance';
-import { TrainerModel } from '../src/runtime/trainerModel';
+import { TrainerModel } from '../src/runtime/engine/trainerModel';
 import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 

@@ -1,6 +1,6 @@
 /** Checkpoint file sets as they reach the engine: fetched from a served folder, or chosen by the user. */
 import { OPTIONAL_CHECKPOINT_FILES as OPTIONAL, REQUIRED_CHECKPOINT_FILES as REQUIRED } from '../core/io/checkpoint';
-import type { CheckpointFiles } from './messages';
+import type { CheckpointFiles } from './engine/messages';
 
 /** `baseUrl` + name, whether or not the base ends with a slash. */
 export function fileUrl(baseUrl: string, name: string): string {

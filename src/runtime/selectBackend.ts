@@ -8,7 +8,7 @@
  * 'auto' passes over a software WebGPU adapter (softwareAdapter.ts) and says so in `reason`.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { BackendReport } from './messages';
+import type { BackendReport } from './engine/messages';
 import { type BackendPreference, initBackend } from './backend';
 import { type AdapterFacts, webgpuPassedOver } from './softwareAdapter';
 import { fastBatchMatMulActive } from './wasmKernels/batchMatMul';

@@ -1,5 +1,5 @@
 /** The real engine: a trainer worker (and its rollout workers) behind src/runtime's client. */
-import { EngineClient } from '../../runtime/engineClient';
+import { EngineClient } from '../../runtime/engine/engineClient';
 import type { Engine } from './engine';
 
 export function createEngine(): Engine {

@@ -1,8 +1,8 @@
 /**
- * The page's view of the engine: the typed request/event contract of src/runtime/messages.ts.
+ * The page's view of the engine: the typed request/event contract of src/runtime/engine/messages.ts.
  * The store's actions are the only callers of `request`; events flow into the store.
  */
-import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/messages';
+import type { EngineEvent, EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
 
 export type RequestOf<K extends EngineRequestKind> = Extract<EngineRequest, { kind: K }>;
 

@@ -1,7 +1,7 @@
 /**
  * An engine stand-in for tests of the page's flows (not part of the app: only tests import it).
  * It holds a real TrainerModel, starting from the shipped tiny warm start (call initBackend('cpu')
- * first), answers loadFiles and exportWeights over it as src/runtime/engine.ts does, and records
+ * first), answers loadFiles and exportWeights over it as src/runtime/engine/engine.ts does, and records
  * every request. A test's own engine extends `answer` with the requests it sends (step, sft,
  * reset, ...) and hands the rest to `super.answer`; anything else throws.
  */
@@ -11,8 +11,8 @@ import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { ZERO_COUNTERS } from '../../core/io/provenance';
 import type { RunConfig } from '../../core/runConfig';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
-import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/messages';
-import { TrainerModel } from '../../runtime/trainerModel';
+import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
+import { TrainerModel } from '../../runtime/engine/trainerModel';
 import type { Engine, RequestOf } from './engine';
 
 /** The shipped tiny warm start in the repository, and the source the page names it by. */

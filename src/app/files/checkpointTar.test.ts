@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { initBackend } from '../../runtime/backend';
-import { TrainerModel } from '../../runtime/trainerModel';
+import { TrainerModel } from '../../runtime/engine/trainerModel';
 import { IMPORT_HELP, checkpointFilesOf, weightsTar, type PickedFile } from './checkpointTar';
 import { tarArchive } from './tar';
 

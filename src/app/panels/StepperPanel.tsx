@@ -4,7 +4,7 @@
  */
 import { useState } from 'react';
 import type { ContextTrace } from '../../core/rollout/trace';
-import type { StepperState } from '../../runtime/messages';
+import type { StepperState } from '../../runtime/engine/messages';
 import { openTree, stepperAdvance, stepperStart } from '../state/actions';
 import { type Advance, advanceNote } from '../state/stepperNote';
 import { getState, usePlayground } from '../state/store';

@@ -14,7 +14,7 @@ import { type RunConfig, validateRunConfig } from '../../core/runConfig';
 import { TraceFormatError, parseTracesJsonl } from '../../core/io/traces';
 import type { SteppedTrace } from '../../core/eval/traceRows';
 import { type MetricPoint, MetricsRowError, checkMetricsRows } from './metricsRows';
-import type { ModelReport } from '../../runtime/messages';
+import type { ModelReport } from '../../runtime/engine/messages';
 import type { SftMetricsRow } from '../../core/sft/sft';
 
 export const KEPT_RUN_FORMAT = 'selfcest-kept-run';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ModelCounters } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/grpoStep';
-import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/messages';
+import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
 import type { RequestOf } from '../engine/engine';
 import { addMetrics } from '../state/events';
 import { INITIAL_STATE, getState, setState } from '../state/store';

@@ -14,7 +14,7 @@
  */
 import { type ModelCounters, provenanceUpTo } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
-import type { EngineRequestKind } from '../../runtime/messages';
+import type { EngineRequestKind } from '../../runtime/engine/messages';
 import type { Engine } from '../engine/engine';
 import { type PlaygroundState, appendLog, getState, loopActive, setState, usePlayground } from '../state/store';
 import type { SessionArchive } from './archive';

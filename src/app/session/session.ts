@@ -13,7 +13,7 @@ import { parseTracesJsonl, tracesToJsonl } from '../../core/io/traces';
 import type { SftMetricsRow } from '../../core/sft/sft';
 import { type RunConfig, validateRunConfig } from '../../core/runConfig';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { ModelReport } from '../../runtime/messages';
+import type { ModelReport } from '../../runtime/engine/messages';
 import type { MetricPoint } from '../runs/metricsRows';
 
 export const SESSION_FORMAT = 'selfcest-page-session';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
-import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/messages';
+import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
 import type { Engine, RequestOf } from '../engine/engine';
 import { tarArchive } from '../files/tar';
 import { attachEngine, importFiles, pause } from './actions';

@@ -4,7 +4,7 @@
  */
 import { type Method, frontierCsv } from '../../core/eval/frontier';
 import { configToHash, defaultGradWorkerCount, defaultWorkerCount, type RunConfig, startCheckpoint } from '../../core/runConfig';
-import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/messages';
+import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
 import type { Engine, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
 import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';

@@ -6,7 +6,7 @@
 import { recordSteps, trainingSettings } from '../../core/io/provenance';
 import type { StepMetrics } from '../../core/rl/grpoStep';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { EngineEvent } from '../../runtime/messages';
+import type { EngineEvent } from '../../runtime/engine/messages';
 import { episodesOf } from '../runs/metricsRows';
 import { MAX_EPISODES, appendLog, setState, type EpisodeRow, type MetricPoint } from './store';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
-import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/messages';
+import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
 import type { Engine, RequestOf } from '../engine/engine';
 import { applyConfig, attachEngine } from './actions';
 import { INITIAL_STATE, getState, setState } from './store';

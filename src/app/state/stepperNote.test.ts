@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TRACE_SCHEMA, type EpisodeEvent } from '../../core/rollout/trace';
-import type { StepperState } from '../../runtime/messages';
+import type { StepperState } from '../../runtime/engine/messages';
 import { advanceNote } from './stepperNote';
 
 function state(events: EpisodeEvent[], done: boolean): StepperState {

@@ -2,7 +2,7 @@
  * What the stepper says after an advance that did not do what its button names: "To next spawn"
  * on an episode that spawns no more runs to the end (the engine stops there), and says so.
  */
-import type { StepperState } from '../../runtime/messages';
+import type { StepperState } from '../../runtime/engine/messages';
 
 export type Advance = 'token' | 'spawn' | 'end';
 

@@ -6,7 +6,7 @@ import { create } from 'zustand';
 import { PAGE_DEFAULTS } from '../../core/runConfig';
 import type { StepAnatomy } from '../../core/rl/anatomy';
 import type { EpisodeTrace } from '../../core/rollout/trace';
-import type { BackendReport, EngineRequestKind, StepperState } from '../../runtime/messages';
+import type { BackendReport, EngineRequestKind, StepperState } from '../../runtime/engine/messages';
 import type { KeptRun, PageRunState } from '../runs/keptRun';
 import type { MetricPoint } from '../runs/metricsRows';
 

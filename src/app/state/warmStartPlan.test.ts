@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { loadEvent, recordSteps, trainingSettings } from '../../core/io/provenance';
 import { cosineLr } from '../../core/sft/sft';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
-import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/messages';
+import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
 import type { Engine, RequestOf } from '../engine/engine';
 import { setConfirm } from '../session/confirm';
 import { attachEngine, warmStart } from './actions';

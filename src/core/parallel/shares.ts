@@ -1,5 +1,5 @@
 /**
- * Work shared with remote workers (the gradient workers of runtime/gradPool.ts). The gradients
+ * Work shared with remote workers (the gradient workers of runtime/gradient/gradPool.ts). The gradients
  * of the SFT step and of a GRPO update go through `computeQueue`: each micro-batch is taken by
  * whichever thread is free, and the results are folded in micro-batch order, so the sum is the
  * same bits whoever computed what. The reference pass of the KL term (a result per sequence, no

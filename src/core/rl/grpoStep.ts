@@ -230,7 +230,7 @@ export interface TrainerDeps<O> {
   gradients?: GradientShare;
 }
 
-/** Gradient workers as the trainer sees them (runtime/gradPool.ts); they take shares of the reference pass too. */
+/** Gradient workers as the trainer sees them (runtime/gradient/gradPool.ts); they take shares of the reference pass too. */
 export interface GradientShare extends ReferenceShare {
   /** Brings every worker onto `params` as they are now (called before each update that shares). */
   sync(params: GPTParams): Promise<void>;

@@ -1,6 +1,6 @@
 /** Entry of a gradient worker thread in Node (see ../gradWorker.ts). */
 import { parentPort } from 'node:worker_threads';
-import { serveGradWorker } from '../gradWorker';
+import { serveGradWorker } from '../gradient/gradWorker';
 import { selectNodeBackend } from './nodeBackend';
 import { nodeEndpoint } from './nodeEndpoint';
 

@@ -1,5 +1,5 @@
 /** Gradient workers in Node: worker threads behind a GradPool (../gradPool.ts). */
-import { GradPool } from '../gradPool';
+import { GradPool } from '../gradient/gradPool';
 import type { BackendPreference } from '../selectBackend';
 import { prepareWebgpuWorkers } from './nodeWebgpu';
 import { startNodeWorker } from './startWorker';

@@ -3,7 +3,7 @@
  * `webgpu` package (nodeWebgpu.ts), installed only when asked for: a software adapter is far
  * slower than wasm. As in selectBackend, a WebGPU that cannot start falls back to wasm with a note.
  */
-import type { BackendReport } from '../messages';
+import type { BackendReport } from '../engine/messages';
 import { type BackendPreference, selectBackend } from '../selectBackend';
 import { installNodeWebgpu } from './nodeWebgpu';
 

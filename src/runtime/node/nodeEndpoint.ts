@@ -1,6 +1,6 @@
 /** Endpoint and WorkerHandle over Node's worker_threads (ports deliver data, not events). */
 import type { MessagePort, TransferListItem, Worker } from 'node:worker_threads';
-import type { Endpoint, WorkerHandle } from '../endpoint';
+import type { Endpoint, WorkerHandle } from '../transport/endpoint';
 
 export function nodeEndpoint(port: MessagePort | Worker): Endpoint {
   return {

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { httpFetchFile } from '../checkpointFiles';
-import type { EngineHost } from '../engineHost';
+import type { EngineHost } from '../engine/engineHost';
 import { selectNodeBackend } from './nodeBackend';
 import { GRAD_WORKER_ENTRY } from './gradWorkers';
 import { ROLLOUT_WORKER_ENTRY } from './pool';

@@ -1,10 +1,10 @@
 /** Rollout pools of worker threads for the CLI and the tests. */
 import { paramsToArrays } from '../../core/model/params';
 import type { Policy } from '../../core/policy';
-import { PooledDecoder } from '../pooledDecoder';
-import { RolloutPool } from '../rolloutPool';
+import { PooledDecoder } from '../rollout/pooledDecoder';
+import { RolloutPool } from '../rollout/rolloutPool';
 import type { BackendPreference } from '../selectBackend';
-import { packWeights } from '../weights';
+import { packWeights } from '../transport/weights';
 import { prepareWebgpuWorkers } from './nodeWebgpu';
 import { startNodeWorker } from './startWorker';
 

@@ -1,6 +1,6 @@
 /** Entry of a rollout worker thread in Node (see ../rolloutWorker.ts). */
 import { parentPort } from 'node:worker_threads';
-import { serveRolloutWorker } from '../rolloutWorker';
+import { serveRolloutWorker } from '../rollout/rolloutWorker';
 import { nodeEndpoint } from './nodeEndpoint';
 import { selectNodeBackend } from './nodeBackend';
 
