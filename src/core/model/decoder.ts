@@ -1,0 +1,297 @@
+/**
+ * Decoder-only language models of the Llama family as Hugging Face defines them (modeling_llama,
+ * modeling_qwen2, modeling_qwen3): RMSNorm before attention and MLP, rotary positions, grouped-query
+ * attention, a SwiGLU MLP, tied or untied embeddings, and the biases and norms each family adds:
+ *
+ *   llama   q/k/v/o biases when `attention_bias`, MLP biases when `mlp_bias`
+ *   qwen2   q/k/v biases, no o bias
+ *   qwen3   RMSNorm over each head of q and k (q_norm, k_norm) before the rotation; q/k/v/o
+ *           biases when `attention_bias`
+ *
+ * One layer, in HF's order:  h = x + o(attn(rope(norm_q(q(n1(x)))), rope(norm_k(k(n1(x)))), v(n1(x))))
+ *                            y = h + down(silu(gate(n2(h))) · up(n2(h)))
+ * and logits = lm_head(norm(y)), lm_head = embed_tokens when tied. Weights stay as the checkpoint
+ * holds them ([out, in]); a linear layer is x·Wᵀ (+ b). Everything in float32.
+ *
+ * The config reads both the layout of transformers 5 (`rope_parameters`) and the older one
+ * (`rope_theta`, `rope_scaling`), and the rope types `default`, `linear` and `llama3`; anything
+ * else is refused by name rather than run differently from the reference.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { DecodedTensor } from '../io/safetensors';
+
+export type DecoderFamily = 'llama' | 'qwen2' | 'qwen3';
+export const DECODER_FAMILIES: readonly DecoderFamily[] = ['llama', 'qwen2', 'qwen3'];
+
+export type RopeScaling =
+  | { type: 'default' }
+  | { type: 'linear'; factor: number }
+  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositions: number };
+
+export interface DecoderConfig {
+  family: DecoderFamily;
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  rope: RopeScaling;
+  maxPositions: number;
+  tieEmbeddings: boolean;
+  /** Biases on q, k, v (qwen2; llama with attention_bias). */
+  qkvBias: boolean;
+  /** A bias on o (llama and qwen3 with attention_bias). */
+  oBias: boolean;
+  /** Biases on gate, up and down (llama with mlp_bias). */
+  mlpBias: boolean;
+  /** RMSNorm of each q and k head (qwen3). */
+  qkNorm: boolean;
+}
+
+export class DecoderConfigError extends Error {
+  constructor(message: string) {
+    super(`config.json: ${message}`);
+    this.name = 'DecoderConfigError';
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** A Hugging Face config.json of a llama, qwen2 or qwen3 causal LM, checked field by field. */
+export function decoderConfigFromHf(raw: unknown): DecoderConfig {
+  if (!isObject(raw)) throw new DecoderConfigError('must be a JSON object');
+  const family = raw.model_type;
+  if (typeof family !== 'string' || !(DECODER_FAMILIES as readonly string[]).includes(family)) {
+    throw new DecoderConfigError(`model_type ${JSON.stringify(family)} is not one of ${DECODER_FAMILIES.join(', ')}`);
+  }
+  const int = (key: string, fallback?: number): number => {
+    const v = raw[key] ?? fallback;
+    if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  const num = (key: string, v: unknown): number => {
+    if (!(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive number (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  const bool = (key: string, fallback: boolean): boolean => {
+    const v = raw[key] ?? fallback;
+    if (typeof v !== 'boolean') throw new DecoderConfigError(`${key} must be true or false (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  if (raw.hidden_act !== undefined && raw.hidden_act !== 'silu') throw new DecoderConfigError(`hidden_act ${JSON.stringify(raw.hidden_act)} is not silu`);
+  const hiddenSize = int('hidden_size');
+  const heads = int('num_attention_heads');
+  const kvHeads = int('num_key_value_heads', heads);
+  if (heads % kvHeads !== 0) throw new DecoderConfigError(`num_attention_heads ${heads} is not a multiple of num_key_value_heads ${kvHeads}`);
+  const headDim = raw.head_dim === undefined || raw.head_dim === null ? hiddenSize / heads : int('head_dim');
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new DecoderConfigError(`head_dim ${headDim} must be an even integer`);
+  // transformers 5 keeps theta and scaling in rope_parameters; older configs in rope_theta and rope_scaling.
+  const params = isObject(raw.rope_parameters) ? raw.rope_parameters : isObject(raw.rope_scaling) ? raw.rope_scaling : {};
+  const ropeTheta = num('rope_theta', params.rope_theta ?? raw.rope_theta ?? 10000);
+  const type = params.rope_type ?? params.type ?? 'default';
+  let rope: RopeScaling;
+  if (type === 'default') rope = { type: 'default' };
+  else if (type === 'linear') rope = { type: 'linear', factor: num('rope factor', params.factor) };
+  else if (type === 'llama3') {
+    rope = {
+      type: 'llama3',
+      factor: num('rope factor', params.factor),
+      lowFreqFactor: num('rope low_freq_factor', params.low_freq_factor),
+      highFreqFactor: num('rope high_freq_factor', params.high_freq_factor),
+      originalMaxPositions: num('rope original_max_position_embeddings', params.original_max_position_embeddings),
+    };
+  } else throw new DecoderConfigError(`rope type ${JSON.stringify(type)} is not supported (default, linear, llama3)`);
+  if (raw.use_sliding_window === true) throw new DecoderConfigError('sliding-window attention (use_sliding_window) is not supported');
+  const attentionBias = bool('attention_bias', family === 'qwen2');
+  return {
+    family: family as DecoderFamily,
+    vocabSize: int('vocab_size'),
+    hiddenSize,
+    intermediateSize: int('intermediate_size'),
+    layers: int('num_hidden_layers'),
+    heads,
+    kvHeads,
+    headDim,
+    rmsNormEps: num('rms_norm_eps', raw.rms_norm_eps ?? 1e-6),
+    ropeTheta,
+    rope,
+    maxPositions: int('max_position_embeddings'),
+    tieEmbeddings: bool('tie_word_embeddings', false),
+    qkvBias: family === 'qwen2' || attentionBias,
+    oBias: family !== 'qwen2' && attentionBias,
+    mlpBias: family === 'llama' && bool('mlp_bias', false),
+    qkNorm: family === 'qwen3',
+  };
+}
+
+/** The checkpoint's tensors a config needs, with their shapes (HF names). */
+export function decoderTensorSpecs(c: DecoderConfig): { name: string; shape: number[] }[] {
+  const specs: { name: string; shape: number[] }[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, c.hiddenSize] }];
+  const q = c.heads * c.headDim;
+  const kv = c.kvHeads * c.headDim;
+  for (let l = 0; l < c.layers; l++) {
+    const p = `model.layers.${l}`;
+    specs.push({ name: `${p}.input_layernorm.weight`, shape: [c.hiddenSize] });
+    specs.push({ name: `${p}.self_attn.q_proj.weight`, shape: [q, c.hiddenSize] });
+    specs.push({ name: `${p}.self_attn.k_proj.weight`, shape: [kv, c.hiddenSize] });
+    specs.push({ name: `${p}.self_attn.v_proj.weight`, shape: [kv, c.hiddenSize] });
+    specs.push({ name: `${p}.self_attn.o_proj.weight`, shape: [c.hiddenSize, q] });
+    if (c.qkvBias) {
+      specs.push({ name: `${p}.self_attn.q_proj.bias`, shape: [q] });
+      specs.push({ name: `${p}.self_attn.k_proj.bias`, shape: [kv] });
+      specs.push({ name: `${p}.self_attn.v_proj.bias`, shape: [kv] });
+    }
+    if (c.oBias) specs.push({ name: `${p}.self_attn.o_proj.bias`, shape: [c.hiddenSize] });
+    if (c.qkNorm) {
+      specs.push({ name: `${p}.self_attn.q_norm.weight`, shape: [c.headDim] });
+      specs.push({ name: `${p}.self_attn.k_norm.weight`, shape: [c.headDim] });
+    }
+    specs.push({ name: `${p}.post_attention_layernorm.weight`, shape: [c.hiddenSize] });
+    specs.push({ name: `${p}.mlp.gate_proj.weight`, shape: [c.intermediateSize, c.hiddenSize] });
+    specs.push({ name: `${p}.mlp.up_proj.weight`, shape: [c.intermediateSize, c.hiddenSize] });
+    specs.push({ name: `${p}.mlp.down_proj.weight`, shape: [c.hiddenSize, c.intermediateSize] });
+    if (c.mlpBias) {
+      specs.push({ name: `${p}.mlp.gate_proj.bias`, shape: [c.intermediateSize] });
+      specs.push({ name: `${p}.mlp.up_proj.bias`, shape: [c.intermediateSize] });
+      specs.push({ name: `${p}.mlp.down_proj.bias`, shape: [c.hiddenSize] });
+    }
+  }
+  specs.push({ name: 'model.norm.weight', shape: [c.hiddenSize] });
+  if (!c.tieEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, c.hiddenSize] });
+  return specs;
+}
+
+export type DecoderParams = Map<string, tf.Tensor>;
+
+/**
+ * The weights of a checkpoint's tensors as tfjs tensors, after checking that every tensor the
+ * config needs is there with its shape; extra tensors (rotary caches some exports keep) are left.
+ */
+export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, DecodedTensor>): DecoderParams {
+  const params: DecoderParams = new Map();
+  try {
+    for (const { name, shape } of decoderTensorSpecs(c)) {
+      const t = tensors.get(name);
+      if (!t) throw new Error(`the weights lack ${name} (shape [${shape.join(', ')}])`);
+      if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+        throw new Error(`${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
+      }
+      params.set(name, tf.tensor(t.data, shape, 'float32'));
+    }
+  } catch (e) {
+    params.forEach((t) => t.dispose());
+    throw e;
+  }
+  return params;
+}
+
+/** The rotary inverse frequencies of a config (HF's `_compute_*_parameters`), float64. */
+export function ropeInverseFrequencies(c: Pick<DecoderConfig, 'headDim' | 'ropeTheta' | 'rope'>): Float64Array {
+  const half = c.headDim / 2;
+  const inv = Float64Array.from({ length: half }, (_, i) => 1 / c.ropeTheta ** ((2 * i) / c.headDim));
+  const r = c.rope;
+  if (r.type === 'linear') return inv.map((f) => f / r.factor);
+  if (r.type === 'llama3') {
+    const lowWavelen = r.originalMaxPositions / r.lowFreqFactor;
+    const highWavelen = r.originalMaxPositions / r.highFreqFactor;
+    return inv.map((f) => {
+      const wavelen = (2 * Math.PI) / f;
+      if (wavelen > lowWavelen) return f / r.factor;
+      if (wavelen < highWavelen) return f;
+      const smooth = (r.originalMaxPositions / wavelen - r.lowFreqFactor) / (r.highFreqFactor - r.lowFreqFactor);
+      return ((1 - smooth) * f) / r.factor + smooth * f;
+    });
+  }
+  return inv;
+}
+
+/** cos and sin of every position × frequency, [T, headDim] (the halves repeated, as HF's `cat(freqs, freqs)`). */
+function rotaryTables(c: DecoderConfig, positions: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  const inv = ropeInverseFrequencies(c);
+  const half = inv.length;
+  const cos = new Float32Array(positions * c.headDim);
+  const sin = new Float32Array(positions * c.headDim);
+  for (let t = 0; t < positions; t++) {
+    for (let i = 0; i < half; i++) {
+      const a = t * inv[i];
+      cos[t * c.headDim + i] = cos[t * c.headDim + half + i] = Math.cos(a);
+      sin[t * c.headDim + i] = sin[t * c.headDim + half + i] = Math.sin(a);
+    }
+  }
+  return { cos: tf.tensor2d(cos, [positions, c.headDim]), sin: tf.tensor2d(sin, [positions, c.headDim]) };
+}
+
+function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {
+  const variance = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
+}
+
+function linear(x: tf.Tensor, w: tf.Tensor, b?: tf.Tensor): tf.Tensor {
+  const shape = x.shape;
+  const y = tf.matMul(tf.reshape(x, [-1, shape[shape.length - 1]]), w, false, true);
+  const out = tf.reshape(y, [...shape.slice(0, -1), w.shape[0]]);
+  return b ? tf.add(out, b) : out;
+}
+
+/** x·cos + rotate_half(x)·sin over the last axis, x [B, H, T, D]. */
+function rotate(x: tf.Tensor4D, cos: tf.Tensor2D, sin: tf.Tensor2D): tf.Tensor {
+  const half = x.shape[3] / 2;
+  const [x1, x2] = tf.split(x, [half, half], 3);
+  const rotated = tf.concat([tf.neg(x2), x1], 3);
+  return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+}
+
+/** Logits [B, T, V] of token ids [B, T] (every row starts at position 0; causal attention). */
+export function decoderLogits(params: DecoderParams, c: DecoderConfig, tokens: tf.Tensor2D): tf.Tensor3D {
+  return tf.tidy(() => {
+    const [batch, time] = tokens.shape;
+    if (time > c.maxPositions) throw new Error(`decoder: ${time} tokens exceed max_position_embeddings ${c.maxPositions}`);
+    const get = (name: string) => {
+      const t = params.get(name);
+      if (!t) throw new Error(`decoder: no weight ${name}`);
+      return t;
+    };
+    const opt = (name: string) => params.get(name);
+    const { cos, sin } = rotaryTables(c, time);
+    const mask = tf.linalg.bandPart(tf.ones([time, time]), -1, 0);
+    const negative = tf.mul(tf.sub(1, mask), -1e9);
+    const group = c.heads / c.kvHeads;
+    let x: tf.Tensor = tf.gather(get('model.embed_tokens.weight'), tf.reshape(tokens, [-1]));
+    x = tf.reshape(x, [batch, time, c.hiddenSize]);
+    const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
+    for (let l = 0; l < c.layers; l++) {
+      const p = `model.layers.${l}`;
+      const h = rmsNorm(x, get(`${p}.input_layernorm.weight`), c.rmsNormEps);
+      let q = heads(linear(h, get(`${p}.self_attn.q_proj.weight`), opt(`${p}.self_attn.q_proj.bias`)), c.heads);
+      let k = heads(linear(h, get(`${p}.self_attn.k_proj.weight`), opt(`${p}.self_attn.k_proj.bias`)), c.kvHeads);
+      let v = heads(linear(h, get(`${p}.self_attn.v_proj.weight`), opt(`${p}.self_attn.v_proj.bias`)), c.kvHeads);
+      if (c.qkNorm) {
+        q = rmsNorm(q, get(`${p}.self_attn.q_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
+        k = rmsNorm(k, get(`${p}.self_attn.k_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
+      }
+      q = rotate(q, cos, sin) as tf.Tensor4D;
+      k = rotate(k, cos, sin) as tf.Tensor4D;
+      if (group > 1) {
+        // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
+        const repeat = (t: tf.Tensor4D) => tf.reshape(tf.tile(tf.expandDims(t, 2), [1, 1, group, 1, 1]), [batch, c.heads, time, c.headDim]) as tf.Tensor4D;
+        k = repeat(k);
+        v = repeat(v);
+      }
+      const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
+      const attended = tf.matMul(tf.softmax(scores, -1), v);
+      const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
+      x = tf.add(x, linear(merged, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`)));
+      const h2 = rmsNorm(x, get(`${p}.post_attention_layernorm.weight`), c.rmsNormEps);
+      const gate = linear(h2, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
+      const up = linear(h2, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
+      x = tf.add(x, linear(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`)));
+    }
+    const final = rmsNorm(x, get('model.norm.weight'), c.rmsNormEps);
+    const head = c.tieEmbeddings ? get('model.embed_tokens.weight') : get('lm_head.weight');
+    return linear(final, head) as tf.Tensor3D;
+  });
+}
