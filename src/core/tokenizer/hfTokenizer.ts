@@ -1,0 +1,86 @@
+/**
+ * A real model's tokenizer from its Hugging Face folder, through @xenova/transformers (remote loading
+ * off): tokenizer.json, tokenizer_config.json (the tokenizer class, special tokens and, on the Hub's
+ * models, the chat template) and, as transformers 5 saves it, chat_template.jinja beside them. The
+ * class is picked as AutoTokenizer picks it (tokenizer_class without "Fast"), so Llama's and Qwen's
+ * own rules apply; an unknown class uses the base tokenizer.
+ */
+import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
+import { type FolderReader, HfFolderError } from '../io/hfFolder';
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+export class HfTokenizer {
+  private constructor(
+    private readonly hf: PreTrainedTokenizer,
+    /** The chat template the folder gives (tokenizer_config.json or chat_template.jinja); null: none. */
+    readonly chatTemplate: string | null,
+  ) {}
+
+  static async fromFolder(read: FolderReader): Promise<HfTokenizer> {
+    const json = async (name: string): Promise<Record<string, unknown> | null> => {
+      const bytes = await read(name);
+      if (bytes === null) return null;
+      let v: unknown;
+      try {
+        v = JSON.parse(new TextDecoder().decode(bytes));
+      } catch (e) {
+        throw new HfFolderError(`${name}: not valid JSON (${(e as Error).message})`);
+      }
+      if (!isObject(v)) throw new HfFolderError(`${name}: must be a JSON object`);
+      return v;
+    };
+    const tokenizer = await json('tokenizer.json');
+    if (tokenizer === null) throw new HfFolderError('the folder has no tokenizer.json (only fast tokenizers are read)');
+    const config = (await json('tokenizer_config.json')) ?? {};
+    const jinja = await read('chat_template.jinja');
+    const template = typeof config.chat_template === 'string' ? config.chat_template : jinja !== null ? new TextDecoder().decode(jinja) : null;
+    const name = typeof config.tokenizer_class === 'string' ? config.tokenizer_class.replace(/Fast$/, '') : 'PreTrainedTokenizer';
+    const mapping = (AutoTokenizer as unknown as { TOKENIZER_CLASS_MAPPING: Record<string, typeof PreTrainedTokenizer> }).TOKENIZER_CLASS_MAPPING;
+    const Cls = mapping[name] ?? PreTrainedTokenizer;
+    // tokenizers ≥ 0.20 writes BPE merges as pairs; @xenova/transformers 2 reads "a b" strings.
+    const model = tokenizer.model;
+    if (isObject(model) && Array.isArray(model.merges) && model.merges.some((m) => Array.isArray(m))) {
+      if (model.merges.some((m) => Array.isArray(m) && m.some((part) => typeof part !== 'string' || part.includes(' ')))) {
+        throw new HfFolderError('tokenizer.json: a BPE merge pair holds a piece with a space, which this tokenizer library cannot read');
+      }
+      tokenizer.model = { ...model, merges: model.merges.map((m) => (Array.isArray(m) ? m.join(' ') : m)) };
+    }
+    let hf: PreTrainedTokenizer;
+    try {
+      hf = new Cls(tokenizer, { ...config, ...(template !== null ? { chat_template: template } : {}) });
+    } catch (e) {
+      throw new HfFolderError(`tokenizer.json: ${(e as Error).message}`);
+    }
+    return new HfTokenizer(hf, template);
+  }
+
+  get vocabSize(): number {
+    return (this.hf as unknown as { model: { vocab: unknown[] } }).model.vocab.length;
+  }
+
+  /** Text → ids, with the special tokens the tokenizer adds by itself (as `tokenizer(text)` in transformers). */
+  encode(text: string, addSpecialTokens = true): number[] {
+    return this.hf.encode(text, null, { add_special_tokens: addSpecialTokens });
+  }
+
+  decode(ids: readonly number[], skipSpecialTokens = false): string {
+    return this.hf.decode([...ids], { skip_special_tokens: skipSpecialTokens });
+  }
+
+  /** The chat as the template renders it; throws naming the folder when it has no template. */
+  chatText(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+    if (this.chatTemplate === null) throw new HfFolderError('the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)');
+    return this.hf.apply_chat_template(messages as ChatMessage[], { tokenize: false, add_generation_prompt: addGenerationPrompt }) as unknown as string;
+  }
+
+  /** The chat's ids: the rendered text, tokenized without adding special tokens again (as transformers does). */
+  chatIds(messages: readonly ChatMessage[], addGenerationPrompt: boolean): number[] {
+    return this.encode(this.chatText(messages, addGenerationPrompt), false);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * A real model's tokenizer and chat template from its Hugging Face folder give transformers' ids.
+ * test/python/hf_tokenizer_fixture.py trains a byte-level BPE with `tokenizers` on task text, saves it
+ * with transformers (tokenizer.json, tokenizer_config.json, chat_template.jinja) and records
+ * transformers' ids for texts (spaces, special tokens inside text, non-ASCII bytes) and for chats
+ * with the generation prompt. Also the Hub's layout: the template inside tokenizer_config.json.
+ * Skipped, naming what is missing, without tokenizers and transformers.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FolderReader } from '../src/core/io/hfFolder';
+import { type ChatMessage, HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
+import { pythonWith } from './python/python';
+
+const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
+const py = pythonWith('tokenizers', 'transformers');
+let dir = '';
+
+const folder =
+  (d: string, skip: string[] = []): FolderReader =>
+  async (name) => {
+    if (skip.includes(name)) return null;
+    try {
+      return new Uint8Array(await readFile(join(d, name)));
+    } catch {
+      return null;
+    }
+  };
+
+interface Reference {
+  texts: { text: string; ids: number[]; decoded: string }[];
+  chats: { messages: ChatMessage[]; text: string; ids: number[] }[];
+}
+
+beforeAll(() => {
+  if (py.python === null) return;
+  return (async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hf-tokenizer-'));
+    const r = spawnSync(py.python as string, [FIXTURE, dir], { encoding: 'utf8', timeout: 240_000 });
+    if (r.status !== 0) throw new Error(`hf_tokenizer_fixture.py failed: ${r.stderr || r.error?.message}`);
+  })();
+}, 300_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(py.python === null)(`a Hugging Face tokenizer and chat template${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
+  it('encodes and decodes texts as transformers does, and renders and tokenizes chats as its apply_chat_template', async () => {
+    const ref = JSON.parse(await readFile(join(dir, 'reference_tokens.json'), 'utf8')) as Reference;
+    const tok = await HfTokenizer.fromFolder(folder(dir));
+    for (const t of ref.texts) {
+      expect(tok.encode(t.text), t.text).toEqual(t.ids);
+      expect(tok.decode(t.ids)).toBe(t.decoded);
+    }
+    for (const c of ref.chats) {
+      expect(tok.chatText(c.messages, true)).toBe(c.text);
+      expect(tok.chatIds(c.messages, true)).toEqual(c.ids);
+    }
+  });
+
+  it("reads the Hub's layout (the template in tokenizer_config.json), and names a folder without a tokenizer or a template", async () => {
+    const ref = JSON.parse(await readFile(join(dir, 'reference_tokens.json'), 'utf8')) as Reference;
+    const hub = await mkdtemp(join(tmpdir(), 'hf-tokenizer-hub-'));
+    try {
+      const config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')) as object;
+      await writeFile(
+        join(hub, 'tokenizer_config.json'),
+        JSON.stringify({ ...config, chat_template: await readFile(join(dir, 'chat_template.jinja'), 'utf8') }),
+      );
+      await writeFile(join(hub, 'tokenizer.json'), await readFile(join(dir, 'tokenizer.json')));
+      const tok = await HfTokenizer.fromFolder(folder(hub));
+      expect(tok.chatIds(ref.chats[0].messages, true)).toEqual(ref.chats[0].ids);
+    } finally {
+      await rm(hub, { recursive: true, force: true });
+    }
+    await expect(HfTokenizer.fromFolder(folder(dir, ['tokenizer.json']))).rejects.toThrow('the folder has no tokenizer.json');
+    const bare = await HfTokenizer.fromFolder(folder(dir, ['chat_template.jinja']));
+    expect(() => bare.chatText(ref.chats[0].messages, true)).toThrow('the tokenizer has no chat template');
+  });
+});

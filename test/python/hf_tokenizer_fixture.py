@@ -1,0 +1,49 @@
+"""A byte-level BPE tokenizer trained with `tokenizers` on a few kilobytes of task text, saved as a
+Hugging Face tokenizer (tokenizer.json, tokenizer_config.json with a ChatML chat template), with
+transformers' ids for plain texts and for chats: the reference the project's loading must match.
+Usage: hf_tokenizer_fixture.py OUT_DIR"""
+import json, os, random, sys
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = random.Random(7)
+ops = "+-*"
+texts = []
+for _ in range(400):
+    n = rng.randint(3, 8)
+    expr = str(rng.randint(0, 99))
+    for _ in range(n - 1):
+        expr += rng.choice(ops) + str(rng.randint(0, 99))
+    texts.append(f"Calculate the value of {expr}. Answer: {rng.randint(-500, 500)}")
+    texts.append(f"The key k{rng.randint(0, 9)} holds {rng.choice(['apple', 'river', 'stone', 'cloud'])}; ask a clone to find it.")
+specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+template = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=template)
+fast.save_pretrained(out)
+cases = ["Calculate the value of 12+7*3.", "Answer: -42", " leading space and  two spaces", "k7 holds river; <|im_end|> inside", "ümlaut and emoji 🙂 are bytes"]
+chats = [
+    [{"role": "system", "content": "You may spawn clones."}, {"role": "user", "content": "Calculate the value of 3*4+5."}],
+    [{"role": "user", "content": "Find k3."}, {"role": "assistant", "content": "<tool_call>{\"objectives\": [\"find k3\"]}</tool_call>"}],
+]
+def ids_of(x):
+    return list(x["input_ids"]) if hasattr(x, "keys") else list(x)
+ref = {
+    "texts": [{"text": t, "ids": fast(t)["input_ids"], "decoded": fast.decode(fast(t)["input_ids"])} for t in cases],
+    "chats": [
+        {"messages": c, "text": fast.apply_chat_template(c, tokenize=False, add_generation_prompt=True),
+         "ids": ids_of(fast.apply_chat_template(c, tokenize=True, add_generation_prompt=True))}
+        for c in chats
+    ],
+}
+with open(os.path.join(out, "reference_tokens.json"), "w") as f:
+    json.dump(ref, f, ensure_ascii=False)
+print("ok")
