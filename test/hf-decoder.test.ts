@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { encodeSafetensors } from '../src/core/io/safetensors';
-import { DecoderConfigError, decoderConfigFromHf, decoderLogits, decoderParams } from '../src/core/model/decoder';
+import { DecoderCache, DecoderConfigError, decoderConfigFromHf, decoderLogits, decoderParams } from '../src/core/model/decoder';
 import { initBackend } from '../src/runtime/backend';
 import { pythonWith } from './python/python';
 
@@ -47,7 +47,7 @@ afterAll(async () => {
 
 describe.skipIf(py.python === null)(`Llama-family decoders against transformers${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
   for (const family of ['llama', 'qwen2', 'qwen3'] as const) {
-    it(`${family}: logits equal transformers' within 1e-4`, async () => {
+    it(`${family}: logits, full and cached, equal transformers' within 1e-4`, async () => {
       const read = folder(join(dir, family));
       const config = decoderConfigFromHf(await readHfConfig(read));
       expect(config.family).toBe(family);
@@ -60,6 +60,19 @@ describe.skipIf(py.python === null)(`Llama-family decoders against transformers$
       expect(max).toBeLessThan(1e-4);
       // The logits are not trivially small: the check has something to compare.
       expect(Math.max(...ref.logits.flat(2).map(Math.abs))).toBeGreaterThan(0.05);
+      // Cached decoding: a prefill of 5 tokens, then one at a time, gives the same logits and leaves no tensor behind.
+      const before = tf.memory().numTensors;
+      const cache = new DecoderCache(params, config);
+      const pieces = [cache.feed(ref.tokens.map((r) => r.slice(0, 5)))];
+      for (let t = 5; t < ref.tokens[0].length; t++) pieces.push(cache.feed(ref.tokens.map((r) => [r[t]])));
+      expect(cache.length).toBe(ref.tokens[0].length);
+      const cached = tf.tidy(() => tf.concat(pieces, 1).arraySync());
+      pieces.forEach((p) => p.dispose());
+      cache.dispose();
+      expect(tf.memory().numTensors).toBe(before);
+      let maxCached = 0;
+      ref.logits.forEach((row, b) => row.forEach((v, t) => v.forEach((x, i) => (maxCached = Math.max(maxCached, Math.abs(x - cached[b][t][i]))))));
+      expect(maxCached).toBeLessThan(1e-4);
       params.forEach((p) => p.dispose());
     });
   }

@@ -245,53 +245,128 @@ function rotate(x: tf.Tensor4D, cos: tf.Tensor2D, sin: tf.Tensor2D): tf.Tensor {
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }
 
+/** One layer's keys (after q/k norm and rotation) and values, [B, kvHeads, T, headDim]: what a cache keeps. */
+export interface LayerKv {
+  k: tf.Tensor4D;
+  v: tf.Tensor4D;
+}
+
 /** Logits [B, T, V] of token ids [B, T] (every row starts at position 0; causal attention). */
 export function decoderLogits(params: DecoderParams, c: DecoderConfig, tokens: tf.Tensor2D): tf.Tensor3D {
-  return tf.tidy(() => {
-    const [batch, time] = tokens.shape;
-    if (time > c.maxPositions) throw new Error(`decoder: ${time} tokens exceed max_position_embeddings ${c.maxPositions}`);
-    const get = (name: string) => {
-      const t = params.get(name);
-      if (!t) throw new Error(`decoder: no weight ${name}`);
-      return t;
-    };
-    const opt = (name: string) => params.get(name);
-    const { cos, sin } = rotaryTables(c, time);
-    const mask = tf.linalg.bandPart(tf.ones([time, time]), -1, 0);
-    const negative = tf.mul(tf.sub(1, mask), -1e9);
-    const group = c.heads / c.kvHeads;
-    let x: tf.Tensor = tf.gather(get('model.embed_tokens.weight'), tf.reshape(tokens, [-1]));
-    x = tf.reshape(x, [batch, time, c.hiddenSize]);
-    const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
-    for (let l = 0; l < c.layers; l++) {
-      const p = `model.layers.${l}`;
-      const h = rmsNorm(x, get(`${p}.input_layernorm.weight`), c.rmsNormEps);
-      let q = heads(linear(h, get(`${p}.self_attn.q_proj.weight`), opt(`${p}.self_attn.q_proj.bias`)), c.heads);
-      let k = heads(linear(h, get(`${p}.self_attn.k_proj.weight`), opt(`${p}.self_attn.k_proj.bias`)), c.kvHeads);
-      let v = heads(linear(h, get(`${p}.self_attn.v_proj.weight`), opt(`${p}.self_attn.v_proj.bias`)), c.kvHeads);
-      if (c.qkNorm) {
-        q = rmsNorm(q, get(`${p}.self_attn.q_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
-        k = rmsNorm(k, get(`${p}.self_attn.k_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
-      }
-      q = rotate(q, cos, sin) as tf.Tensor4D;
-      k = rotate(k, cos, sin) as tf.Tensor4D;
-      if (group > 1) {
-        // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
-        const repeat = (t: tf.Tensor4D) => tf.reshape(tf.tile(tf.expandDims(t, 2), [1, 1, group, 1, 1]), [batch, c.heads, time, c.headDim]) as tf.Tensor4D;
-        k = repeat(k);
-        v = repeat(v);
-      }
-      const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
-      const attended = tf.matMul(tf.softmax(scores, -1), v);
-      const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
-      x = tf.add(x, linear(merged, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`)));
-      const h2 = rmsNorm(x, get(`${p}.post_attention_layernorm.weight`), c.rmsNormEps);
-      const gate = linear(h2, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
-      const up = linear(h2, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
-      x = tf.add(x, linear(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`)));
+  return tf.tidy(() => decoderForward(params, c, tokens, null).logits);
+}
+
+/**
+ * The forward of `tokens` [B, n] at positions past..past+n−1 of every row, attending to `cache`
+ * (the keys and values of the first `past` positions, per layer; null: none): the logits of the
+ * new positions and every layer's keys and values through them. Call inside a tidy; the caller
+ * keeps what it needs.
+ */
+export function decoderForward(
+  params: DecoderParams,
+  c: DecoderConfig,
+  tokens: tf.Tensor2D,
+  cache: readonly LayerKv[] | null,
+): { logits: tf.Tensor3D; kv: LayerKv[] } {
+  const [batch, time] = tokens.shape;
+  const past = cache === null ? 0 : cache[0].k.shape[2];
+  const total = past + time;
+  if (total > c.maxPositions) throw new Error(`decoder: ${total} positions exceed max_position_embeddings ${c.maxPositions}`);
+  if (cache !== null && (cache.length !== c.layers || cache.some((l) => l.k.shape[0] !== batch))) {
+    throw new Error(`decoder: the cache holds ${cache.length} layers of ${cache[0]?.k.shape[0]} rows, the model ${c.layers} layers and the input ${batch} rows`);
+  }
+  const get = (name: string) => {
+    const t = params.get(name);
+    if (!t) throw new Error(`decoder: no weight ${name}`);
+    return t;
+  };
+  const opt = (name: string) => params.get(name);
+  const tables = rotaryTables(c, total);
+  const cos = tf.slice(tables.cos, [past, 0], [time, c.headDim]);
+  const sin = tf.slice(tables.sin, [past, 0], [time, c.headDim]);
+  // Query i (position past + i) sees keys 0..past + i.
+  const mask = tf.linalg.bandPart(tf.ones([time, total]), -1, past);
+  const negative = tf.mul(tf.sub(1, mask), -1e9);
+  const group = c.heads / c.kvHeads;
+  let x: tf.Tensor = tf.reshape(tf.gather(get('model.embed_tokens.weight'), tf.reshape(tokens, [-1])), [batch, time, c.hiddenSize]);
+  const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
+  const kv: LayerKv[] = [];
+  for (let l = 0; l < c.layers; l++) {
+    const p = `model.layers.${l}`;
+    const h = rmsNorm(x, get(`${p}.input_layernorm.weight`), c.rmsNormEps);
+    let q = heads(linear(h, get(`${p}.self_attn.q_proj.weight`), opt(`${p}.self_attn.q_proj.bias`)), c.heads);
+    let k = heads(linear(h, get(`${p}.self_attn.k_proj.weight`), opt(`${p}.self_attn.k_proj.bias`)), c.kvHeads);
+    let v = heads(linear(h, get(`${p}.self_attn.v_proj.weight`), opt(`${p}.self_attn.v_proj.bias`)), c.kvHeads);
+    if (c.qkNorm) {
+      q = rmsNorm(q, get(`${p}.self_attn.q_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
+      k = rmsNorm(k, get(`${p}.self_attn.k_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
     }
-    const final = rmsNorm(x, get('model.norm.weight'), c.rmsNormEps);
-    const head = c.tieEmbeddings ? get('model.embed_tokens.weight') : get('lm_head.weight');
-    return linear(final, head) as tf.Tensor3D;
-  });
+    q = rotate(q, cos, sin) as tf.Tensor4D;
+    k = rotate(k, cos, sin) as tf.Tensor4D;
+    if (cache !== null) {
+      k = tf.concat([cache[l].k, k], 2);
+      v = tf.concat([cache[l].v, v], 2);
+    }
+    kv.push({ k, v });
+    if (group > 1) {
+      // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
+      const repeat = (t: tf.Tensor4D) => tf.reshape(tf.tile(tf.expandDims(t, 2), [1, 1, group, 1, 1]), [batch, c.heads, total, c.headDim]) as tf.Tensor4D;
+      k = repeat(k);
+      v = repeat(v);
+    }
+    const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
+    const attended = tf.matMul(tf.softmax(scores, -1), v);
+    const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
+    x = tf.add(x, linear(merged, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`)));
+    const h2 = rmsNorm(x, get(`${p}.post_attention_layernorm.weight`), c.rmsNormEps);
+    const gate = linear(h2, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
+    const up = linear(h2, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
+    x = tf.add(x, linear(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`)));
+  }
+  const final = rmsNorm(x, get('model.norm.weight'), c.rmsNormEps);
+  const head = c.tieEmbeddings ? get('model.embed_tokens.weight') : get('lm_head.weight');
+  return { logits: linear(final, head) as tf.Tensor3D, kv };
+}
+
+/**
+ * Cached decoding of a batch of rows that advance together (the same length): `feed` runs only
+ * the new tokens against the keys and values kept from earlier feeds, so a prefill and then one
+ * token at a time give the logits of the full forward.
+ */
+export class DecoderCache {
+  private kv: LayerKv[] | null = null;
+
+  constructor(
+    private readonly params: DecoderParams,
+    private readonly config: DecoderConfig,
+  ) {}
+
+  /** Positions held so far. */
+  get length(): number {
+    return this.kv === null ? 0 : this.kv[0].k.shape[2];
+  }
+
+  /** The logits [B, n, V] of `tokens` (B rows × n new tokens each); the caller disposes them. */
+  feed(tokens: readonly (readonly number[])[]): tf.Tensor3D {
+    if (tokens.length === 0 || tokens.some((r) => r.length !== tokens[0].length || r.length === 0)) {
+      throw new Error('DecoderCache.feed: every row needs the same number (≥ 1) of new tokens');
+    }
+    const old = this.kv;
+    let out: { logits: tf.Tensor3D; kv: LayerKv[] } | null = null;
+    tf.tidy(() => {
+      const r = decoderForward(this.params, this.config, tf.tensor2d(tokens.map((row) => [...row]), undefined, 'int32'), old);
+      r.kv.forEach((l) => (tf.keep(l.k), tf.keep(l.v)));
+      tf.keep(r.logits);
+      out = r;
+    });
+    const { logits, kv } = out as unknown as { logits: tf.Tensor3D; kv: LayerKv[] };
+    old?.forEach((l) => (l.k.dispose(), l.v.dispose()));
+    this.kv = kv;
+    return logits;
+  }
+
+  dispose(): void {
+    this.kv?.forEach((l) => (l.k.dispose(), l.v.dispose()));
+    this.kv = null;
+  }
 }
