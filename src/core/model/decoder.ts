@@ -245,6 +245,11 @@ function rotate(x: tf.Tensor4D, cos: tf.Tensor2D, sin: tf.Tensor2D): tf.Tensor {
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }
 
+/** Low-rank adapters over some linear layers (lora.ts): the term added to module `m`'s output for input x, or null. */
+export interface Adapters {
+  delta(module: string, x: tf.Tensor): tf.Tensor | null;
+}
+
 /** One layer's keys (after q/k norm and rotation) and values, [B, kvHeads, T, headDim]: what a cache keeps. */
 export interface LayerKv {
   k: tf.Tensor4D;
@@ -267,13 +272,16 @@ export function decoderForward(
   c: DecoderConfig,
   tokens: tf.Tensor2D,
   cache: readonly LayerKv[] | null,
+  adapters?: Adapters,
 ): { logits: tf.Tensor3D; kv: LayerKv[] } {
   const [batch, time] = tokens.shape;
   const past = cache === null ? 0 : cache[0].k.shape[2];
   const total = past + time;
   if (total > c.maxPositions) throw new Error(`decoder: ${total} positions exceed max_position_embeddings ${c.maxPositions}`);
   if (cache !== null && (cache.length !== c.layers || cache.some((l) => l.k.shape[0] !== batch))) {
-    throw new Error(`decoder: the cache holds ${cache.length} layers of ${cache[0]?.k.shape[0]} rows, the model ${c.layers} layers and the input ${batch} rows`);
+    throw new Error(
+      `decoder: the cache holds ${cache.length} layers of ${cache[0]?.k.shape[0]} rows, the model ${c.layers} layers and the input ${batch} rows`,
+    );
   }
   const get = (name: string) => {
     const t = params.get(name);
@@ -281,6 +289,12 @@ export function decoderForward(
     return t;
   };
   const opt = (name: string) => params.get(name);
+  // A linear layer of module `m` (HF name without .weight), with its adapter's low-rank term where it has one.
+  const lin = (x: tf.Tensor, m: string) => {
+    const y = linear(x, get(`${m}.weight`), opt(`${m}.bias`));
+    const delta = adapters?.delta(m, x);
+    return delta ? tf.add(y, delta) : y;
+  };
   const tables = rotaryTables(c, total);
   const cos = tf.slice(tables.cos, [past, 0], [time, c.headDim]);
   const sin = tf.slice(tables.sin, [past, 0], [time, c.headDim]);
@@ -294,9 +308,9 @@ export function decoderForward(
   for (let l = 0; l < c.layers; l++) {
     const p = `model.layers.${l}`;
     const h = rmsNorm(x, get(`${p}.input_layernorm.weight`), c.rmsNormEps);
-    let q = heads(linear(h, get(`${p}.self_attn.q_proj.weight`), opt(`${p}.self_attn.q_proj.bias`)), c.heads);
-    let k = heads(linear(h, get(`${p}.self_attn.k_proj.weight`), opt(`${p}.self_attn.k_proj.bias`)), c.kvHeads);
-    let v = heads(linear(h, get(`${p}.self_attn.v_proj.weight`), opt(`${p}.self_attn.v_proj.bias`)), c.kvHeads);
+    let q = heads(lin(h, `${p}.self_attn.q_proj`), c.heads);
+    let k = heads(lin(h, `${p}.self_attn.k_proj`), c.kvHeads);
+    let v = heads(lin(h, `${p}.self_attn.v_proj`), c.kvHeads);
     if (c.qkNorm) {
       q = rmsNorm(q, get(`${p}.self_attn.q_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
       k = rmsNorm(k, get(`${p}.self_attn.k_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
@@ -310,18 +324,24 @@ export function decoderForward(
     kv.push({ k, v });
     if (group > 1) {
       // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
-      const repeat = (t: tf.Tensor4D) => tf.reshape(tf.tile(tf.expandDims(t, 2), [1, 1, group, 1, 1]), [batch, c.heads, total, c.headDim]) as tf.Tensor4D;
+      // (Slices and a concat along the head axis: differentiable on every backend, unlike a rank-5
+      // tile, or a gather, whose gradient wasm lacks.)
+      const repeat = (t: tf.Tensor4D) =>
+        tf.concat(
+          Array.from({ length: c.heads }, (_, h) => tf.slice(t, [0, Math.floor(h / group), 0, 0], [batch, 1, total, c.headDim])),
+          1,
+        ) as tf.Tensor4D;
       k = repeat(k);
       v = repeat(v);
     }
     const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
     const attended = tf.matMul(tf.softmax(scores, -1), v);
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
-    x = tf.add(x, linear(merged, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`)));
+    x = tf.add(x, lin(merged, `${p}.self_attn.o_proj`));
     const h2 = rmsNorm(x, get(`${p}.post_attention_layernorm.weight`), c.rmsNormEps);
-    const gate = linear(h2, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
-    const up = linear(h2, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
-    x = tf.add(x, linear(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`)));
+    const gate = lin(h2, `${p}.mlp.gate_proj`);
+    const up = lin(h2, `${p}.mlp.up_proj`);
+    x = tf.add(x, lin(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), `${p}.mlp.down_proj`));
   }
   const final = rmsNorm(x, get('model.norm.weight'), c.rmsNormEps);
   const head = c.tieEmbeddings ? get('model.embed_tokens.weight') : get('lm_head.weight');
@@ -354,7 +374,16 @@ export class DecoderCache {
     const old = this.kv;
     let out: { logits: tf.Tensor3D; kv: LayerKv[] } | null = null;
     tf.tidy(() => {
-      const r = decoderForward(this.params, this.config, tf.tensor2d(tokens.map((row) => [...row]), undefined, 'int32'), old);
+      const r = decoderForward(
+        this.params,
+        this.config,
+        tf.tensor2d(
+          tokens.map((row) => [...row]),
+          undefined,
+          'int32',
+        ),
+        old,
+      );
       r.kv.forEach((l) => (tf.keep(l.k), tf.keep(l.v)));
       tf.keep(r.logits);
       out = r;
