@@ -1,7 +1,8 @@
 """A byte-level BPE tokenizer trained with `tokenizers` on a few kilobytes of task text, saved as a
 Hugging Face tokenizer (tokenizer.json, tokenizer_config.json with a ChatML chat template), with
 transformers' ids for plain texts and for chats: the reference the project's loading must match.
-Usage: hf_tokenizer_fixture.py OUT_DIR"""
+Usage: hf_tokenizer_fixture.py OUT_DIR [model]: with `model`, also a tiny random Qwen2 of the
+tokenizer's vocabulary in the same folder, a whole model folder."""
 import json, os, random, sys
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -46,4 +47,13 @@ ref = {
 }
 with open(os.path.join(out, "reference_tokens.json"), "w") as f:
     json.dump(ref, f, ensure_ascii=False)
+if len(sys.argv) > 2 and sys.argv[2] == "model":
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    torch.manual_seed(11)
+    cfg = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True,
+                      eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"), initializer_range=0.4)
+    cfg.dtype = torch.float32
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(out, safe_serialization=True)
 print("ok")

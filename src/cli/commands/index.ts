@@ -12,6 +12,7 @@ import { lookup } from './lookup';
 import { probeLookup } from './probeLookup';
 import { importVerl } from './importVerl';
 import { exportVerl } from './exportVerl';
+import { generate } from './generate';
 
 export const COMMANDS: Record<string, Command> = {
   init,
@@ -27,4 +28,5 @@ export const COMMANDS: Record<string, Command> = {
   'probe-lookup': probeLookup,
   'import-verl': importVerl,
   'export-verl': exportVerl,
+  generate,
 };

@@ -73,14 +73,27 @@ export class HfTokenizer {
     return this.hf.decode([...ids], { skip_special_tokens: skipSpecialTokens });
   }
 
-  /** The chat as the template renders it; throws naming the folder when it has no template. */
-  chatText(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+  /** The chat as the template renders it (with `tools` offered where the template reads them); throws naming the folder when it has no template. */
+  chatText(messages: readonly ChatMessage[], addGenerationPrompt: boolean, tools?: readonly object[]): string {
     if (this.chatTemplate === null) throw new HfFolderError('the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)');
-    return this.hf.apply_chat_template(messages as ChatMessage[], { tokenize: false, add_generation_prompt: addGenerationPrompt }) as unknown as string;
+    return this.hf.apply_chat_template(
+      messages as ChatMessage[],
+      {
+        tokenize: false,
+        add_generation_prompt: addGenerationPrompt,
+        ...(tools ? { tools } : {}),
+      } as never,
+    ) as unknown as string;
   }
 
   /** The chat's ids: the rendered text, tokenized without adding special tokens again (as transformers does). */
-  chatIds(messages: readonly ChatMessage[], addGenerationPrompt: boolean): number[] {
-    return this.encode(this.chatText(messages, addGenerationPrompt), false);
+  chatIds(messages: readonly ChatMessage[], addGenerationPrompt: boolean, tools?: readonly object[]): number[] {
+    return this.encode(this.chatText(messages, addGenerationPrompt, tools), false);
+  }
+
+  /** Ids that end a turn: the eos token(s) the tokenizer config names. */
+  stopIds(): number[] {
+    const hf = this.hf as unknown as { eos_token_id?: number | null; model: { tokens_to_ids: Map<string, number> } };
+    return typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : [];
   }
 }

@@ -1,0 +1,121 @@
+/**
+ * A Hugging Face model folder (llama, qwen2 or qwen3) through the reference's text protocol, one
+ * root turn: the chat template with the spawn_clone tool offered, greedy cached decoding, then the
+ * tool calls the text holds and the clone requests they make. What loading took is printed first.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { defineCommand } from '../command';
+import { UsageError } from '../args';
+import { BACKEND_FLAG, setupBackend } from '../setup';
+import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../../core/io/hfFolder';
+import { DecoderCache, DecoderConfigError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
+import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
+import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
+
+/** The root's system prompt: the task is delegated through the tool (as the reference's preprocessors word their own). */
+const ROOT_SYSTEM =
+  'You are the root agent. Split the task and call the tool spawn_clone with independent objectives; each clone answers one. ' +
+  'Combine their answers and end with a line "Answer: <result>".';
+
+export const generate = defineCommand(
+  'generate',
+  'One root turn of a Hugging Face model (llama, qwen2, qwen3 folder) under the spawn_clone protocol: chat template with the tool, greedy decoding, the tool calls found.',
+  {
+    model: {
+      type: 'string',
+      dir: true,
+      required: true,
+      help: 'a Hugging Face model folder: config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json',
+    },
+    prompt: { type: 'string', required: true, help: 'the user\'s message, e.g. "Calculate the value of 3*4+5."' },
+    'max-tokens': { type: 'int', default: 64, min: 1, max: 8192, help: 'tokens the root may generate' },
+    tools: { type: 'bool', default: true, help: 'offer the spawn_clone tool (--no-tools: a plain chat turn)' },
+    json: { type: 'bool', default: false, help: 'print one JSON object instead of text' },
+    backend: BACKEND_FLAG,
+  },
+  async (f) => {
+    if (f.prompt.trim() === '') throw new UsageError('--prompt is empty: give the user message');
+    await setupBackend(f.backend);
+    const read: FolderReader = async (name) => {
+      try {
+        return new Uint8Array(await readFile(join(f.model, name)));
+      } catch {
+        return null;
+      }
+    };
+    const t0 = performance.now();
+    let config;
+    let tokenizer: HfTokenizer;
+    let params;
+    try {
+      config = decoderConfigFromHf(await readHfConfig(read));
+      tokenizer = await HfTokenizer.fromFolder(read);
+      params = decoderParams(config, await readHfWeights(read));
+    } catch (e) {
+      if (e instanceof HfFolderError || e instanceof DecoderConfigError || (e instanceof Error && /weights lack|has shape/.test(e.message))) {
+        throw new UsageError(`--model ${f.model}: ${e.message}`);
+      }
+      throw e;
+    }
+    const loadMs = performance.now() - t0;
+    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    const messages = [
+      { role: 'system', content: ROOT_SYSTEM },
+      { role: 'user', content: f.prompt },
+    ];
+    const promptIds = tokenizer.chatIds(messages, true, f.tools ? [SPAWN_CLONE_TOOL] : undefined);
+    if (promptIds.length + f['max-tokens'] > config.maxPositions) {
+      params.forEach((p) => p.dispose());
+      throw new UsageError(`--max-tokens ${f['max-tokens']}: the prompt has ${promptIds.length} tokens and the model holds ${config.maxPositions} positions`);
+    }
+    const eos = new Set(tokenizer.stopIds());
+    const cache = new DecoderCache(params, config);
+    const generated: number[] = [];
+    const t1 = performance.now();
+    let next = promptIds;
+    for (let i = 0; i < f['max-tokens']; i++) {
+      const logits = cache.feed([next]);
+      const last = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, config.vocabSize])), 0));
+      const id = (await last.data())[0];
+      last.dispose();
+      logits.dispose();
+      generated.push(id);
+      if (eos.has(id)) break;
+      next = [id];
+    }
+    const decodeMs = performance.now() - t1;
+    cache.dispose();
+    params.forEach((p) => p.dispose());
+    const text = tokenizer.decode(generated, true);
+    const { calls, dropped } = extractToolCalls(tokenizer.decode(generated));
+    const clones = calls.filter((c) => c.name === SPAWN_CLONE).map((c) => cloneRequests(c.arguments));
+    const result = {
+      model: { family: config.family, parameters, megabytes: Math.round((parameters * 4) / 1e5) / 10, loadMs: Math.round(loadMs) },
+      messages,
+      promptIds,
+      generatedIds: generated,
+      tokensPerSec: Math.round((generated.length / Math.max(decodeMs, 1)) * 1000 * 10) / 10,
+      text,
+      toolCalls: calls,
+      droppedToolCalls: dropped,
+      cloneRequests: clones,
+    };
+    if (f.json) {
+      console.log(JSON.stringify(result));
+      return;
+    }
+    console.log(
+      `${config.family}: ${parameters.toLocaleString('en')} parameters, ${result.model.megabytes} MB as float32, loaded in ${result.model.loadMs} ms`,
+    );
+    console.log(`prompt ${promptIds.length} tokens; generated ${generated.length} at ${result.tokensPerSec} tokens/s`);
+    console.log(text);
+    console.log(`tool calls: ${calls.length} (${calls.filter((c) => c.repaired).length} repaired, ${dropped.length} dropped)`);
+    clones.forEach((c, i) =>
+      console.log(
+        `  spawn_clone ${i + 1}: ${c.requests.map((r) => JSON.stringify(r.instruction)).join(', ') || 'no objectives'}${c.rejected.length ? `; rejected ${c.rejected.map((r) => r.reason).join(', ')}` : ''}`,
+      ),
+    );
+  },
+);
