@@ -122,7 +122,18 @@ test('a tab closed while training restores a session whose step, policy version 
     await expect(trainButton).toBeEnabled({ timeout: 60_000 });
     await trainButton.click();
     const start = Number((await page.getByTestId('grpo-steps').textContent()) ?? '0');
-    await expect.poll(async () => Number(await page.getByTestId('grpo-steps').textContent()), { timeout: 120_000 }).toBeGreaterThanOrEqual(start + waitSteps);
+    // A save of this round has landed (on a loaded machine the first can take a while), then training goes on:
+    // the reload below comes with later steps unsaved and, often, a save in flight.
+    const savedStep = async () =>
+      Number(
+        (await page
+          .getByTestId('session-saved')
+          .getAttribute('data-step')
+          .catch(() => null)) ?? '0',
+      );
+    await expect.poll(savedStep, { timeout: 120_000 }).toBeGreaterThan(start);
+    const saved = await savedStep();
+    await expect.poll(async () => Number(await page.getByTestId('grpo-steps').textContent()), { timeout: 120_000 }).toBeGreaterThanOrEqual(saved + waitSteps);
     // Closed in the middle of training (the reload stands for closing and reopening the tab).
     await page.reload();
     const restored = page.getByTestId('session-restored');
