@@ -128,7 +128,7 @@ test('a tab closed while training restores a session whose step, policy version 
       Number(
         (await page
           .getByTestId('session-saved')
-          .getAttribute('data-step')
+          .getAttribute('data-step', { timeout: 1000 })
           .catch(() => null)) ?? '0',
       );
     await expect.poll(savedStep, { timeout: 120_000 }).toBeGreaterThan(start);
