@@ -20,6 +20,8 @@ export class HfTokenizer {
     private readonly hf: PreTrainedTokenizer,
     /** The chat template the folder gives (tokenizer_config.json or chat_template.jinja); null: none. */
     readonly chatTemplate: string | null,
+    /** tokenizer_config.json's eos_token (a string, or {content}); null: none named. */
+    private readonly eosToken: string | null,
   ) {}
 
   static async fromFolder(read: FolderReader): Promise<HfTokenizer> {
@@ -57,7 +59,9 @@ export class HfTokenizer {
     } catch (e) {
       throw new HfFolderError(`tokenizer.json: ${(e as Error).message}`);
     }
-    return new HfTokenizer(hf, template);
+    const eos = config.eos_token;
+    const eosToken = typeof eos === 'string' ? eos : isObject(eos) && typeof eos.content === 'string' ? eos.content : null;
+    return new HfTokenizer(hf, template, eosToken);
   }
 
   get vocabSize(): number {
@@ -91,9 +95,10 @@ export class HfTokenizer {
     return this.encode(this.chatText(messages, addGenerationPrompt, tools), false);
   }
 
-  /** Ids that end a turn: the eos token(s) the tokenizer config names. */
+  /** Ids that end a turn: the eos token tokenizer_config.json names (none when it names none). */
   stopIds(): number[] {
-    const hf = this.hf as unknown as { eos_token_id?: number | null; model: { tokens_to_ids: Map<string, number> } };
-    return typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : [];
+    if (this.eosToken === null) return [];
+    const id = (this.hf as unknown as { model: { tokens_to_ids: Map<string, number> } }).model.tokens_to_ids.get(this.eosToken);
+    return id === undefined ? [] : [id];
   }
 }
