@@ -52,7 +52,7 @@ if len(sys.argv) > 2 and sys.argv[2] == "model":
     from transformers import AutoModelForCausalLM, Qwen2Config
     torch.manual_seed(11)
     cfg = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True,
+                      num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True,
                       eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"), initializer_range=0.4)
     cfg.dtype = torch.float32
     AutoModelForCausalLM.from_config(cfg).save_pretrained(out, safe_serialization=True)

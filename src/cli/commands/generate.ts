@@ -12,12 +12,8 @@ import { BACKEND_FLAG, setupBackend } from '../setup';
 import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../../core/io/hfFolder';
 import { DecoderCache, DecoderConfigError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
+import { ARITHMETIC_SYSTEM_PROMPT } from '../../core/verl/dataset';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
-
-/** The root's system prompt: the task is delegated through the tool (as the reference's preprocessors word their own). */
-const ROOT_SYSTEM =
-  'You are the root agent. Split the task and call the tool spawn_clone with independent objectives; each clone answers one. ' +
-  'Combine their answers and end with a line "Answer: <result>".';
 
 export const generate = defineCommand(
   'generate',
@@ -62,7 +58,8 @@ export const generate = defineCommand(
     const loadMs = performance.now() - t0;
     const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
     const messages = [
-      { role: 'system', content: ROOT_SYSTEM },
+      // The arithmetic root's system prompt, as export-verl's rows give it.
+      { role: 'system', content: ARITHMETIC_SYSTEM_PROMPT },
       { role: 'user', content: f.prompt },
     ];
     const promptIds = tokenizer.chatIds(messages, true, f.tools ? [SPAWN_CLONE_TOOL] : undefined);

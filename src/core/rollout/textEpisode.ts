@@ -57,10 +57,14 @@ export interface TextEpisode {
   rejectedObjectives: number;
 }
 
-export const ROOT_SYSTEM =
-  'You are the root agent. Split the task and call the tool spawn_clone with independent objectives; each clone answers one. ' +
-  'Combine their answers and end with a line "Answer: <result>".';
-export const CLONE_SYSTEM = 'You are a clone. Solve the objective and end with a line "Answer: <result>".';
+/**
+ * What a clone is told (its role, that keys may have been expanded into context, the answer line,
+ * brevity, and to say why when it fails): the points of the reference's default clone prompt, in
+ * this project's words.
+ */
+export const CLONE_SYSTEM =
+  'You are a clone started by a root agent for one objective. Any context you are given was expanded from keys the root named. ' +
+  'Keep it short, and end with a line "Answer: <result>"; if the objective cannot be done, say why in one line.';
 
 /** The text after the last "Answer:" marker, trimmed; null when there is none. */
 export function answerOf(text: string): string | null {
@@ -90,17 +94,17 @@ async function generate(cache: DecoderCache, first: number[], max: number, vocab
   return { ids, cut: true };
 }
 
-/** Runs one episode; `rootPrefix` (optional) is text forced at the start of the root's first turn, injected, not generated. */
-export async function runTextEpisode(model: TextModel, task: string, limits: TextLimits, rootPrefix = ''): Promise<TextEpisode> {
+/**
+ * Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem);
+ * `rootPrefix` (optional) is text forced at the start of the root's first turn, injected, not generated.
+ */
+export async function runTextEpisode(model: TextModel, rootMessages: readonly ChatMessage[], limits: TextLimits, rootPrefix = ''): Promise<TextEpisode> {
   const { tokenizer, config } = model;
   const stop = new Set(tokenizer.stopIds());
   const tools = [SPAWN_CLONE_TOOL];
   const root: TextContext = {
     role: 'root',
-    messages: [
-      { role: 'system', content: ROOT_SYSTEM },
-      { role: 'user', content: task },
-    ],
+    messages: rootMessages.map((m) => ({ ...m })),
     tokens: [],
     writers: '',
     answer: null,
@@ -116,7 +120,7 @@ export async function runTextEpisode(model: TextModel, task: string, limits: Tex
   let forced = rootPrefix === '' ? [] : tokenizer.encode(rootPrefix, false);
   const cache = new DecoderCache(model.params, config);
   try {
-    let feed = root.tokens;
+    let feed = [...root.tokens];
     for (;;) {
       // The root's turn: forced text first (injected), then its own tokens.
       const turnStart = root.tokens.length;
@@ -139,6 +143,11 @@ export async function runTextEpisode(model: TextModel, task: string, limits: Tex
       root.tokens.push(...ids);
       root.writers += 'g'.repeat(ids.length);
       rootLeft -= ids.length;
+      // The cache has read every token of the context but the last one generated (sampled, not yet fed).
+      const unfed = ids.length > 0 ? ids.slice(-1) : [];
+      if (cache.length !== root.tokens.length - unfed.length) {
+        throw new Error(`text episode: the root's cache holds ${cache.length} tokens where its context has ${root.tokens.length - unfed.length} read`);
+      }
       const turn = tokenizer.decode(root.tokens.slice(turnStart));
       const { calls, dropped } = extractToolCalls(turn);
       stats.droppedToolCalls += dropped.length;
@@ -175,7 +184,7 @@ export async function runTextEpisode(model: TextModel, task: string, limits: Tex
       const injected = tokenizer.encode(withTool.startsWith(rootText) ? withTool.slice(rootText.length) : withTool.slice(withoutTool.length), false);
       root.tokens.push(...injected);
       root.writers += 'i'.repeat(injected.length);
-      feed = injected;
+      feed = [...unfed, ...injected];
       if (root.tokens.length >= config.maxPositions || rootLeft <= 0) {
         root.overBudget = true;
         break;

@@ -252,3 +252,12 @@ export function verlRows(entry: TaskEntry, problems: readonly Problem[], split: 
     };
   });
 }
+
+/** The root's chat for a problem (system prompt and user message), as the exported rows hold it and a text episode starts. */
+export function rootChat(task: TaskName, p: Problem): { role: 'system' | 'user'; content: string }[] {
+  const layout = LAYOUTS[task];
+  return [
+    { role: 'system', content: layout.systemPrompt(p) },
+    { role: 'user', content: layout.userContent(p) },
+  ];
+}
