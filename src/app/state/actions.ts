@@ -19,7 +19,7 @@ import {
   originProvenance,
 } from '../../core/io/provenance';
 import { confirmAction, confirmDiscard } from '../session/confirm';
-import { addEpisodes, addMetrics } from './events';
+import { addEpisodes } from './events';
 import { MAX_EPISODES, clearedHistory, getState, setState, type TreeSource } from './store';
 import { warmStartPlan, warmStartQuestion } from './warmStartPlan';
 
@@ -152,16 +152,15 @@ export async function pause(): Promise<void> {
   if (reply) setState({ policyVersion: reply.policyVersion });
 }
 
+/** One GRPO step. Its metrics row reaches the page once, by the engine's `metrics` event (sent before the reply). */
 export async function step(): Promise<void> {
-  const reply = await send({ kind: 'step' });
-  if (reply) addMetrics([reply.metrics]);
+  await send({ kind: 'step' });
 }
 
-/** One real GRPO step of the run, kept stage by stage for the slow-motion view. */
+/** One real GRPO step of the run, kept stage by stage for the slow-motion view (its row comes by the `metrics` event, as Step's). */
 export async function slowStep(): Promise<void> {
   const reply = await send({ kind: 'slowStep' });
   if (!reply) return;
-  addMetrics([reply.metrics]);
   setState({ anatomy: reply });
 }
 

@@ -16,7 +16,7 @@ let nextEpisodeKey = 1;
 const MAX_SFT_ROWS = 20_000;
 
 /**
- * Adds rows with a step after the last one shown (a step's reply and its event both carry it).
+ * Adds rows with a step after the last one shown (the engine's `metrics` events; a restored or reopened run's rows are set whole).
  * A step's episodes are those it sampled (its groups × the group size; with dynamic sampling more
  * than batch × group), as its violation counts are.
  */
