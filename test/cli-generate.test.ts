@@ -11,15 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFile } from 'node:fs/promises';
-import { type FolderReader, readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
-import * as tf from '@tensorflow/tfjs';
+import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { DecoderCache, decoderConfigFromHf, decoderParams } from '../src/core/model/decoder';
 import { SPAWN_CLONE_TOOL } from '../src/core/protocol/toolCalls';
 import { runTextEpisode } from '../src/core/rollout/textEpisode';
 import { rootChat } from '../src/core/verl/dataset';
 import { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
 import { initBackend } from '../src/runtime/backend';
+import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
@@ -91,13 +90,7 @@ describe('generate refuses what is not a model', () => {
 describe.skipIf(py.python === null)(`a text episode with clones on a Hugging Face folder${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
   it('starts a clone per objective with its own chat and budget, injects their answers as the tool message, and keeps who wrote each token', async () => {
     await initBackend('wasm');
-    const read: FolderReader = async (name) => {
-      try {
-        return new Uint8Array(await readFile(join(dir, name)));
-      } catch {
-        return null;
-      }
-    };
+    const read = nodeFolderReader(dir);
     const config = decoderConfigFromHf(await readHfConfig(read));
     const model = { config, params: decoderParams(config, await readHfWeights(read)), tokenizer: await HfTokenizer.fromFolder(read) };
     const call = '<tool_call>{"name": "spawn_clone", "arguments": {"objectives": ["3*4", "5+6", "7-2"]}}</tool_call><|im_end|>';
@@ -134,15 +127,7 @@ describe.skipIf(py.python === null)(`a text episode with clones on a Hugging Fac
     expect(second.length).toBeLessThanOrEqual(10);
     // The root's second turn is what the model writes after reading the whole conversation afresh (its cache read every token once).
     const fresh = new DecoderCache(model.params, config);
-    let next = root.tokens.slice(0, root.writers.lastIndexOf('i') + 1);
-    const again: number[] = [];
-    while (again.length < second.length) {
-      const logits = fresh.feed([next]);
-      const id = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, config.vocabSize])), 0).dataSync()[0]);
-      logits.dispose();
-      again.push(id);
-      next = [id];
-    }
+    const { ids: again } = await fresh.greedy(root.tokens.slice(0, root.writers.lastIndexOf('i') + 1), second.length, new Set());
     fresh.dispose();
     expect(again).toEqual(second);
     model.params.forEach((p) => p.dispose());

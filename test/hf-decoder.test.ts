@@ -13,25 +13,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
+import { HfFolderError, readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { encodeSafetensors } from '../src/core/io/safetensors';
 import { DecoderCache, DecoderConfigError, decoderConfigFromHf, decoderLogits, decoderParams } from '../src/core/model/decoder';
 import { initBackend } from '../src/runtime/backend';
+import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_decoder_fixture.py', import.meta.url));
 const py = pythonWith('torch', 'transformers', 'safetensors');
 let dir = '';
 
-const folder =
-  (d: string): FolderReader =>
-  async (name) => {
-    try {
-      return new Uint8Array(await readFile(join(d, name)));
-    } catch {
-      return null;
-    }
-  };
+const folder = nodeFolderReader;
 
 beforeAll(async () => {
   await initBackend('wasm');

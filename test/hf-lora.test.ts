@@ -13,11 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FolderReader, readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
+import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import { type DecoderParams, decoderConfigFromHf, decoderForward, decoderParams } from '../src/core/model/decoder';
 import { Lora, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../src/core/model/lora';
 import { initBackend } from '../src/runtime/backend';
+import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
 
 const DECODERS = fileURLToPath(new URL('./python/hf_decoder_fixture.py', import.meta.url));
@@ -26,15 +27,7 @@ const CHECK = fileURLToPath(new URL('./python/hf_lora_check.py', import.meta.url
 const py = pythonWith('torch', 'transformers', 'safetensors', 'peft');
 let dir = '';
 
-const folder =
-  (d: string): FolderReader =>
-  async (name) => {
-    try {
-      return new Uint8Array(await readFile(join(d, name)));
-    } catch {
-      return null;
-    }
-  };
+const folder = nodeFolderReader;
 
 function run(script: string, args: string[]): string {
   const r = spawnSync(py.python as string, [script, ...args], { encoding: 'utf8', timeout: 240_000, maxBuffer: 64 << 20 });

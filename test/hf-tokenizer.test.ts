@@ -14,22 +14,17 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FolderReader } from '../src/core/io/hfFolder';
 import { type ChatMessage, HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
+import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
 const py = pythonWith('tokenizers', 'transformers');
 let dir = '';
 
-const folder =
-  (d: string, skip: string[] = []): FolderReader =>
-  async (name) => {
-    if (skip.includes(name)) return null;
-    try {
-      return new Uint8Array(await readFile(join(d, name)));
-    } catch {
-      return null;
-    }
-  };
+const folder = (d: string, skip: string[] = []): FolderReader => {
+  const read = nodeFolderReader(d);
+  return async (name) => (skip.includes(name) ? null : read(name));
+};
 
 interface Reference {
   texts: { text: string; ids: number[]; decoded: string }[];

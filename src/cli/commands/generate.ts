@@ -3,14 +3,12 @@
  * root turn: the chat template with the spawn_clone tool offered, greedy cached decoding, then the
  * tool calls the text holds and the clone requests they make. What loading took is printed first.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
-import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../../core/io/hfFolder';
-import { DecoderCache, DecoderConfigError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
+import { HfFolderError, readHfConfig, readHfWeights } from '../../core/io/hfFolder';
+import { nodeFolderReader } from '../../runtime/node/folderReader';
+import { DecoderCache, DecoderConfigError, DecoderWeightsError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { ARITHMETIC_SYSTEM_PROMPT } from '../../core/verl/dataset';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
@@ -34,13 +32,7 @@ export const generate = defineCommand(
   async (f) => {
     if (f.prompt.trim() === '') throw new UsageError('--prompt is empty: give the user message');
     await setupBackend(f.backend);
-    const read: FolderReader = async (name) => {
-      try {
-        return new Uint8Array(await readFile(join(f.model, name)));
-      } catch {
-        return null;
-      }
-    };
+    const read = nodeFolderReader(f.model);
     const t0 = performance.now();
     let config;
     let tokenizer: HfTokenizer;
@@ -50,7 +42,7 @@ export const generate = defineCommand(
       tokenizer = await HfTokenizer.fromFolder(read);
       params = decoderParams(config, await readHfWeights(read));
     } catch (e) {
-      if (e instanceof HfFolderError || e instanceof DecoderConfigError || (e instanceof Error && /weights lack|has shape/.test(e.message))) {
+      if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError) {
         throw new UsageError(`--model ${f.model}: ${e.message}`);
       }
       throw e;
@@ -69,19 +61,8 @@ export const generate = defineCommand(
     }
     const eos = new Set(tokenizer.stopIds());
     const cache = new DecoderCache(params, config);
-    const generated: number[] = [];
     const t1 = performance.now();
-    let next = promptIds;
-    for (let i = 0; i < f['max-tokens']; i++) {
-      const logits = cache.feed([next]);
-      const last = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, config.vocabSize])), 0));
-      const id = (await last.data())[0];
-      last.dispose();
-      logits.dispose();
-      generated.push(id);
-      if (eos.has(id)) break;
-      next = [id];
-    }
+    const { ids: generated } = await cache.greedy(promptIds, f['max-tokens'], eos);
     const decodeMs = performance.now() - t1;
     cache.dispose();
     params.forEach((p) => p.dispose());

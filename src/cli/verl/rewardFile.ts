@@ -7,7 +7,7 @@ import { rewardAt } from '../../core/rl/grpoStep';
  */
 import { readFileSync } from 'node:fs';
 import type { GateMode } from '../../core/rl/advantage';
-import { type RewardConfig, validateRewardConfig } from '../../core/rl/reward';
+import { REWARD_FIELDS, type RewardConfig, validateRewardConfig } from '../../core/rl/reward';
 import { REFERENCE_RECIPE, VERL_RECIPES, type VerlRecipe } from '../../core/verl/config';
 
 export interface VerlRewardConfig {
@@ -31,21 +31,6 @@ export const VERL_REWARD_TASKS: readonly string[] = ['arithmetic', 'multihop'];
 
 export const CONFIG_BEGIN = '# --- CONFIG (written by export-verl) ---';
 export const CONFIG_END = '# --- end CONFIG ---';
-
-/** The RewardConfig fields, in the order the block lists them. */
-const REWARD_FIELDS = [
-  'rootTau',
-  'rootRho',
-  'rootPmax',
-  'cloneTau',
-  'cloneRho',
-  'clonePmax',
-  'callRate',
-  'callFree',
-  'budgetRate',
-  'tokenRate',
-  'partialCredit',
-] as const;
 
 /** selfcest_reward.py with `cfg` in its CONFIG block. */
 export function rewardPythonSource(cfg: VerlRewardConfig): string {

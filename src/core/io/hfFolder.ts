@@ -18,7 +18,8 @@ export class HfFolderError extends Error {
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-async function jsonFile(read: FolderReader, name: string): Promise<unknown | null> {
+/** A JSON file of the folder, parsed; null when the folder has none; an error naming it when it is not JSON. */
+export async function jsonFile(read: FolderReader, name: string): Promise<unknown | null> {
   const bytes = await read(name);
   if (bytes === null) return null;
   try {

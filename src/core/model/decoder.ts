@@ -59,6 +59,14 @@ export class DecoderConfigError extends Error {
   }
 }
 
+/** Weights that do not fit their config: a tensor missing or of another shape. */
+export class DecoderWeightsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DecoderWeightsError';
+  }
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** A Hugging Face config.json of a llama, qwen2 or qwen3 causal LM, checked field by field. */
@@ -176,9 +184,9 @@ export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, Dec
   try {
     for (const { name, shape } of decoderTensorSpecs(c)) {
       const t = tensors.get(name);
-      if (!t) throw new Error(`the weights lack ${name} (shape [${shape.join(', ')}])`);
+      if (!t) throw new DecoderWeightsError(`the weights lack ${name} (shape [${shape.join(', ')}])`);
       if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-        throw new Error(`${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
+        throw new DecoderWeightsError(`${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
       }
       params.set(name, tf.tensor(t.data, shape, 'float32'));
     }
@@ -209,20 +217,33 @@ export function ropeInverseFrequencies(c: Pick<DecoderConfig, 'headDim' | 'ropeT
   return inv;
 }
 
-/** cos and sin of every position × frequency, [T, headDim] (the halves repeated, as HF's `cat(freqs, freqs)`). */
-function rotaryTables(c: DecoderConfig, positions: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
-  const inv = ropeInverseFrequencies(c);
-  const half = inv.length;
-  const cos = new Float32Array(positions * c.headDim);
-  const sin = new Float32Array(positions * c.headDim);
-  for (let t = 0; t < positions; t++) {
-    for (let i = 0; i < half; i++) {
-      const a = t * inv[i];
-      cos[t * c.headDim + i] = cos[t * c.headDim + half + i] = Math.cos(a);
-      sin[t * c.headDim + i] = sin[t * c.headDim + half + i] = Math.sin(a);
+/** Rotary cos and sin by config, for the positions reached so far (grown by doubling): computed once, not per decoded token. */
+const ROTARY = new WeakMap<DecoderConfig, { positions: number; cos: Float32Array; sin: Float32Array }>();
+
+/**
+ * cos and sin of positions [from, from + count) × frequency, [count, headDim] (the halves repeated,
+ * as HF's `cat(freqs, freqs)`).
+ */
+function rotaryTables(c: DecoderConfig, from: number, count: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  let t = ROTARY.get(c);
+  if (!t || t.positions < from + count) {
+    const positions = Math.min(c.maxPositions, Math.max(from + count, 2 * (t?.positions ?? 64)));
+    const inv = ropeInverseFrequencies(c);
+    const half = inv.length;
+    const cos = new Float32Array(positions * c.headDim);
+    const sin = new Float32Array(positions * c.headDim);
+    for (let p = 0; p < positions; p++) {
+      for (let i = 0; i < half; i++) {
+        const a = p * inv[i];
+        cos[p * c.headDim + i] = cos[p * c.headDim + half + i] = Math.cos(a);
+        sin[p * c.headDim + i] = sin[p * c.headDim + half + i] = Math.sin(a);
+      }
     }
+    t = { positions, cos, sin };
+    ROTARY.set(c, t);
   }
-  return { cos: tf.tensor2d(cos, [positions, c.headDim]), sin: tf.tensor2d(sin, [positions, c.headDim]) };
+  const rows = (a: Float32Array) => tf.tensor2d(a.subarray(from * c.headDim, (from + count) * c.headDim), [count, c.headDim]);
+  return { cos: rows(t.cos), sin: rows(t.sin) };
 }
 
 function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {
@@ -295,9 +316,7 @@ export function decoderForward(
     const delta = adapters?.delta(m, x);
     return delta ? tf.add(y, delta) : y;
   };
-  const tables = rotaryTables(c, total);
-  const cos = tf.slice(tables.cos, [past, 0], [time, c.headDim]);
-  const sin = tf.slice(tables.sin, [past, 0], [time, c.headDim]);
+  const { cos, sin } = rotaryTables(c, past, time);
   // Query i (position past + i) sees keys 0..past + i.
   const mask = tf.linalg.bandPart(tf.ones([time, total]), -1, past);
   const negative = tf.mul(tf.sub(1, mask), -1e9);
@@ -392,6 +411,26 @@ export class DecoderCache {
     old?.forEach((l) => (l.k.dispose(), l.v.dispose()));
     this.kv = kv;
     return logits;
+  }
+
+  /**
+   * Greedy tokens after feeding `first` (prompt tokens, or the one last sampled), one at a time
+   * until a stop id or `max` of them; the last token is returned, not fed. `cut`: `max` ended it.
+   */
+  async greedy(first: readonly number[], max: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
+    const ids: number[] = [];
+    let next = first;
+    while (ids.length < max) {
+      const logits = this.feed([next]);
+      const last = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, this.config.vocabSize])), 0));
+      const id = (await last.data())[0];
+      last.dispose();
+      logits.dispose();
+      ids.push(id);
+      if (stop.has(id)) return { ids, cut: false };
+      next = [id];
+    }
+    return { ids, cut: true };
   }
 
   dispose(): void {

@@ -7,8 +7,7 @@
  * `base_model.model.<module>.lora_A.weight` / `lora_B.weight`.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { DecodedTensor } from '../io/safetensors';
-import type { TensorToEncode } from '../io/safetensors';
+import type { DecodedTensor, TensorToEncode } from '../io/safetensors';
 import { Rng } from '../rng';
 import { type Adapters, type DecoderConfig, decoderTensorSpecs } from './decoder';
 

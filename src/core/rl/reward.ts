@@ -49,7 +49,8 @@ export interface RewardConfig {
 /** Spawn calls whose penalty is forgiven: callRate·#calls − callFree (not a run setting). */
 export const CALL_FREE = 0.2;
 
-const REWARD_FIELDS: readonly (keyof RewardConfig)[] = [
+/** RewardConfig's fields, in the order the verl reward file's CONFIG block lists them. */
+export const REWARD_FIELDS = [
   'rootTau',
   'rootRho',
   'rootPmax',
@@ -61,7 +62,7 @@ const REWARD_FIELDS: readonly (keyof RewardConfig)[] = [
   'budgetRate',
   'tokenRate',
   'partialCredit',
-];
+] as const satisfies readonly (keyof RewardConfig)[];
 
 /**
  * A reward config given from outside (the verl reward file's): fields it leaves out take `base`'s

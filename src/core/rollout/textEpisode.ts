@@ -10,7 +10,6 @@
  * its speed. The reward, credit and gating code reads the answers and violations as it does for
  * the token protocol.
  */
-import * as tf from '@tensorflow/tfjs';
 import { DecoderCache, type DecoderConfig, type DecoderParams } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../protocol/toolCalls';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
@@ -77,23 +76,6 @@ export function answerOf(text: string): string | null {
   return a === '' ? null : a;
 }
 
-/** Greedy tokens after `cache` has been fed `next`, until a stop id or `max`; returns them and whether the limit cut them. */
-async function generate(cache: DecoderCache, first: number[], max: number, vocab: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
-  const ids: number[] = [];
-  let next = first;
-  while (ids.length < max) {
-    const logits = cache.feed([next]);
-    const last = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, vocab])), 0));
-    const id = (await last.data())[0];
-    last.dispose();
-    logits.dispose();
-    ids.push(id);
-    if (stop.has(id)) return { ids, cut: false };
-    next = [id];
-  }
-  return { ids, cut: true };
-}
-
 /**
  * Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem);
  * `rootPrefix` (optional) is text forced at the start of the root's first turn, injected, not generated.
@@ -139,7 +121,7 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
       const endsTurn = root.tokens.length > turnStart && stop.has(root.tokens[root.tokens.length - 1]);
       if (endsTurn) cache.feed([feed]).dispose();
       const room = endsTurn ? 0 : Math.min(rootLeft, config.maxPositions - root.tokens.length);
-      const { ids, cut } = endsTurn ? { ids: [], cut: false } : room > 0 ? await generate(cache, feed, room, config.vocabSize, stop) : { ids: [], cut: true };
+      const { ids, cut } = endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.greedy(feed, room, stop) : { ids: [], cut: true };
       root.tokens.push(...ids);
       root.writers += 'g'.repeat(ids.length);
       rootLeft -= ids.length;
@@ -215,7 +197,7 @@ async function runClone(model: TextModel, instruction: string, budget: number, s
   clone.writers = 'p'.repeat(clone.tokens.length);
   const cache = new DecoderCache(model.params, config);
   try {
-    const got = await generate(cache, clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), config.vocabSize, stop);
+    const got = await cache.greedy(clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), stop);
     clone.tokens.push(...got.ids);
     clone.writers += 'g'.repeat(got.ids.length);
     clone.overBudget = got.cut;

@@ -6,7 +6,7 @@
  * own rules apply; an unknown class uses the base tokenizer.
  */
 import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
-import { type FolderReader, HfFolderError } from '../io/hfFolder';
+import { type FolderReader, HfFolderError, jsonFile } from '../io/hfFolder';
 
 export interface ChatMessage {
   role: string;
@@ -26,15 +26,8 @@ export class HfTokenizer {
 
   static async fromFolder(read: FolderReader): Promise<HfTokenizer> {
     const json = async (name: string): Promise<Record<string, unknown> | null> => {
-      const bytes = await read(name);
-      if (bytes === null) return null;
-      let v: unknown;
-      try {
-        v = JSON.parse(new TextDecoder().decode(bytes));
-      } catch (e) {
-        throw new HfFolderError(`${name}: not valid JSON (${(e as Error).message})`);
-      }
-      if (!isObject(v)) throw new HfFolderError(`${name}: must be a JSON object`);
+      const v = await jsonFile(read, name);
+      if (v !== null && !isObject(v)) throw new HfFolderError(`${name}: must be a JSON object`);
       return v;
     };
     const tokenizer = await json('tokenizer.json');
