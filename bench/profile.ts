@@ -18,7 +18,7 @@ import * as tf from '@tensorflow/tfjs';
 import { parseFlags } from '../src/cli/args';
 import { disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { defaultSftConfig } from '../src/core/runConfigTargets';
 import { bucketByLength } from '../src/core/parallel/sequences';
 import type { ModelConfig } from '../src/core/model/config';
@@ -147,7 +147,7 @@ export async function runProfileBench(args: string[], backend: BackendName): Pro
   }
 
   const params = initParams(config, 0);
-  const opt = new AdamW(params, ADAMW_DEFAULTS);
+  const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
   const rng = new Rng(1);
 
   // Training: same shapes every step, so one warm-up step compiles every kernel.

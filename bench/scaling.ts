@@ -23,7 +23,7 @@ import type { ModelConfig } from '../src/core/model/config';
 import type { Policy } from '../src/core/policy';
 import { cloneParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { type GrpoConfig, grpoStep } from '../src/core/rl/grpoStep';
 import { defaultGrpoConfig, defaultSftConfig } from '../src/core/runConfigTargets';
 
@@ -112,7 +112,7 @@ const ratio = (x: number) => x.toFixed(2);
 async function trainingTable(p: BenchPreset, plan: Plan): Promise<void> {
   const { config } = p;
   const params = initParams(config, 0);
-  const opt = new AdamW(params, ADAMW_DEFAULTS);
+  const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
   const rng = new Rng(1);
   const rows: string[][] = [];
   let first = 0;
@@ -201,7 +201,7 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
       // The same initial weights and the same steps (hence prompts) for every worker count.
       const policy: Policy = { config, params: cloneParams(startParams, { trainable: true }) };
       const reference = cfg.loss.beta > 0 ? startParams : null;
-      const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      const optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       const startMs = performance.now();
       const rollouts = workers > 0 ? await PolicyRollouts.start(policy, workers, backend, 0) : null;
       const grads = await startNodeGradPool(gradWorkers, backend);

@@ -14,7 +14,7 @@
 import { type ModelConfig, presetConfig } from '../src/core/model/config';
 import { type GPTParams, disposeParams, initParams } from '../src/core/model/params';
 import { Rng } from '../src/core/rng';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { releaseGradItem } from '../src/core/parallel/grads';
 import { type TrainSequence, groupPlan, padBatch } from '../src/core/parallel/sequences';
 import { defaultSftConfig } from '../src/core/runConfigTargets';
@@ -64,7 +64,7 @@ async function ceilingPair(
 /** A model and its optimizer that take training steps, in this thread alone or with a pool's workers. */
 function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number) {
   const params = initParams(config, 0);
-  const opt = new AdamW(params, ADAMW_DEFAULTS);
+  const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
   return {
     params,
     /** One step's wall time (ms) and tokens. */

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
 import { cachedCausalMasks } from '../src/core/model/gpt';
 import { cloneParams, initParams, paramsToArrays } from '../src/core/model/params';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import type { RemotePolicyGradients } from '../src/core/rl/ppoLoss';
 import { type GrpoConfig, type RewardFn, type StepMetrics, grpoStep } from '../src/core/rl/grpoStep';
 import { arithmetic } from '../src/core/tasks/arithmetic';
@@ -58,7 +58,7 @@ let workerItems = 0;
 async function oneStep(pool: GradPool | null, withStartCopy = false): Promise<{ metrics: StepMetrics; weights: Map<string, Float32Array> }> {
   const params = initParams(config, 5);
   const reference = cloneParams(params, { trainable: false });
-  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+  const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
   const shared = pool?.share(config, withStartCopy ? await paramsToArrays(params) : undefined);
   // Counts the micro-batches the workers computed.
   const gradients = shared && {

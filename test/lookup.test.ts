@@ -8,7 +8,7 @@ import { getTokenizer, loadPolicy, setupBackend } from '../src/cli/setup';
 import { lookupAccuracy, lookupCases, lookupProbe } from '../src/core/eval/lookup';
 import { forwardLogits } from '../src/core/model/gpt';
 import { disposeParams } from '../src/core/model/params';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { demoSequence } from '../src/core/parallel/sequences';
 import { sftStep } from '../src/core/sft/sft';
 import { T } from '../src/core/tokenizer/vocab';
@@ -91,7 +91,7 @@ describe('clone lookup probe', () => {
     const { policy } = await loadPolicy('public/checkpoints/warmstart-tiny', true);
     // In the two-letter notation, where the clone writes the answer block alone.
     const { found } = lookupCases(3, 6, 2, 2);
-    const optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
+    const optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 3e-3 });
     try {
       const drill = (c: { prompt: string; answer: string }) =>
         demoSequence(

@@ -11,7 +11,7 @@ import { GRPO_IMPLIED } from '../src/core/io/savedConfig';
 import { freshPolicy } from '../src/cli/setup';
 import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import type { Policy } from '../src/core/policy';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { initBackend } from '../src/runtime/backend';
 
 let root: string;
@@ -31,7 +31,7 @@ const state = (step: number): RunState => ({ kind: 'sft', step, config: { lr: 1 
 async function runWith(name: string, steps: number[]): Promise<string> {
   const dir = join(root, name);
   const run = await RunDir.open(dir, 'sft');
-  const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+  const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
   let last = 0;
   for (const s of steps) {
     const rows = Array.from({ length: s - last }, (_, i) => ({ step: last + i + 1 }));
@@ -117,7 +117,7 @@ describe('run directory', () => {
   it('says that nothing was committed when the first save of a run fails, and what is kept when a later one does', async () => {
     const dir = join(root, 'first-save-fails');
     const run = await RunDir.open(dir, 'sft');
-    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     // LATEST's temporary cannot be written: a directory is in its way.
     await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
     expect(await message(run.save(policy, opt, state(1), 'tiny', { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(
@@ -148,7 +148,7 @@ describe('run directory', () => {
     }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
     const run = await RunDir.open(dir, 'sft');
-    const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const fresh = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const e = (() => {
       try {
         run.restoreOptimizer(fresh);
@@ -188,7 +188,7 @@ describe('run directory', () => {
     }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
     const run = await RunDir.open(dir, 'sft');
-    const fresh = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const fresh = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     expect(() => run.restoreOptimizer(fresh)).toThrow(/optimizer\.safetensors: .*v\.transformer\.wte\.weight.*cannot resume/);
     fresh.dispose();
   });
@@ -208,7 +208,7 @@ describe('run directory', () => {
     await writeFile(join(legacy, 'metrics.jsonl'), '{"step":1}\n{"step":2}\n{"step":3}\n');
     const run = await RunDir.open(legacy, 'sft');
     expect(run.saved?.state.step).toBe(2);
-    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     run.restoreOptimizer(opt);
     await run.save(policy, opt, state(4), 'tiny', { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
     opt.dispose();
@@ -341,7 +341,7 @@ try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) =>
   it('never replaces the committed save by a save of the same step', async () => {
     const dir = await runWith('same-step', [2]);
     const run = await RunDir.open(dir, 'sft');
-    const opt = new AdamW(policy.params, ADAMW_DEFAULTS);
+    const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     expect(await message(run.save(policy, opt, state(2), 'tiny', {}))).toMatch(/already the committed save/);
     opt.dispose();
     expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(2);

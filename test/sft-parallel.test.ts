@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
 import { initParams, paramsToArrays } from '../src/core/model/params';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { type RemoteGradients, sftSequences, sftStep } from '../src/core/sft/sft';
 import { arithmetic } from '../src/core/tasks/arithmetic';
 import { Tokenizer } from '../src/core/tokenizer/tokenizer';
@@ -28,7 +28,7 @@ describe('data-parallel SFT', () => {
     let taken = 0; // micro-batches the worker computed
     const run = async (workers: GradPool | null, remotes?: RemoteGradients[]) => {
       const params = initParams(config, 9);
-      const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
+      const opt = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 3e-3 });
       const losses: number[] = [];
       for (let s = 0; s < 3; s++) {
         if (workers) await workers.sync(params, config);

@@ -22,7 +22,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { rewardPythonSource, type VerlRewardConfig, withRewardConfig } from '../src/cli/verl/rewardFile';
 import { parseTracesJsonl } from '../src/core/io/traces';
 import { type AdvantageConfig, isGated } from '../src/core/rl/advantage';
-import { type RewardBreakdown, type RewardConfig, episodeReward, validateRewardConfig } from '../src/core/rl/reward';
+import { type RewardBreakdown, type RewardConfig, episodeReward } from '../src/core/rl/reward';
+import { checkRewardConfig } from '../src/core/runConfigTargets';
 import type { ContextTrace, EpisodeTrace } from '../src/core/rollout/trace';
 import { TASKS, isTaskName, type Problem, type Task } from '../src/core/tasks';
 import { BUDGET_BUCKETS } from '../src/core/tokenizer/vocab';
@@ -73,7 +74,7 @@ function runSettings(dir: string): Settings {
     }
   ).config;
   // Fields an older run did not record (budgetRate, tokenRate) were off then, as the table has them at a first step.
-  const r = validateRewardConfig(config.reward ?? {}, TABLE_REWARD);
+  const r = checkRewardConfig(config.reward ?? {}, TABLE_REWARD);
   // Only RewardConfig's fields (older runs also carry a since-removed cloneFormatPenalty).
   const reward: RewardConfig = {
     rootTau: r.rootTau,

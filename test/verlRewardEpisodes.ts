@@ -5,7 +5,7 @@
  */
 import { cachedEncode } from '../src/core/rollout/traceFixture';
 import { parseTracesJsonl, tracesToJsonl } from '../src/core/io/traces';
-import { ROLLOUT_DEFAULTS, validateRolloutConfig } from '../src/core/rollout/config';
+import { defaultRolloutConfig } from '../src/core/runConfigTargets';
 import { type ContextDecoder, RolloutScheduler } from '../src/core/rollout/scheduler';
 import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA, countTokens } from '../src/core/rollout/trace';
 import { Rng } from '../src/core/rng';
@@ -125,7 +125,7 @@ export async function generatedTraces(): Promise<EpisodeTrace[]> {
     const task = TASKS[name] as Task<unknown>;
     const rng = new Rng(name.length * 1000 + n);
     const problems = new Map<string, Problem>();
-    const cfg = validateRolloutConfig({ ...ROLLOUT_DEFAULTS, ...task.rolloutDefaults, greedy: true, allowSpawn });
+    const cfg = defaultRolloutConfig(task.name, { rootMaxTokens: 224, greedy: true, allowSpawn });
     const scheduler = new RolloutScheduler(new PlannedDecoder(planner(name, allowSpawn, rng.fork(), problems)), cfg, { policyVersion: 0, encode });
     for (let i = 0; i < n; i++) {
       const p = task.generate(rng, task.defaultOptions, `verl-${name}-${allowSpawn ? 'd' : 'm'}-${i}`);

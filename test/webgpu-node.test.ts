@@ -14,7 +14,7 @@ import { BatchedDecoder } from '../src/core/model/decode';
 import { forwardLogits, targetLogProbs } from '../src/core/model/gpt';
 import { type GPTParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../src/core/model/params';
 import { type PolicyLossConfig, type RlSequence, aggregationWeights, packRl, policyGradients } from '../src/core/rl/ppoLoss';
-import { ADAMW_DEFAULTS, AdamW } from '../src/core/optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { addAll } from '../src/core/parallel/grads';
 import { Rng } from '../src/core/rng';
 import { decodeCheckpoint } from '../src/core/io/checkpoint';
@@ -137,7 +137,7 @@ async function policyUpdate(backend: Backend, seqs: RlSequence[]) {
     const r = await policyGradients(p, config, batches, LOSS);
     const grads = new Map<string, Float32Array>();
     for (const [name, g] of r.grads) grads.set(name, (await g.data()) as Float32Array);
-    const opt = new AdamW(p, ADAMW_DEFAULTS);
+    const opt = new AdamW(p, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const { gradNorm } = await opt.apply(r.grads);
     opt.dispose();
     r.grads.forEach((g) => g.dispose());
@@ -274,7 +274,7 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
       try {
         if (fused) expect(fusedAdamWAvailable()).toBe(true);
         const params = paramsFromArrays(config, arrays);
-        const opt = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 1e-2, weightDecay: 0.1, gradClip: 1 });
+        const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-2, weightDecay: 0.1, gradClip: 1 });
         for (let s = 0; s < 2; s++) {
           const g = new Map([...params].map(([name, p]) => [name, tf.tensor(grads.get(name) as Float32Array, p.shape)]));
           await opt.apply(g);

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-import { ROLLOUT_DEFAULTS } from './rollout/config';
 import {
   PAGE_DEFAULTS,
   RENAMED_CHECKPOINTS,
@@ -19,7 +18,7 @@ import {
   validateRunConfig,
 } from './runConfig';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from './runConfigTargets';
-import { defaultGrpoConfig, defaultSftConfig } from './runConfigTargets';
+import { defaultGrpoConfig, defaultRolloutConfig, defaultSftConfig } from './runConfigTargets';
 import { rewardAt } from './rl/grpoStep';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
@@ -169,7 +168,7 @@ describe('the configs built from it', () => {
       reward: { ...TABLE_REWARD, tokenRate: 0.003 },
       tokenRateAfter: 250,
       restartOptimizer: true,
-      rollout: { ...ROLLOUT_DEFAULTS, rootMaxTokens: 48, temperature: 1 },
+      rollout: defaultRolloutConfig('arithmetic', { rootMaxTokens: 48, temperature: 1 }),
     });
     // Credit and gating as the reference; no budget cost.
     expect(c.advantage).toEqual({

@@ -187,6 +187,9 @@ function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds' | 'rootMax
 /** The sampling temperature's range, for the flags of commands outside the table (rollout, eval). */
 export const TEMPERATURE = { min: 0.05, max: 5 } as const;
 
+/** The root token limit's range (rootMaxTokens, rootLimitMin), for the flags of commands outside the table (eval). */
+export const ROOT_LIMIT = { min: 1, max: 8192 } as const;
+
 const ALL: readonly Surface[] = ['page', 'train', 'sft'];
 const GRPO: readonly Surface[] = ['page', 'train'];
 const SFT: readonly Surface[] = ['page', 'sft'];
@@ -630,8 +633,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   {
     key: 'rootMaxTokens',
     type: 'number',
-    min: 1,
-    max: 8192,
+    ...ROOT_LIMIT,
     int: true,
     label: 'Root token limit',
     help: 'tokens the root may generate in an episode (arithmetic 48: a long monolithic chain does not fit, so delegation pays; multihop 224: a spawn per chunk per hop)',
@@ -643,8 +645,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
   {
     key: 'rootLimitMin',
     type: 'optionalNumber',
-    min: 1,
-    max: 8192,
+    ...ROOT_LIMIT,
     int: true,
     label: 'Root limit drawn from',
     help: 'a root that knows its limit: the limit is written in the root prompt (<root>#48 …), each GRPO prompt draws it from [this, the root token limit], and the warm start demonstrates under a drawn one (empty: no limit in the prompt)',

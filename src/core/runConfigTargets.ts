@@ -7,12 +7,22 @@
  * `defaultGrpoConfig` and `defaultSftConfig` are the table's defaults as trainer configs.
  */
 import type { ProtocolLimits } from './protocol/grammar';
-import { type EpisodeLimits, type RolloutConfig, validateRolloutConfig } from './rollout/config';
+import { ANSWER_MAX_CHARS, type EpisodeLimits, type RolloutConfig } from './rollout/config';
 import { CREDIT_EPS, RATIO_CLAMP } from './rl/advantage';
-import { CALL_FREE } from './rl/reward';
+import { CALL_FREE, REWARD_FIELDS, type RewardConfig } from './rl/reward';
 import { SFT_FIXED, type SftConfig, type TaskMixEntry } from './sft/sft';
 import { GRPO_MICRO_TOKENS, type GrpoConfig } from './rl/grpoStep';
-import { type RunConfig, RunConfigError, miniBatchError, runConfigDefaults, taskEntryOf, taskPartsOf } from './runConfig';
+import {
+  type RunConfig,
+  type RunConfigKey,
+  RunConfigError,
+  checkField,
+  fieldOf,
+  miniBatchError,
+  runConfigDefaults,
+  taskEntryOf,
+  taskPartsOf,
+} from './runConfig';
 
 /** The spawn limits of rollouts and of the teacher's demonstrations. */
 export function limitsOf(c: RunConfig): ProtocolLimits {
@@ -22,13 +32,79 @@ export function limitsOf(c: RunConfig): ProtocolLimits {
 export function rolloutConfigOf(c: RunConfig, overrides: Partial<RolloutConfig> = {}): RolloutConfig {
   const knowsLimit =
     c.rootLimitMin !== null ? { rootLimitMin: c.rootLimitMin, ...(c.rootLimitStraddle > 0 ? { rootLimitStraddle: c.rootLimitStraddle } : {}) } : {};
-  return validateRolloutConfig({
+  return checkRolloutConfig({
     ...limitsOf(c),
     rootMaxTokens: c.rootMaxTokens,
+    answerMaxChars: ANSWER_MAX_CHARS,
     temperature: c.temperature,
+    // Top-k truncation is not a run setting: rollouts sample from the whole distribution.
+    topK: 0,
+    greedy: false,
+    allowSpawn: true,
     ...knowsLimit,
     ...overrides,
   });
+}
+
+/**
+ * The table's rollout for `task` (its own root and spawn limits) with `overrides`: episodes run
+ * outside a training run (rollout, eval, frontier, tests).
+ */
+export function defaultRolloutConfig(task = 'arithmetic', overrides: Partial<RolloutConfig> = {}): RolloutConfig {
+  return rolloutConfigOf(runConfigDefaults('train', task), overrides);
+}
+
+/** The rollout fields that are run settings, with the table's field of each. */
+const ROLLOUT_SETTING_FIELDS: readonly (readonly [keyof RolloutConfig, RunConfigKey])[] = [
+  ['budgets', 'budgets'],
+  ['maxClonesPerRound', 'maxClones'],
+  ['maxRounds', 'maxRounds'],
+  ['rootMaxTokens', 'rootMaxTokens'],
+  ['temperature', 'temperature'],
+  ['rootLimitMin', 'rootLimitMin'],
+  ['rootLimitStraddle', 'rootLimitStraddle'],
+];
+
+/**
+ * `r` checked against the table's ranges (the error names the rollout field and the range); a
+ * limit drawn from below the root's token limit. Returns `r`.
+ */
+export function checkRolloutConfig(r: RolloutConfig): RolloutConfig {
+  const errors: string[] = [];
+  for (const [field, key] of ROLLOUT_SETTING_FIELDS) {
+    if (r[field] === undefined) continue;
+    const e = checkField(fieldOf(key), r[field], field);
+    if (e) errors.push(e);
+  }
+  if (errors.length === 0 && r.rootLimitMin !== undefined && r.rootLimitMin > r.rootMaxTokens) {
+    errors.push(`rootLimitMin must be at most rootMaxTokens = ${r.rootMaxTokens} (got ${r.rootLimitMin})`);
+  }
+  if (errors.length > 0) throw new Error(`rollout: ${errors.join('; ')}`);
+  return r;
+}
+
+/**
+ * A reward config given from outside (the verl reward file's, a recorded run's): fields it leaves
+ * out take `base`'s; each is checked against the table's range (callFree, a term the table does
+ * not hold, only for being a number ≥ 0). Errors name the field.
+ */
+export function checkRewardConfig(given: Partial<RewardConfig>, base: Partial<RewardConfig> = {}): RewardConfig {
+  const c = { ...base, ...given } as RewardConfig;
+  const errors: string[] = [];
+  for (const f of REWARD_FIELDS) {
+    if (c[f] === undefined) errors.push(`${f} is missing`);
+    else if (f === 'callFree') {
+      // A term of the formula the table does not hold (runs use CALL_FREE); a reward file may set it.
+      if (!(typeof c.callFree === 'number' && Number.isFinite(c.callFree) && c.callFree >= 0)) {
+        errors.push(`callFree must be a finite number ≥ 0 (got ${JSON.stringify(c.callFree)})`);
+      }
+    } else {
+      const e = checkField(fieldOf(f), c[f], f);
+      if (e) errors.push(e);
+    }
+  }
+  if (errors.length > 0) throw new Error(`reward: ${errors.join('; ')}`);
+  return c;
 }
 
 /**

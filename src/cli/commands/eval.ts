@@ -1,12 +1,11 @@
-import { defaultGrpoConfig } from '../../core/runConfigTargets';
+import { defaultGrpoConfig, defaultRolloutConfig } from '../../core/runConfigTargets';
 import { rewardAt } from '../../core/rl/grpoStep';
 import { TASK_NAMES } from '../../core/tasks';
 import { wilsonInterval } from '../../core/eval/stats';
-import { ROLLOUT_DEFAULTS } from '../../core/rollout/config';
 import { arithmeticProbe, strategyOf } from '../../core/eval/strategy';
 import { EVAL_SPLITS, type EvalSplit, HELD_OUT_SEED } from '../../core/eval/splits';
 import { SEED_MAX } from '../../core/rng';
-import { TEMPERATURE } from '../../core/runConfig';
+import { ROOT_LIMIT, TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
 import {
   BACKEND_FLAG,
@@ -19,7 +18,6 @@ import {
   setupBackend,
   taskFromFlags,
 } from '../setup';
-import { validateRolloutConfig } from '../../core/rollout';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
 
@@ -45,7 +43,12 @@ export const evaluate = defineCommand(
     json: { type: 'bool', default: false, help: 'print JSON' },
     backend: BACKEND_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
-    'root-limit': { type: 'int', default: ROLLOUT_DEFAULTS.rootMaxTokens, min: 1, max: 8192, help: 'tokens the root may generate' },
+    'root-limit': {
+      type: 'int',
+      min: ROOT_LIMIT.min,
+      max: ROOT_LIMIT.max,
+      help: "tokens the root may generate (default: the task's root limit in the config table)",
+    },
     'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },
   async (f) => {
@@ -58,11 +61,12 @@ export const evaluate = defineCommand(
     const tok = getTokenizer();
     const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
     const told = limitInPrompt(f['limit-in-prompt'], meta);
-    const cfg = validateRolloutConfig(
-      f.temperature === undefined
-        ? { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], greedy: true, allowSpawn: f.method === 'delegate', ...told }
-        : { ...task.rolloutDefaults, rootMaxTokens: f['root-limit'], temperature: f.temperature, allowSpawn: f.method === 'delegate', ...told },
-    );
+    const cfg = defaultRolloutConfig(task.name, {
+      ...(f['root-limit'] !== undefined ? { rootMaxTokens: f['root-limit'] } : {}),
+      ...(f.temperature === undefined ? { greedy: true } : { temperature: f.temperature }),
+      allowSpawn: f.method === 'delegate',
+      ...told,
+    });
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     let traces;
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);

@@ -4,7 +4,8 @@ import { TEMPERATURE } from '../../core/runConfig';
 import { defineCommand } from '../command';
 import { BACKEND_FLAG, OPTIONS_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend, taskFromFlags } from '../setup';
 import { Rng } from '../../core/rng';
-import { PolicyDecoder, RolloutScheduler, formatEpisode, validateRolloutConfig } from '../../core/rollout';
+import { PolicyDecoder, RolloutScheduler, formatEpisode } from '../../core/rollout';
+import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { disposeParams } from '../../core/model/params';
 
 export const rollout = defineCommand(
@@ -26,7 +27,7 @@ export const rollout = defineCommand(
     await setupBackend(f.backend);
     const tok = getTokenizer();
     const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
-    const cfg = validateRolloutConfig({ ...task.rolloutDefaults, temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
+    const cfg = defaultRolloutConfig(task.name, { temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
     const rng = new Rng(f.seed);
     const problem = task.generate(rng, opts, `seed${f.seed}`);
     const decoder = new PolicyDecoder(policy);

@@ -5,7 +5,7 @@ import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTar
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
-import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../../core/optim/adamw';
+import { AdamW, ADAM_MOMENTS, cosineLr } from '../../core/optim/adamw';
 import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
@@ -51,7 +51,7 @@ export const sft = defineRunCommand(
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], SFT_IMPLIED);
       policy = saved.policy;
-      optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       runDir.restoreOptimizer(optimizer);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
       const before = saved.state.config.steps;
@@ -60,7 +60,7 @@ export const sft = defineRunCommand(
       );
     } else {
       policy = f.init ? (await loadPolicyFlag('init', f.init)).policy : freshPolicy(rc.preset, cfg.seed);
-      optimizer = new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+      optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       await runDir.describe(argv, runConfig);
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
     }

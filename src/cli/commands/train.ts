@@ -5,7 +5,7 @@ import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
-import { AdamW, ADAMW_DEFAULTS } from '../../core/optim/adamw';
+import { AdamW, ADAM_MOMENTS } from '../../core/optim/adamw';
 import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
 import { scoredTrace } from '../../core/rollout/trace';
 import { PolicyDecoder } from '../../core/rollout';
@@ -43,7 +43,7 @@ export const train = defineRunCommand(
     let tokensSeen = 0;
     const runDir = await RunDir.open(out, 'train');
     const saved = runDir.saved;
-    const optimizer = () => new AdamW(policy.params, { ...ADAMW_DEFAULTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+    const optimizer = () => new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
     let opt: AdamW;
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], GRPO_IMPLIED);

@@ -1,4 +1,4 @@
-import { defaultGrpoConfig } from '../../core/runConfigTargets';
+import { checkRewardConfig, defaultGrpoConfig } from '../../core/runConfigTargets';
 import { rewardAt } from '../../core/rl/grpoStep';
 /**
  * The reward file for verl: selfcest_reward.py (next to this file, standard-library Python) with
@@ -7,7 +7,7 @@ import { rewardAt } from '../../core/rl/grpoStep';
  */
 import { readFileSync } from 'node:fs';
 import type { GateMode } from '../../core/rl/advantage';
-import { REWARD_FIELDS, type RewardConfig, validateRewardConfig } from '../../core/rl/reward';
+import { REWARD_FIELDS, type RewardConfig } from '../../core/rl/reward';
 import { REFERENCE_RECIPE, VERL_RECIPES, type VerlRecipe } from '../../core/verl/config';
 
 export interface VerlRewardConfig {
@@ -60,8 +60,7 @@ function pythonConfig(cfg: VerlRewardConfig): string {
   if (!VERL_REWARD_TASKS.includes(cfg.task)) {
     throw new Error(`verl reward: task must be one of ${VERL_REWARD_TASKS.join(', ')} (got ${JSON.stringify(cfg.task)})`);
   }
-  const reward = validateRewardConfig(cfg.reward, rewardAt(defaultGrpoConfig(cfg.task), 0));
-  if (typeof reward.partialCredit !== 'boolean') throw new Error(`verl reward: partialCredit must be true or false (got ${String(reward.partialCredit)})`);
+  const reward = checkRewardConfig(cfg.reward, rewardAt(defaultGrpoConfig(cfg.task), 0));
   if (typeof cfg.gating !== 'boolean') throw new Error(`verl reward: gating must be true or false (got ${String(cfg.gating)})`);
   if (cfg.gateMode !== 'reference' && cfg.gateMode !== 'protocol') {
     throw new Error(`verl reward: gateMode must be "reference" or "protocol" (got ${JSON.stringify(cfg.gateMode)})`);

@@ -5,7 +5,9 @@
  * over all points of a comparison.
  */
 import { Rng } from '../rng';
-import { type RolloutConfig, validateRolloutConfig } from '../rollout/config';
+import type { RolloutConfig } from '../rollout/config';
+import { checkField, fieldOf } from '../runConfig';
+import { defaultRolloutConfig } from '../runConfigTargets';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
@@ -83,11 +85,13 @@ export function validateMethods(methods: readonly string[]): Method[] {
   return [...methods] as Method[];
 }
 
-/** Checks generation limits: positive integers up to 8192 tokens. */
+/** Checks generation limits: each a root token limit in the table's range (rootMaxTokens). */
 export function validateLimits(limits: readonly number[]): number[] {
   if (limits.length === 0) throw new Error('limits: give at least one root token limit');
-  const bad = limits.find((l) => !Number.isInteger(l) || l < 1 || l > 8192);
-  if (bad !== undefined) throw new Error(`limits: each must be an integer in [1, 8192] (got ${JSON.stringify(bad)})`);
+  for (const l of limits) {
+    const e = checkField(fieldOf('rootMaxTokens'), l, 'limits: each');
+    if (e) throw new Error(e);
+  }
   return [...limits];
 }
 
@@ -97,10 +101,11 @@ export function validateProblemCount(n: unknown): number {
   return n;
 }
 
-function configFor(m: Method, limit: number, temperature: number, base: Partial<RolloutConfig>): RolloutConfig {
-  if (m === 'delegate') return validateRolloutConfig({ ...base, greedy: true, rootMaxTokens: limit });
-  if (m === 'mono') return validateRolloutConfig({ ...base, greedy: true, allowSpawn: false, rootMaxTokens: limit });
-  return validateRolloutConfig({ ...base, temperature, allowSpawn: false, rootMaxTokens: limit });
+/** `m` at `limit`: the table's rollout for the task, with the comparison's own settings over it. */
+function configFor(m: Method, limit: number, temperature: number, task: string, base: Partial<RolloutConfig>): RolloutConfig {
+  if (m === 'delegate') return defaultRolloutConfig(task, { ...base, greedy: true, rootMaxTokens: limit });
+  if (m === 'mono') return defaultRolloutConfig(task, { ...base, greedy: true, allowSpawn: false, rootMaxTokens: limit });
+  return defaultRolloutConfig(task, { ...base, temperature, allowSpawn: false, rootMaxTokens: limit });
 }
 
 /** Run `k` episodes of every problem; traces grouped per problem. */
@@ -140,8 +145,8 @@ export async function frontierPoint<O>(
   onProgress?: (done: number, total: number) => void,
 ): Promise<FrontierPoint> {
   const k = samplesOf(method);
-  const base = { ...(task.rolloutDefaults ?? {}), ...(spec.rollout ?? {}) };
-  const groups = await runSamples(decoder, task, problems, k, configFor(method, limit, spec.temperature, base), spec.seed, spec.batch, encode, onProgress);
+  const cfg = configFor(method, limit, spec.temperature, task.name, spec.rollout ?? {});
+  const groups = await runSamples(decoder, task, problems, k, cfg, spec.seed, spec.batch, encode, onProgress);
   let correct = 0;
   let tokens = 0;
   let critical = 0;

@@ -11,7 +11,7 @@
  */
 import type { ModelConfig } from '../model/config';
 import { initParams, disposeParams, type GPTParams } from '../model/params';
-import { AdamW, ADAMW_DEFAULTS, cosineLr } from '../optim/adamw';
+import { AdamW, ADAM_MOMENTS, cosineLr } from '../optim/adamw';
 import { demoSequence } from '../parallel/sequences';
 import { sftStep } from '../sft/sft';
 import { Rng, SEED_MAX } from '../rng';
@@ -196,7 +196,7 @@ export async function runLookupProbe(
 ): Promise<LookupProbeResult> {
   validateLookupProbeConfig(c);
   const params: GPTParams = initParams(model, c.seed);
-  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: c.lr, weightDecay: c.weightDecay, gradClip: 1 });
+  const optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: c.lr, weightDecay: c.weightDecay, gradClip: 1 });
   const held = probeEvalDrills(c);
   const heldOut = new Set([...held.found, ...held.missing].map((d) => d.prompt + d.answer));
   const rows: LookupProbeRow[] = [];

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
-import { ADAMW_DEFAULTS, AdamW } from './adamw';
+import { ADAM_MOMENTS, AdamW } from './adamw';
 
 beforeAll(async () => {
   await initBackend('wasm');
@@ -48,7 +48,7 @@ describe('AdamW.load', () => {
 
   beforeAll(async () => {
     sourceParams = makeParams();
-    source = new AdamW(sourceParams, ADAMW_DEFAULTS);
+    source = new AdamW(sourceParams, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     for (let i = 0; i < 2; i++) {
       const g = grads();
       await source.apply(g);
@@ -67,7 +67,7 @@ describe('AdamW.load', () => {
     // Same weights as the source after its two steps.
     const now = await values(sourceParams);
     [...params.values()].forEach((v, i) => v.assign(tf.tensor(now[i], v.shape)));
-    const resumed = new AdamW(params, ADAMW_DEFAULTS);
+    const resumed = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const before = tf.memory().numTensors;
     resumed.load(saved.step, saved.tensors);
     expect(tf.memory().numTensors).toBe(before);
@@ -137,7 +137,7 @@ describe('AdamW.load', () => {
 
   it.each(cases)('rejects %s, naming it, and leaves the optimizer untouched', async (_label, make, message) => {
     const params = makeParams();
-    const opt = new AdamW(params, ADAMW_DEFAULTS);
+    const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const { step, tensors } = make();
     const before = tf.memory().numTensors;
     expect(() => opt.load(step, tensors)).toThrow(message);
@@ -151,7 +151,7 @@ describe('AdamW.load', () => {
 
   it('takes what real updates write: a hundred steps of gradients far past the clip, tiny ones, zeros, and a restart', async () => {
     const params = makeParams();
-    const opt = new AdamW(params, { ...ADAMW_DEFAULTS, gradClip: 0.5 });
+    const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 0.5 });
     for (let i = 0; i < 100; i++) {
       const scale = i % 3 === 0 ? 1e4 : i % 3 === 1 ? 1e-21 : 0;
       const g = new Map<string, tf.Tensor>([...grads()].map(([k, t]) => [k, tf.tidy(() => tf.mul(t, scale * (i % 7 === 0 ? -1 : 1)))]));
@@ -159,7 +159,7 @@ describe('AdamW.load', () => {
       g.forEach((t) => t.dispose());
       if (i % 10 === 9) {
         const { step, tensors } = await opt.state();
-        const again = new AdamW(makeParams(), { ...ADAMW_DEFAULTS, gradClip: 0.5 });
+        const again = new AdamW(makeParams(), { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 0.5 });
         expect(() => again.load(step, tensors)).not.toThrow();
         again.dispose();
       }
@@ -170,7 +170,7 @@ describe('AdamW.load', () => {
 
   it('rejects a tensor table that is not a Map with a named error, not a TypeError', () => {
     const params = makeParams();
-    const opt = new AdamW(params, ADAMW_DEFAULTS);
+    const opt = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     expect(() => opt.load(0, null as unknown as Map<string, Float32Array>)).toThrow(/^moment tensors must be a map of name → Float32Array$/);
     opt.dispose();
     dispose(params);

@@ -17,7 +17,8 @@ export interface AdamWConfig {
   gradClip: number;
 }
 
-export const ADAMW_DEFAULTS: AdamWConfig = { lr: 1e-3, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, gradClip: 1 };
+/** Adam's moment decays and epsilon: constants of the optimizer, not run settings (lr, weight decay and clip are: the config table's). */
+export const ADAM_MOMENTS = { beta1: 0.9, beta2: 0.99, eps: 1e-8 } as const;
 
 export interface StepStats {
   /** Global gradient norm before clipping. */

@@ -269,15 +269,3 @@ export function extractAnswer(tokens: readonly number[]): string | null {
   }
   return s;
 }
-
-export function validateProtocolLimits(l: ProtocolLimits): void {
-  if (!Number.isInteger(l.maxClonesPerRound) || l.maxClonesPerRound < 1 || l.maxClonesPerRound > 30) {
-    throw new Error(`maxClonesPerRound must be an integer in [1, 30] (got ${l.maxClonesPerRound})`);
-  }
-  if (!Number.isInteger(l.maxRounds) || l.maxRounds < 0 || l.maxRounds > 10) {
-    throw new Error(`maxRounds must be an integer in [0, 10] (got ${l.maxRounds})`);
-  }
-  if (l.budgets.length === 0 || !l.budgets.every((b) => (BUDGET_BUCKETS as readonly number[]).includes(b))) {
-    throw new Error(`budgets must be a non-empty subset of ${BUDGET_BUCKETS.join(', ')} (got ${l.budgets.join(', ')})`);
-  }
-}

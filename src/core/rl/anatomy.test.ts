@@ -6,7 +6,7 @@ import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
 import { stepAnatomy } from './anatomy';
-import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../optim/adamw';
 import { type GrpoConfig, type RewardFn, grpoStep } from './grpoStep';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
@@ -42,7 +42,7 @@ async function anatomyOf(lr: number, seed = 3) {
     loss: { ...TABLE_GRPO.loss, beta: 0 },
   };
   const params = initParams(config, seed);
-  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr });
+  const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr });
   try {
     const r = await grpoStep({ policy: { config, params }, reference: null, optimizer, task: arithmetic, encode, rewardFn: digitFirst }, cfg, 0, 0);
     return await stepAnatomy(params, config, cfg, r, 0, 1);

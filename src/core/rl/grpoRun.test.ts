@@ -10,7 +10,7 @@ import { multihop } from '../tasks/multihop';
 import type { AnyTask } from '../tasks';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { GrpoRun, type HeldOutPoint, heldOutRowFields } from './grpoRun';
-import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../optim/adamw';
 import { type GrpoConfig, rewardAt } from './grpoStep';
 import { defaultGrpoConfig } from '../runConfigTargets';
 
@@ -46,7 +46,7 @@ describe('GrpoRun', () => {
       rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 6 },
     };
     const params = initParams(config, 1);
-    let optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    let optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const run = new GrpoRun(cfg, [mix[0]], { every: 2, n: 4, methods: ['delegate'] }, 0, 5);
     const restartedAt: number[] = [];
     const versions: number[] = [];
@@ -54,7 +54,7 @@ describe('GrpoRun', () => {
       const { metrics, episodes } = await run.step({ policy: { config, params }, reference: null, optimizer, encode }, () => {
         restartedAt.push(run.steps);
         optimizer.dispose();
-        optimizer = new AdamW(params, ADAMW_DEFAULTS);
+        optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
         return optimizer;
       });
       expect(metrics.step).toBe(run.steps);

@@ -8,7 +8,7 @@ import { cloneParams, initParams } from '../model/params';
 import { arithmetic } from '../tasks/arithmetic';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { tokenId } from '../tokenizer/vocab';
-import { ADAMW_DEFAULTS, AdamW } from '../optim/adamw';
+import { ADAM_MOMENTS, AdamW } from '../optim/adamw';
 import { type TaskMixEntry, sftSequences, sftStep } from '../sft/sft';
 import type { AnyTask } from '../tasks';
 import { multihop } from '../tasks/multihop';
@@ -66,7 +66,7 @@ const toyConfig = (seed: number): GrpoConfig => ({
 
 async function runToy(seed: number, steps: number) {
   const params = initParams(config, seed);
-  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 1e-2 });
+  const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 1e-2 });
   const cfg = toyConfig(seed);
   const rewards: number[] = [];
   const metrics = [];
@@ -100,7 +100,7 @@ describe('GRPO training', () => {
 
   it('runs a real arithmetic step and scores each episode against its own problem', async () => {
     const params = initParams(config, 2);
-    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const before = tf.memory().numTensors;
     const cfg: GrpoConfig = {
       ...TABLE_GRPO,
@@ -161,7 +161,7 @@ describe('GRPO training', () => {
     // With no token cost there is no switch, so nothing restarts (the defaults ask for the restart).
     expect([0, 1, 2, 3].some((s) => restartsOptimizerAt({ ...cfg, restartOptimizer: true, reward: { ...cfg.reward, tokenRate: 0 } }, s))).toBe(false);
     const params = initParams(config, 2);
-    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     for (const step of [1, 2]) {
       const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode }, cfg, step);
       for (const e of episodes) {
@@ -206,7 +206,7 @@ describe('learning-rate warm-up and the reach of the clip', () => {
 describe('GRPO on a task mix', () => {
   it("draws each prompt's task by weight, rolls it out under its own limits and verifies it with its own task", async () => {
     const params = initParams(config, 4);
-    const optimizer = new AdamW(params, ADAMW_DEFAULTS);
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const mix = [
       { task: arithmetic as AnyTask, opts: arithmetic.defaultOptions, weight: 1 },
       { task: multihop as AnyTask, opts: multihop.defaultOptions, weight: 1 },
@@ -243,7 +243,7 @@ describe('GRPO on a task mix', () => {
 async function toySteps(init: number, cfg: GrpoConfig, steps: number, rewardFn: RewardFn = digitFirst, withReference = false, mix?: readonly TaskMixEntry[]) {
   const params = initParams(config, init);
   const reference = withReference ? cloneParams(params, { trainable: false }) : null;
-  const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+  const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
   const metrics: StepMetrics[] = [];
   const episodes: ScoredEpisode[][] = [];
   for (let s = 0; s < steps; s++) {
@@ -273,7 +273,7 @@ describe('PPO mini-batches', () => {
     const before = cloneParams(params);
     const reference = cloneParams(params, { trainable: false });
     const cfg: GrpoConfig = { ...toyConfig(5), miniBatch: 4, loss: { ...toyConfig(5).loss, beta: 0.01 } };
-    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
     const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst }, cfg, 0);
     // The update as it was before mini-batches: every context of the batch weighted together, one Adam step.
     const seqs = await withReferenceLogprobs(
@@ -284,7 +284,7 @@ describe('PPO mini-batches', () => {
       cfg.microTokens,
     );
     const full = await policyGradients(before, config, packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens), cfg.loss);
-    const optimizer2 = new AdamW(before, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const optimizer2 = new AdamW(before, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
     const stats = await optimizer2.apply(full.grads, cfg.lr);
     expect(full.trainedTokens).toBeGreaterThan(0);
     expect(metrics).toMatchObject({
@@ -330,7 +330,7 @@ describe('PPO mini-batches', () => {
     const cfg: GrpoConfig = { ...toyConfig(2), miniBatch: 1, innerEpochs: 2 };
     const seen: StepProgress[] = [];
     const params = initParams(config, 2);
-    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
     await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode, rewardFn: digitFirst, onProgress: (p) => seen.push(p) }, cfg, 0);
     optimizer.dispose();
     params.forEach((p) => p.dispose());
@@ -364,7 +364,7 @@ describe('PPO mini-batches', () => {
     };
     const params = initParams(config, 4);
     const reference = cloneParams(params, { trainable: false });
-    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: cfg.lr });
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
     const deps = { policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst };
     await grpoStep(deps, cfg, 0);
     // Fill the causal-mask cache (16 lengths, least recently used out): a new length then
@@ -425,7 +425,7 @@ describe('dynamic sampling', () => {
 describe('SFT', () => {
   it('lowers the loss on the tiny preset', async () => {
     const params = initParams(config, 4);
-    const optimizer = new AdamW(params, { ...ADAMW_DEFAULTS, lr: 3e-3 });
+    const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 3e-3 });
     const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 30, seed: 4, batchTokens: 1024 };
     const losses: number[] = [];
     for (let s = 0; s < 30; s++) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { episodeReward, lengthPenalty, partialCredit, unusedBudget, validateRewardConfig } from './reward';
+import { episodeReward, lengthPenalty, partialCredit, unusedBudget } from './reward';
+import { checkRewardConfig } from '../runConfigTargets';
 import { defaultGrpoConfig } from '../runConfigTargets';
 import { rewardAt } from './grpoStep';
 
@@ -69,7 +70,7 @@ describe('reward', () => {
     expect(r.tokenPenalty).toBeCloseTo(0.132, 12);
     expect(r.reward).toBeCloseTo(0.868, 12);
     expect(r.rootPenalty + r.clonePenalty + r.callPenalty + r.budgetPenalty).toBe(0);
-    expect(() => validateRewardConfig({ ...TABLE_REWARD, tokenRate: -1 })).toThrow(/tokenRate must be a finite number ≥ 0 \(got -1\)/);
+    expect(() => checkRewardConfig({ ...TABLE_REWARD, tokenRate: -1 })).toThrow(/reward: tokenRate must be .*\(got -1\)/);
   });
 
   it('an episode combines score, root, critical-path clone and call penalties', () => {
@@ -97,13 +98,13 @@ describe('reward', () => {
   });
 
   it('validates its configuration', () => {
-    expect(() => validateRewardConfig({ ...TABLE_REWARD, rootRho: 0 })).toThrow(/rootRho must be a finite number > 0/);
-    expect(() => validateRewardConfig({ ...TABLE_REWARD, clonePmax: -1 })).toThrow(/clonePmax must be a finite number ≥ 0/);
-    expect(() => validateRewardConfig({ ...TABLE_REWARD, budgetRate: -0.1 })).toThrow(/budgetRate must be a finite number ≥ 0/);
+    expect(() => checkRewardConfig({ ...TABLE_REWARD, rootRho: 0 })).toThrow(/rootRho must be /);
+    expect(() => checkRewardConfig({ ...TABLE_REWARD, clonePmax: -1 })).toThrow(/clonePmax must be /);
+    expect(() => checkRewardConfig({ ...TABLE_REWARD, budgetRate: -0.1 })).toThrow(/budgetRate must be /);
     // A config read from outside must say every field: nothing is filled in.
     const { callFree: _, ...partial } = TABLE_REWARD;
-    expect(() => validateRewardConfig(partial)).toThrow('reward: callFree is missing');
-    expect(() => validateRewardConfig({ ...TABLE_REWARD, partialCredit: 1 as unknown as boolean })).toThrow(/partialCredit must be true or false/);
-    expect(validateRewardConfig(TABLE_REWARD)).toEqual(TABLE_REWARD);
+    expect(() => checkRewardConfig(partial)).toThrow('reward: callFree is missing');
+    expect(() => checkRewardConfig({ ...TABLE_REWARD, partialCredit: 1 as unknown as boolean })).toThrow(/partialCredit must be true or false/);
+    expect(checkRewardConfig(TABLE_REWARD)).toEqual(TABLE_REWARD);
   });
 });

@@ -64,26 +64,6 @@ export const REWARD_FIELDS = [
   'partialCredit',
 ] as const satisfies readonly (keyof RewardConfig)[];
 
-/**
- * A reward config given from outside (the verl reward file's): fields it leaves out take `base`'s
- * (the table's, runConfigTargets); without a base every field must be there. Errors name the field.
- */
-export function validateRewardConfig(given: Partial<RewardConfig>, base: Partial<RewardConfig> = {}): RewardConfig {
-  const c = { ...base, ...given } as RewardConfig;
-  for (const f of REWARD_FIELDS) if (c[f] === undefined) throw new Error(`reward: ${f} is missing`);
-  if (typeof c.partialCredit !== 'boolean') throw new Error(`reward: partialCredit must be true or false (got ${c.partialCredit})`);
-  const nonNeg = (f: keyof RewardConfig) => {
-    if (!(typeof c[f] === 'number' && (c[f] as number) >= 0 && Number.isFinite(c[f]))) {
-      throw new Error(`reward: ${f} must be a finite number ≥ 0 (got ${c[f]})`);
-    }
-  };
-  for (const f of ['rootTau', 'cloneTau', 'rootPmax', 'clonePmax', 'callRate', 'callFree', 'budgetRate', 'tokenRate'] as const) nonNeg(f);
-  for (const f of ['rootRho', 'cloneRho'] as const) {
-    if (!(c[f] > 0 && Number.isFinite(c[f]))) throw new Error(`reward: ${f} must be a finite number > 0 (got ${c[f]})`);
-  }
-  return c;
-}
-
 /** The length penalty P(n; τ, ρ, Pmax). */
 export function lengthPenalty(n: number, tau: number, rho: number, pmax: number): number {
   return n <= tau ? 0 : pmax * (1 - Math.exp(-(n - tau) / rho));

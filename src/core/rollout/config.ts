@@ -1,6 +1,9 @@
-/** Rollout limits and sampling settings, with validation that names the field. */
-import { type ProtocolLimits, validateProtocolLimits } from '../protocol/grammar';
-import { BUDGET_BUCKETS } from '../tokenizer/vocab';
+/**
+ * Rollout limits and sampling settings. The run settings among them take their defaults and
+ * ranges from the config table (runConfigTargets: rolloutConfigOf, defaultRolloutConfig,
+ * checkRolloutConfig); this file holds only the shape and the protocol's constants.
+ */
+import type { ProtocolLimits } from '../protocol/grammar';
 
 export interface RolloutConfig extends ProtocolLimits {
   /** Tokens the root may generate in one episode (injected tokens do not count). */
@@ -30,36 +33,5 @@ export interface RolloutConfig extends ProtocolLimits {
 /** The limits one episode runs under: its spawn limits and the root's token limit. */
 export type EpisodeLimits = Pick<RolloutConfig, 'budgets' | 'maxClonesPerRound' | 'maxRounds' | 'rootMaxTokens'>;
 
-export const ROLLOUT_DEFAULTS: RolloutConfig = {
-  maxClonesPerRound: 4,
-  maxRounds: 3,
-  budgets: [...BUDGET_BUCKETS],
-  rootMaxTokens: 224,
-  answerMaxChars: 8,
-  temperature: 1,
-  topK: 0,
-  greedy: false,
-  allowSpawn: true,
-};
-
-export function validateRolloutConfig(partial: Partial<RolloutConfig>): RolloutConfig {
-  const c = { ...ROLLOUT_DEFAULTS, ...partial };
-  validateProtocolLimits(c);
-  const intIn = (field: 'rootMaxTokens' | 'answerMaxChars' | 'topK', lo: number, hi: number) => {
-    const v = c[field];
-    if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`${field} must be an integer in [${lo}, ${hi}] (got ${v})`);
-  };
-  intIn('rootMaxTokens', 1, 8192);
-  intIn('answerMaxChars', 1, 256);
-  intIn('topK', 0, 1 << 20);
-  if (c.rootLimitMin !== undefined && !(Number.isInteger(c.rootLimitMin) && c.rootLimitMin >= 1 && c.rootLimitMin <= c.rootMaxTokens)) {
-    throw new Error(`rootLimitMin must be an integer in [1, rootMaxTokens = ${c.rootMaxTokens}] (got ${c.rootLimitMin})`);
-  }
-  if (c.rootLimitStraddle !== undefined && !(c.rootLimitStraddle >= 0 && c.rootLimitStraddle <= 1)) {
-    throw new Error(`rootLimitStraddle must be in [0, 1] (got ${c.rootLimitStraddle})`);
-  }
-  if (!c.greedy && !(c.temperature > 0 && c.temperature <= 10)) {
-    throw new Error(`temperature must be in (0, 10] (got ${c.temperature})`);
-  }
-  return c;
-}
+/** Each clone answer is cut to this many characters when injected: a constant of the token protocol, not a run setting. */
+export const ANSWER_MAX_CHARS = 8;

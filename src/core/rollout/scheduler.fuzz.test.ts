@@ -22,7 +22,8 @@ import { arithmetic } from '../tasks/arithmetic';
 import type { Problem, Task } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { BUDGET_BUCKETS, CHAR_TOKENS, T, VOCAB, VOCAB_SIZE, budgetToken, tokenId } from '../tokenizer/vocab';
-import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
+import type { RolloutConfig } from './config';
+import { checkRolloutConfig, defaultRolloutConfig } from '../runConfigTargets';
 import { type ContextDecoder, RolloutScheduler } from './scheduler';
 import type { EpisodeTrace } from './trace';
 import { defaultGrpoConfig } from '../runConfigTargets';
@@ -214,9 +215,9 @@ const adversarial: Planner = (role, rng, prompt) => (rng.bool(0.4) ? tidy(role, 
 // Runs and checks
 
 function fuzzConfig(task: SomeTask, rng: Rng): RolloutConfig {
-  const base = { ...ROLLOUT_DEFAULTS, ...(task.rolloutDefaults ?? {}) };
+  const base = defaultRolloutConfig(task.name);
   const greedy = rng.bool(0.5);
-  return validateRolloutConfig({
+  return checkRolloutConfig({
     ...base,
     maxClonesPerRound: rng.bool(0.5) ? base.maxClonesPerRound : rng.int(1, 30),
     maxRounds: rng.bool(0.5) ? base.maxRounds : rng.int(0, 10),
@@ -347,7 +348,7 @@ const scripted =
     encode(role === 'root' ? root : clone);
 
 async function runOne(task: SomeTask, problem: Problem, root: string, clone: string, over: Partial<RolloutConfig> = {}): Promise<EpisodeTrace> {
-  const cfg = { ...ROLLOUT_DEFAULTS, ...task.rolloutDefaults, answerMaxChars: 16, greedy: true, ...over };
+  const cfg = defaultRolloutConfig(task.name, { answerMaxChars: 16, greedy: true, ...over });
   const s = new RolloutScheduler(new FuzzDecoder(512, new Rng(0), scripted(root, clone), false), cfg, { policyVersion: 0, encode });
   s.addEpisode(task, problem, new Rng(1));
   const [t] = await s.run();

@@ -15,7 +15,8 @@ import type { Problem } from '../tasks/types';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { initBackend } from '../../runtime/backend';
 import { parseTracesJsonl, tracesToJsonl } from '../io/traces';
-import { ROLLOUT_DEFAULTS, type RolloutConfig, validateRolloutConfig } from './config';
+import type { RolloutConfig } from './config';
+import { defaultRolloutConfig } from '../runConfigTargets';
 import { PolicyDecoder } from './policyDecoder';
 import { RolloutScheduler } from './scheduler';
 
@@ -23,7 +24,7 @@ const tok = Tokenizer.builtin();
 const encode = (t: string) => tok.encode(t);
 const V = tok.vocabSize;
 
-const greedy: RolloutConfig = { ...ROLLOUT_DEFAULTS, greedy: true };
+const greedy: RolloutConfig = defaultRolloutConfig('arithmetic', { rootMaxTokens: 224, greedy: true });
 
 async function replay(scripts: string[], problem: Problem, cfg = greedy) {
   const decoder = new ScriptedDecoder(scripts.map(encode), V, (h) => tok.decode(h));
@@ -152,7 +153,7 @@ describe('rollout scheduler (scripted decoder)', () => {
 
   it('fans a <ctx>* spawn out to one clone per chunk, each reading its own chunk', async () => {
     const mh = multihop.generate(new Rng(6), multihop.validateOptions({ chunks: 4, perChunk: 3, hops: 2 }), 'fan');
-    const demo = multihop.teacherDelegate(mh, new Rng(0), { ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults })!;
+    const demo = multihop.teacherDelegate(mh, new Rng(0), defaultRolloutConfig('multihop'))!;
     const rootText = demo.contexts[0].segments.map((x) => x.text).join('');
     expect(rootText.match(/<spawn><ctx>\* [a-z]\?<b\d+>/g)).toHaveLength(2);
     // What each clone writes, from its own chunk: the name and what followed it, or the name alone.
@@ -165,7 +166,7 @@ describe('rollout scheduler (scripted decoder)', () => {
       }),
     );
     const decoder = new ScriptedDecoder([rootText, ...clones].map(encode), V, (h) => tok.decode(h));
-    const cfg = validateRolloutConfig({ ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults, greedy: true });
+    const cfg = defaultRolloutConfig('multihop', { greedy: true });
     const s = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode });
     s.addEpisode(multihop, mh, new Rng(1));
     const [t] = await s.run();
@@ -185,7 +186,7 @@ describe('rollout scheduler (scripted decoder)', () => {
     const mh = multihop.generate(new Rng(2), multihop.validateOptions({ chunks: 5, perChunk: 2, hops: 1 }), 'many');
     const q = / ([a-z])\?$/.exec(mh.prompt)![1];
     const decoder = new ScriptedDecoder([encode(`<root>${mh.prompt}<sep><spawn><ctx>* ${q}?<b8><join>`)], V, (h) => tok.decode(h));
-    const s = new RolloutScheduler(decoder, validateRolloutConfig({ ...greedy, maxClonesPerRound: 4 }), { policyVersion: 0, encode });
+    const s = new RolloutScheduler(decoder, defaultRolloutConfig('arithmetic', { ...greedy, maxClonesPerRound: 4 }), { policyVersion: 0, encode });
     s.addEpisode(multihop, mh, new Rng(1));
     const [t] = await s.run();
     expect(t.violations.map((v) => [v.violation, v.detail])).toEqual([['too_many_clones', "the round's spawns fan out to 5 clones (max 4)"]]);
@@ -193,10 +194,10 @@ describe('rollout scheduler (scripted decoder)', () => {
   });
 
   it('validates its configuration', () => {
-    expect(() => validateRolloutConfig({ maxClonesPerRound: 0 })).toThrow(/maxClonesPerRound must be an integer in \[1, 30\]/);
-    expect(() => validateRolloutConfig({ budgets: [7] })).toThrow(/budgets must be a non-empty subset/);
-    expect(() => validateRolloutConfig({ temperature: 0 })).toThrow(/temperature must be in/);
-    expect(() => validateRolloutConfig({ rootMaxTokens: 1.5 })).toThrow(/rootMaxTokens/);
+    expect(() => defaultRolloutConfig('arithmetic', { maxClonesPerRound: 0 })).toThrow(/maxClonesPerRound must be an integer in \[1, 30\]/);
+    expect(() => defaultRolloutConfig('arithmetic', { budgets: [7] })).toThrow(/budgets must be /);
+    expect(() => defaultRolloutConfig('arithmetic', { temperature: 0 })).toThrow(/temperature must be /);
+    expect(() => defaultRolloutConfig('arithmetic', { rootMaxTokens: 1.5 })).toThrow(/rootMaxTokens/);
   });
 });
 
@@ -220,7 +221,7 @@ describe('rollout scheduler (tiny model)', () => {
   it('finishes every episode, classified, with consistent counts; same seeds give the same traces', async () => {
     const rng = new Rng(2);
     const problems = Array.from({ length: 6 }, (_, i) => arithmetic.generate(rng, arithmetic.defaultOptions, `t${i}`));
-    const cfg = { ...ROLLOUT_DEFAULTS, rootMaxTokens: 40 };
+    const cfg = defaultRolloutConfig('arithmetic', { rootMaxTokens: 40 });
     const before = tf.memory().numTensors;
     const a = await run(problems, [1, 2, 3, 4, 5, 6], cfg);
     expect(tf.memory().numTensors).toBe(before);

@@ -9,7 +9,7 @@ import { type ModelCounters, ZERO_COUNTERS } from '../../core/io/provenance';
 import { type ModelConfig, PRESETS, parameterCount, presetConfig } from '../../core/model/config';
 import { type GPTParams, cloneParams, disposeParams, initParams, paramsFromArrays, paramsToArrays } from '../../core/model/params';
 import { type Policy, policyToCheckpoint } from '../../core/policy';
-import { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from '../../core/optim/adamw';
+import { ADAM_MOMENTS, AdamW, type AdamWConfig } from '../../core/optim/adamw';
 import type { ModelReport } from './messages';
 
 type Origin = { kind: 'checkpoint'; tensors: ReadonlyMap<string, Float32Array> } | { kind: 'init'; seed: number };
@@ -161,7 +161,7 @@ export class TrainerModel {
         const bytes = files.get(name);
         if (bytes === undefined) continue;
         const { step, tensors } = decodeOptimizerFile(bytes, name);
-        const opt = new AdamW(this.policy.params, { ...ADAMW_DEFAULTS });
+        const opt = new AdamW(this.policy.params, { ...ADAM_MOMENTS, lr: 0, weightDecay: 0, gradClip: 0 });
         loaded.set(k, opt);
         try {
           opt.load(step, tensors);
@@ -216,7 +216,7 @@ export class TrainerModel {
 
 /** `opt` (or a new optimizer over `params`) set to `settings`; its moments and step are kept. */
 function withSettings(opt: AdamW | null, params: GPTParams, settings: Pick<AdamWConfig, 'lr' | 'weightDecay' | 'gradClip'>): AdamW {
-  if (opt === null) return new AdamW(params, { ...ADAMW_DEFAULTS, ...settings });
+  if (opt === null) return new AdamW(params, { ...ADAM_MOMENTS, ...settings });
   opt.cfg = { ...opt.cfg, ...settings };
   return opt;
 }

@@ -8,7 +8,7 @@ import { presetConfig } from '../../core/model/config';
 import { BatchedDecoder } from '../../core/model/decode';
 import { type GPTParams, disposeParams, initParams, paramsToArrays } from '../../core/model/params';
 import { Rng } from '../../core/rng';
-import { validateRolloutConfig } from '../../core/rollout/config';
+import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { PolicyDecoder } from '../../core/rollout/policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from '../../core/rollout/scheduler';
 import { arithmetic } from '../../core/tasks/arithmetic';
@@ -155,7 +155,7 @@ describe('PooledDecoder over 2 worker threads', () => {
   });
 
   it('runs a batch of episodes to the same traces as the in-process decoder', async () => {
-    const cfg = validateRolloutConfig({ temperature: 1, rootMaxTokens: 40 });
+    const cfg = defaultRolloutConfig('arithmetic', { temperature: 1, rootMaxTokens: 40 });
     const run = async (decoder: ContextDecoder) => {
       const s = new RolloutScheduler(decoder, cfg, { policyVersion: 1, encode });
       const rng = new Rng(5);

@@ -1,4 +1,4 @@
-import { ROLLOUT_DEFAULTS } from '../../rollout/config';
+import { defaultRolloutConfig } from '../../runConfigTargets';
 import type { ProtocolLimits } from '../../protocol/grammar';
 import { describe, expect, it } from 'vitest';
 import { arithmeticProbe, strategyOf } from '../../eval/strategy';
@@ -10,6 +10,9 @@ import type { DemoContext, Demonstration, Problem } from '../types';
 import { evaluate, evaluateExact, formatSum, parseSum, reductionChain, sumOfValues } from './expr';
 import { arithmetic, parseIntegerAnswer } from './index';
 import { chainText, combineSlices, firstTokens, sliceSum, tokenLength } from './teacher';
+
+/** The rollout settings these tests were written against: the table's, with a root limit of 224. */
+const ROLLOUT = defaultRolloutConfig('arithmetic', { rootMaxTokens: 224 });
 
 const tok = Tokenizer.builtin();
 
@@ -111,7 +114,7 @@ describe('teacher', () => {
       const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
       const mono = arithmetic.teacherMono(p, rng);
       expect(mono.contexts[0].segments.map((s) => s.text).join('')).toMatch(new RegExp(`<ans>${p.truth}<eos>$`));
-      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT_DEFAULTS);
+      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT);
       if (!d) continue;
       delegated++;
       const [root, ...clones] = d.contexts;
@@ -166,7 +169,7 @@ const spawnsOf = (d: Demonstration) =>
   [...d.contexts[0].segments[1].text.matchAll(/<spawn>([^<]+)<b(\d+)>/g)].map((m) => ({ sub: m[1], budget: Number(m[2]) }));
 
 /** Naive demonstrations of a problem stream (every problem delegated), with the problems. */
-function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT_DEFAULTS) {
+function naiveDemos(n: number, seed: number, limits: ProtocolLimits = ROLLOUT) {
   const rng = new Rng(seed);
   return Array.from({ length: n }, (_, i) => {
     const p = arithmetic.generate(rng, arithmetic.defaultOptions, String(i));
@@ -226,7 +229,7 @@ describe('naive teacher', () => {
       expect(share(countsLong, k), `${k} clones, ≥4 terms`).toBeGreaterThan(0.18);
       expect(share(countsLong, k), `${k} clones, ≥4 terms`).toBeLessThan(0.32);
     }
-    for (const b of ROLLOUT_DEFAULTS.budgets) {
+    for (const b of ROLLOUT.budgets) {
       expect((budgets.get(b) ?? 0) / clones, `budget ${b}`).toBeGreaterThan(0.15);
       expect((budgets.get(b) ?? 0) / clones, `budget ${b}`).toBeLessThan(0.25);
     }
@@ -241,7 +244,7 @@ describe('naive teacher', () => {
     const rng = new Rng(4);
     const at = [0, 0, 0, 0, 0];
     for (let i = 0; i < 2000; i++) {
-      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT_DEFAULTS, 'naive')!;
+      const d = arithmetic.teacherDelegate(p, rng, ROLLOUT, 'naive')!;
       const subs = spawnsOf(d).map((x) => x.sub);
       if (subs.length === 2) at[subs[0].split('+').length]++;
     }
@@ -273,7 +276,7 @@ describe('naive teacher', () => {
     }
     const scheduler = new RolloutScheduler(
       new ScriptedDecoder(scripts, tok.vocabSize, (h) => tok.decode(h)),
-      { ...ROLLOUT_DEFAULTS, greedy: true },
+      { ...ROLLOUT, greedy: true },
       { policyVersion: 0, encode: (t) => tok.encode(t) },
     );
     demos.forEach((d, i) => scheduler.addEpisode(arithmetic, d.problem, new Rng(i)));

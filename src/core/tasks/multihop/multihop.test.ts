@@ -1,9 +1,12 @@
-import { ROLLOUT_DEFAULTS } from '../../rollout/config';
+import { defaultRolloutConfig } from '../../runConfigTargets';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../rng';
 import { Tokenizer } from '../../tokenizer/tokenizer';
 import { clonePrompt, fanOut } from '../../protocol/grammar';
 import { type MultihopOptions, multihop, notationOf, resolveChain } from './index';
+
+/** The rollout settings these tests were written against: the table's, with a root limit of 224. */
+const ROLLOUT = defaultRolloutConfig('arithmetic', { rootMaxTokens: 224 });
 
 const opts = (o: Partial<MultihopOptions>) => multihop.validateOptions(o);
 
@@ -35,7 +38,7 @@ function resolve(monoPrompt: string): string {
 }
 
 /** The spawn limits a multihop run starts from (one clone per chunk, a round per hop). */
-const MULTIHOP_LIMITS = { ...ROLLOUT_DEFAULTS, ...multihop.rolloutDefaults };
+const MULTIHOP_LIMITS = { ...ROLLOUT, ...multihop.rolloutDefaults };
 
 describe('multihop task', () => {
   it('generates problems whose answer an independent resolver confirms', () => {
