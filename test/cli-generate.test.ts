@@ -97,7 +97,7 @@ describe.skipIf(py.python === null)(`a text episode with clones on a Hugging Fac
     const problem = { task: 'arithmetic', id: 'p', prompt: '3*4+5+6-7+2', truth: '18', meta: { operands: 5, terms: 5 } };
     const messages = rootChat('arithmetic', problem);
     expect(messages[1].content).toBe('Calculate the value of 3*4+5+6-7+2.');
-    const e = await runTextEpisode(model, messages, { rootMaxTokens: 10, cloneBudget: 6, maxClones: 2, maxRounds: 2 }, call);
+    const e = await runTextEpisode(model, messages, { rootMaxTokens: 10, cloneBudget: 6, maxClones: 2, maxRounds: 2 }, { rootPrefix: call });
     expect(e.rounds).toBe(1);
     expect(e.toolCalls).toBe(1);
     expect(e.rejectedObjectives).toBe(1); // three objectives, two clones a call

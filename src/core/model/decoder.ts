@@ -368,9 +368,44 @@ export function decoderForward(
 }
 
 /**
+ * The log-probs [B, T] of `targets` after `inputs` (both [B, T]) under logits / temperature, and
+ * each position's entropy: what the policy loss reads (ppoLoss.ts `surrogateLoss`). Call inside a
+ * tidy or a gradient function.
+ */
+export function decoderTargetScores(
+  params: DecoderParams,
+  c: DecoderConfig,
+  inputs: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  temperature: number,
+  adapters?: Adapters,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
+  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new Error(`temperature must be a finite number > 0 (got ${temperature})`);
+  const [batch, time] = inputs.shape;
+  let logits: tf.Tensor = decoderForward(params, c, inputs, null, adapters).logits;
+  if (temperature !== 1) logits = tf.div(logits, temperature);
+  const logProbs = tf.logSoftmax(logits);
+  const pick = tf.oneHot(tf.reshape(targets, [batch * time]), c.vocabSize);
+  const logp = tf.reshape(tf.sum(tf.mul(tf.reshape(logProbs, [batch * time, c.vocabSize]), pick), -1), [batch, time]) as tf.Tensor2D;
+  const entropy = tf.reshape(tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), -1)), [batch, time]) as tf.Tensor2D;
+  return { logp, entropy };
+}
+
+/** Picks the next id from one row of logits (over the vocabulary). */
+export type ChooseToken = (logits: Float32Array) => number;
+
+/** The most likely id (the lowest on ties). */
+export const argmaxToken: ChooseToken = (logits) => {
+  let best = 0;
+  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+  return best;
+};
+
+/**
  * Cached decoding of a batch of rows that advance together (the same length): `feed` runs only
  * the new tokens against the keys and values kept from earlier feeds, so a prefill and then one
- * token at a time give the logits of the full forward.
+ * token at a time give the logits of the full forward. With `adapters` (LoRA) the model decoded
+ * is the adapted one.
  */
 export class DecoderCache {
   private kv: LayerKv[] | null = null;
@@ -378,6 +413,7 @@ export class DecoderCache {
   constructor(
     private readonly params: DecoderParams,
     private readonly config: DecoderConfig,
+    private readonly adapters?: Adapters,
   ) {}
 
   /** Positions held so far. */
@@ -402,6 +438,7 @@ export class DecoderCache {
           'int32',
         ),
         old,
+        this.adapters,
       );
       r.kv.forEach((l) => (tf.keep(l.k), tf.keep(l.v)));
       tf.keep(r.logits);
@@ -414,23 +451,30 @@ export class DecoderCache {
   }
 
   /**
-   * Greedy tokens after feeding `first` (prompt tokens, or the one last sampled), one at a time
-   * until a stop id or `max` of them; the last token is returned, not fed. `cut`: `max` ended it.
+   * Tokens after feeding `first` (prompt tokens, or the one last sampled), each picked by `choose`
+   * from its logits, one at a time until a stop id or `max` of them; the last token is returned,
+   * not fed. `cut`: `max` ended it.
    */
-  async greedy(first: readonly number[], max: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
+  async generate(first: readonly number[], max: number, stop: ReadonlySet<number>, choose: ChooseToken): Promise<{ ids: number[]; cut: boolean }> {
     const ids: number[] = [];
     let next = first;
     while (ids.length < max) {
       const logits = this.feed([next]);
-      const last = tf.tidy(() => tf.argMax(tf.squeeze(tf.slice(logits, [0, next.length - 1, 0], [1, 1, this.config.vocabSize])), 0));
-      const id = (await last.data())[0];
-      last.dispose();
+      const row = tf.tidy(() => tf.reshape(tf.slice(logits, [0, next.length - 1, 0], [1, 1, this.config.vocabSize]), [this.config.vocabSize]));
+      const values = (await row.data()) as Float32Array;
+      row.dispose();
       logits.dispose();
+      const id = choose(values);
       ids.push(id);
       if (stop.has(id)) return { ids, cut: false };
       next = [id];
     }
     return { ids, cut: true };
+  }
+
+  /** `generate` with the most likely token each time. */
+  greedy(first: readonly number[], max: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
+    return this.generate(first, max, stop, argmaxToken);
   }
 
   dispose(): void {

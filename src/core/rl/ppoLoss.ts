@@ -305,19 +305,29 @@ export function tokenMeans(s: TokenSums): { kl: number; clipFraction: number; du
   };
 }
 
-/** The diagnostics batchLoss sums, in the order it stacks them. */
-const DIAGNOSTICS = ['kl', 'clipped', 'dualClipped', 'approxKl', 'entropy', 'ratio'] as const;
+/** The diagnostics surrogateLoss sums, in the order it stacks them. */
+export const DIAGNOSTICS = ['kl', 'clipped', 'dualClipped', 'approxKl', 'entropy', 'ratio'] as const;
 
 /** The negated objective of one packed batch (a scalar to minimise) and its diagnostic sums. */
 function batchLoss(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
+  return surrogateLoss((inputs, targets) => targetLogProbsAndEntropy(params, config, inputs, targets, c.temperature), b, c);
+}
+
+/**
+ * The target log-probs [B, T] and entropies [B, T] of a model after `inputs`, at the loss's
+ * temperature: what the loss needs of a model, so that any model (the GPT, a Llama-family decoder
+ * with LoRA) trains under the one objective.
+ */
+export type TargetScores = (inputs: tf.Tensor2D, targets: tf.Tensor2D) => { logp: tf.Tensor2D; entropy: tf.Tensor2D };
+
+/**
+ * The clipped surrogate with dual clip and KL term over one packed batch, negated (a scalar to
+ * minimise), and its diagnostic sums (DIAGNOSTICS); the model enters only through `scores`.
+ */
+export function surrogateLoss(scores: TargetScores, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
+  checkDualClip(c);
   const shape: [number, number] = [b.rows, b.length];
-  const { logp, entropy } = targetLogProbsAndEntropy(
-    params,
-    config,
-    tf.tensor2d(b.inputs, shape, 'int32'),
-    tf.tensor2d(b.targets, shape, 'int32'),
-    c.temperature,
-  );
+  const { logp, entropy } = scores(tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'));
   const w = tf.tensor2d(b.weights, shape);
   const trained = tf.greater(w, 0);
   const active = tf.cast(trained, 'float32');

@@ -6,18 +6,29 @@
  * ends with a line "Answer: …". Every context keeps its tokens with who wrote each one: 'p' the
  * prompt, 'g' the model, 'i' what the loop injected (tool responses; never trained on).
  *
- * Decoding here is greedy, one context at a time, with the decoder's cache: the loop's logic, not
- * its speed. The reward, credit and gating code reads the answers and violations as it does for
- * the token protocol.
+ * Decoding runs one context at a time with the decoder's cache, each token picked by `choose`
+ * (greedy by default, or sampled): the loop's logic, not its speed. What breaks the protocol is
+ * recorded as the token protocol's violation classes (protocol/violations.ts), so the reward,
+ * credit and gating code reads text episodes as it reads token episodes.
  */
-import { DecoderCache, type DecoderConfig, type DecoderParams } from '../model/decoder';
+import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type DecoderParams, argmaxToken } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../protocol/toolCalls';
+import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 
 export interface TextModel {
   config: DecoderConfig;
   params: DecoderParams;
   tokenizer: HfTokenizer;
+  /** LoRA adapters the model decodes with (the policy being trained); none: the base model. */
+  adapters?: Adapters;
+}
+
+export interface TextEpisodeOptions {
+  /** Text forced at the start of the root's first turn, injected, not generated. */
+  rootPrefix?: string;
+  /** How each token is picked from its logits; default the most likely (greedy). */
+  choose?: ChooseToken;
 }
 
 export interface TextLimits {
@@ -44,6 +55,12 @@ export interface TextContext {
   budget: number | null;
   /** The context stopped at its limit, not at the end of its turn. */
   overBudget: boolean;
+  /** Tokens the model wrote here (writers 'g'). */
+  generatedTokens: number;
+  /** The context's first protocol violation (protocol/violations.ts), or null. */
+  violation: Violation | null;
+  /** The tool round a clone was started in (1, 2, …); 0 for the root. */
+  round: number;
 }
 
 export interface TextEpisode {
@@ -54,6 +71,8 @@ export interface TextEpisode {
   repairedToolCalls: number;
   droppedToolCalls: number;
   rejectedObjectives: number;
+  /** Every violation, with the context (index into `contexts`) and what happened. */
+  violations: { violation: Violation; context: number; detail: string }[];
 }
 
 /**
@@ -64,6 +83,13 @@ export interface TextEpisode {
 export const CLONE_SYSTEM =
   'You are a clone started by a root agent for one objective. Any context you are given was expanded from keys the root named. ' +
   'Keep it short, and end with a line "Answer: <result>"; if the objective cannot be done, say why in one line.';
+
+/** Text only the loop may write: the tool-response markers of the chat templates (Qwen's, Hermes'). */
+const TOOL_RESPONSE_MARKERS = ['<tool_response>', '</tool_response>'];
+
+function writesToolResponse(text: string): boolean {
+  return TOOL_RESPONSE_MARKERS.some((m) => text.includes(m));
+}
 
 /** The text after the last "Answer:" marker, trimmed; null when there is none. */
 export function answerOf(text: string): string | null {
@@ -76,12 +102,15 @@ export function answerOf(text: string): string | null {
   return a === '' ? null : a;
 }
 
-/**
- * Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem);
- * `rootPrefix` (optional) is text forced at the start of the root's first turn, injected, not generated.
- */
-export async function runTextEpisode(model: TextModel, rootMessages: readonly ChatMessage[], limits: TextLimits, rootPrefix = ''): Promise<TextEpisode> {
+/** Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem). */
+export async function runTextEpisode(
+  model: TextModel,
+  rootMessages: readonly ChatMessage[],
+  limits: TextLimits,
+  options: TextEpisodeOptions = {},
+): Promise<TextEpisode> {
   const { tokenizer, config } = model;
+  const { rootPrefix = '', choose = argmaxToken } = options;
   const stop = new Set(tokenizer.stopIds());
   const tools = [SPAWN_CLONE_TOOL];
   const root: TextContext = {
@@ -92,15 +121,23 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
     answer: null,
     budget: null,
     overBudget: false,
+    generatedTokens: 0,
+    violation: null,
+    round: 0,
   };
   root.tokens = tokenizer.chatIds(root.messages, true, tools);
   root.writers = 'p'.repeat(root.tokens.length);
   const contexts: TextContext[] = [root];
   const stats = { toolCalls: 0, repairedToolCalls: 0, droppedToolCalls: 0, rejectedObjectives: 0 };
+  const violations: TextEpisode['violations'] = [];
+  const violate = (context: number, violation: Violation, detail: string) => {
+    violations.push({ violation, context, detail });
+    contexts[context].violation ??= violation;
+  };
   let rootLeft = limits.rootMaxTokens;
   let rounds = 0;
   let forced = rootPrefix === '' ? [] : tokenizer.encode(rootPrefix, false);
-  const cache = new DecoderCache(model.params, config);
+  const cache = new DecoderCache(model.params, config, model.adapters);
   try {
     let feed = [...root.tokens];
     for (;;) {
@@ -115,15 +152,17 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
       if (root.tokens.length > config.maxPositions) {
         // The context no longer fits the model's window: the episode ends there (the root ran over).
         root.overBudget = true;
+        violate(0, 'root_over_max', "the root's context outgrew the model's window");
         break;
       }
       // Forced text that ends the turn (its last token a stop id) leaves nothing to generate; the cache still reads it.
       const endsTurn = root.tokens.length > turnStart && stop.has(root.tokens[root.tokens.length - 1]);
       if (endsTurn) cache.feed([feed]).dispose();
       const room = endsTurn ? 0 : Math.min(rootLeft, config.maxPositions - root.tokens.length);
-      const { ids, cut } = endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.greedy(feed, room, stop) : { ids: [], cut: true };
+      const { ids, cut } = endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.generate(feed, room, stop, choose) : { ids: [], cut: true };
       root.tokens.push(...ids);
       root.writers += 'g'.repeat(ids.length);
+      root.generatedTokens += ids.length;
       rootLeft -= ids.length;
       // The cache has read every token of the context but the last one generated (sampled, not yet fed).
       const unfed = ids.length > 0 ? ids.slice(-1) : [];
@@ -133,10 +172,17 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
       const turn = tokenizer.decode(root.tokens.slice(turnStart));
       const { calls, dropped } = extractToolCalls(turn);
       stats.droppedToolCalls += dropped.length;
+      for (const d of dropped) violate(0, 'malformed_spawn', `a tool call was dropped: ${d.reason}`);
+      if (writesToolResponse(tokenizer.decode(ids))) violate(0, 'reserved_token', 'the root wrote a tool response (only the loop writes them)');
       const spawns = calls.filter((c) => c.name === SPAWN_CLONE);
+      for (const c of calls) if (c.name !== SPAWN_CLONE) violate(0, 'malformed_spawn', `a call of the unknown tool ${JSON.stringify(c.name)}`);
+      if (spawns.length > 0 && rounds >= limits.maxRounds && !cut)
+        violate(0, 'too_many_rounds', `a spawn_clone call after the last of ${limits.maxRounds} rounds`);
       if (cut || spawns.length === 0 || rounds >= limits.maxRounds) {
         root.overBudget = cut;
         root.answer = answerOf(tokenizer.decode(root.tokens.slice(turnStart), true));
+        if (cut) violate(0, 'root_over_max', `the root reached its limit of ${limits.rootMaxTokens} tokens or the model's window`);
+        else if (root.answer === null) violate(0, 'root_no_answer', 'the root ended its turn without an "Answer:" line');
         break;
       }
       rounds++;
@@ -146,10 +192,14 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
       const answers: string[] = [];
       for (const call of spawns) {
         const { requests, rejected } = cloneRequests(call.arguments);
-        stats.rejectedObjectives += rejected.length + Math.max(0, requests.length - limits.maxClones);
+        const over = Math.max(0, requests.length - limits.maxClones);
+        stats.rejectedObjectives += rejected.length + over;
+        for (const r of rejected) violate(0, 'malformed_spawn', `an objective was rejected: ${r.reason}`);
+        if (over > 0) violate(0, 'too_many_clones', `${requests.length} objectives in one call, at most ${limits.maxClones}`);
         for (const r of requests.slice(0, limits.maxClones)) {
-          const clone = await runClone(model, r.instruction, limits.cloneBudget, stop);
+          const clone = await runClone(model, r.instruction, limits.cloneBudget, stop, choose, rounds);
           contexts.push(clone);
+          if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
           answers.push(clone.answer ?? 'failed: no answer within the budget');
         }
       }
@@ -169,17 +219,32 @@ export async function runTextEpisode(model: TextModel, rootMessages: readonly Ch
       feed = [...unfed, ...injected];
       if (root.tokens.length >= config.maxPositions || rootLeft <= 0) {
         root.overBudget = true;
+        violate(0, 'root_over_max', `the root reached its limit of ${limits.rootMaxTokens} tokens or the model's window`);
         break;
       }
     }
   } finally {
     cache.dispose();
   }
-  return { contexts, answer: root.answer, rounds, ...stats };
+  return { contexts, answer: root.answer, rounds, ...stats, violations };
 }
 
-/** A clone: its own chat (system and objective), greedy up to its budget. */
-async function runClone(model: TextModel, instruction: string, budget: number, stop: ReadonlySet<number>): Promise<TextContext> {
+function cloneDetail(c: TextContext): string {
+  if (c.violation === 'clone_over_budget') return `the clone used its budget of ${c.budget} tokens without an "Answer:" line`;
+  if (c.violation === 'clone_spawn') return 'the clone called spawn_clone (clones do not spawn)';
+  if (c.violation === 'reserved_token') return 'the clone wrote a tool response (only the loop writes them)';
+  return 'the clone ended without an answer';
+}
+
+/** A clone: its own chat (system and objective), decoded up to its budget. */
+async function runClone(
+  model: TextModel,
+  instruction: string,
+  budget: number,
+  stop: ReadonlySet<number>,
+  choose: ChooseToken,
+  round: number,
+): Promise<TextContext> {
   const { tokenizer, config } = model;
   const clone: TextContext = {
     role: 'clone',
@@ -192,18 +257,27 @@ async function runClone(model: TextModel, instruction: string, budget: number, s
     answer: null,
     budget,
     overBudget: false,
+    generatedTokens: 0,
+    violation: null,
+    round,
   };
   clone.tokens = tokenizer.chatIds(clone.messages, true);
   clone.writers = 'p'.repeat(clone.tokens.length);
-  const cache = new DecoderCache(model.params, config);
+  const cache = new DecoderCache(model.params, config, model.adapters);
   try {
-    const got = await cache.greedy(clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), stop);
+    const got = await cache.generate(clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), stop, choose);
     clone.tokens.push(...got.ids);
     clone.writers += 'g'.repeat(got.ids.length);
+    clone.generatedTokens = got.ids.length;
     clone.overBudget = got.cut;
     const text = tokenizer.decode(got.ids, true);
     // A clone cut at its budget without an answer line has no answer (the reference gates it).
     clone.answer = answerOf(text) ?? (got.cut ? null : text.trim() || null);
+    // With its special tokens (the tool-call markers are special in most tokenizers).
+    const raw = tokenizer.decode(got.ids);
+    if (extractToolCalls(raw).calls.some((c) => c.name === SPAWN_CLONE)) clone.violation = 'clone_spawn';
+    else if (writesToolResponse(raw)) clone.violation = 'reserved_token';
+    else if (clone.answer === null) clone.violation = got.cut ? 'clone_over_budget' : 'clone_no_answer';
   } finally {
     cache.dispose();
   }

@@ -67,6 +67,8 @@ export class HfTokenizer {
   }
 
   decode(ids: readonly number[], skipSpecialTokens = false): string {
+    // (The library refuses an empty list; no tokens are the empty text.)
+    if (ids.length === 0) return '';
     return this.hf.decode([...ids], { skip_special_tokens: skipSpecialTokens });
   }
 

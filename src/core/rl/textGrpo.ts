@@ -1,0 +1,271 @@
+/**
+ * GRPO for a real language model under the reference's text protocol (rollout/textEpisode.ts),
+ * training LoRA adapters with the base weights frozen. It is the toy model's method with text
+ * episodes in place of token episodes, through the same definitions:
+ *
+ *   reward       episodeReward (reward.ts) of the episode's tokens, rounds and clone budgets
+ *   credit       computeAdvantages (advantage.ts): group baseline, clone credit, gating
+ *   sequences    one per context, the model's own tokens ('g') trained, prompts and tool
+ *                responses ('p', 'i') masked out
+ *   loss         surrogateLoss (ppoLoss.ts): clip, dual clip, KL to the base model, aggregation
+ *   update       AdamW over the adapters, `innerEpochs` passes of `miniBatch`-prompt updates
+ *
+ * The behaviour log-probs are those of the adapted model before the step's first update (a
+ * forward over each sequence, as verl recomputes them), and the KL reference is the base model
+ * (the adapters off), as with LoRA in verl.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type DecoderConfig, type DecoderParams, decoderTargetScores } from '../model/decoder';
+import type { Lora } from '../model/lora';
+import { sampleFromLogits } from '../model/sample';
+import type { AdamW } from '../optim/adamw';
+import { emptyViolationCounts } from '../protocol/violations';
+import { Rng } from '../rng';
+import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../rollout/textEpisode';
+import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
+import type { Problem, Task } from '../tasks/types';
+import type { TaskName } from '../tasks';
+import { rootChat } from '../verl/dataset';
+import { computeAdvantages } from './advantage';
+import { type GrpoConfig, lrAt, rewardAt } from './grpoStep';
+import {
+  DIAGNOSTICS,
+  NO_TOKENS,
+  type PackedBatch,
+  type RlSequence,
+  type TokenSums,
+  addSums,
+  aggregationWeights,
+  packRl,
+  surrogateLoss,
+  tokenMeans,
+} from './ppoLoss';
+import { type RewardedEpisode, episodeReward } from './reward';
+
+/** A model being trained: the base weights (frozen) with LoRA adapters (trained). */
+export type AdaptedModel = TextModel & { adapters: Lora };
+
+export interface TextGrpoConfig {
+  /** The run's GRPO settings (runConfigTargets.grpoConfigOf): group, batch, lr, loss, credit, reward. */
+  grpo: GrpoConfig;
+  /** The text protocol's limits (the run's root limit, clones and rounds, and each clone's budget). */
+  limits: TextLimits;
+}
+
+/** One scored episode of a step. */
+export interface ScoredTextEpisode {
+  problem: Problem;
+  episode: TextEpisode;
+  correct: boolean;
+  reward: RewardBreakdown;
+  credits: ContextCredit[];
+}
+
+export interface TextStepMetrics {
+  step: number;
+  meanReward: number;
+  accuracy: number;
+  meanRootTokens: number;
+  meanCloneTokens: number;
+  meanTotalTokens: number;
+  clonesPerEpisode: number;
+  delegationRate: number;
+  toolCallsRepaired: number;
+  violations: Record<string, number>;
+  gateRate: number;
+  zeroVarianceFraction: number;
+  loss: number;
+  kl: number;
+  clipFraction: number;
+  approxKl: number;
+  entropy: number;
+  gradNorm: number;
+  updates: number;
+  trainedTokens: number;
+  wallSec: number;
+}
+
+/** What the reward reads of a text episode: its answer's verdict, rounds, and the tokens each context wrote. */
+export function rewardedTextEpisode(e: TextEpisode, correct: boolean): RewardedEpisode {
+  const clones = e.contexts.filter((c) => c.role === 'clone');
+  const longestClonePerRound = Array.from({ length: e.rounds }, (_, r) =>
+    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
+  );
+  return {
+    correct,
+    rounds: e.rounds,
+    tokens: { root: e.contexts[0].generatedTokens, longestClonePerRound, total: e.contexts.reduce((n, c) => n + c.generatedTokens, 0) },
+    contexts: e.contexts,
+  };
+}
+
+/** A context as one sequence of the update: positions predicting the model's own tokens train. */
+export function textSequence(ctx: TextEpisode['contexts'][number], credit: ContextCredit): RlSequence {
+  const actions: number[] = [];
+  for (let p = 1; p < ctx.tokens.length; p++) actions.push(ctx.writers[p] === 'g' ? 1 : 0);
+  return { tokens: ctx.tokens, actions, oldLogprobs: actions.map(() => 0), advantage: credit.advantage, weight: credit.weight };
+}
+
+/** The target scores of `model` (with its adapters, or the base model with `base`) at the loss's temperature. */
+function scoresOf(params: DecoderParams, config: DecoderConfig, temperature: number, adapters?: Lora) {
+  return (inputs: tf.Tensor2D, targets: tf.Tensor2D) => decoderTargetScores(params, config, inputs, targets, temperature, adapters);
+}
+
+/** Per-position log-probs of every sequence's own tokens (0 elsewhere), without gradients. */
+async function sequenceLogprobs(seqs: readonly RlSequence[], score: ReturnType<typeof scoresOf>): Promise<number[][]> {
+  const out: number[][] = [];
+  for (const s of seqs) {
+    const n = s.tokens.length - 1;
+    if (s.weight === 0 || n <= 0) {
+      out.push(s.actions.map(() => 0));
+      continue;
+    }
+    const lp = tf.tidy(() => score(tf.tensor2d([s.tokens.slice(0, -1)], [1, n], 'int32'), tf.tensor2d([s.tokens.slice(1)], [1, n], 'int32')).logp);
+    const v = await lp.data();
+    lp.dispose();
+    out.push(s.actions.map((a, i) => (a ? v[i] : 0)));
+  }
+  return out;
+}
+
+/** The training problems of step `step` (0-based): B problems, each from its own stream of the run's seed. */
+export function textStepProblems<O>(task: Task<O>, opts: O, seed: number, step: number, batch: number): Problem[] {
+  return Array.from({ length: batch }, (_, i) => task.generate(Rng.stream(seed, 'text-grpo-prompt', step, i), opts, `text-s${step}-p${i}`));
+}
+
+/**
+ * One GRPO step (0-based `step`): G sampled episodes of each of the step's problems, their rewards
+ * and credit, and the updates of the adapters.
+ */
+export async function textGrpoStep<O>(
+  model: AdaptedModel,
+  optimizer: AdamW,
+  task: Task<O>,
+  opts: O,
+  cfg: TextGrpoConfig,
+  step: number,
+): Promise<{ metrics: TextStepMetrics; episodes: ScoredTextEpisode[] }> {
+  const started = Date.now();
+  const { grpo } = cfg;
+  const temperature = grpo.loss.temperature;
+  const vocab = model.config.vocabSize;
+  const problems = textStepProblems(task, opts, grpo.seed, step, grpo.batch);
+  const episodes: { problem: Problem; episode: TextEpisode; correct: boolean; verdict: { value: number | null; truthValue: number | null } }[] = [];
+  for (const [i, problem] of problems.entries()) {
+    for (let g = 0; g < grpo.group; g++) {
+      const rng = Rng.stream(grpo.seed, 'text-grpo-episode', step, i, g);
+      const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), cfg.limits, {
+        choose: (logits) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id,
+      });
+      const verdict = task.verify(problem, episode.answer);
+      episodes.push({ problem, episode, correct: verdict.correct, verdict });
+    }
+  }
+  const reward = rewardAt(grpo, step);
+  const rewards = episodes.map((e) => episodeReward(rewardedTextEpisode(e.episode, e.correct), e.verdict, reward));
+  const groups = problems.map((_, i) => Array.from({ length: grpo.group }, (_, g) => i * grpo.group + g));
+  const { credits, stats } = computeAdvantages(
+    episodes.map((e) => ({ contexts: e.episode.contexts })),
+    rewards.map((r) => r.reward),
+    groups,
+    grpo.advantage,
+  );
+
+  // Sequences, by prompt, with the behaviour and (β > 0) reference log-probs.
+  const byPrompt = groups.map((g) => g.flatMap((i) => episodes[i].episode.contexts.map((ctx, j) => textSequence(ctx, credits[i][j]))));
+  const all = byPrompt.flat();
+  const old = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature, model.adapters));
+  all.forEach((s, k) => (s.oldLogprobs = old[k]));
+  if (grpo.loss.beta > 0) {
+    const ref = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature));
+    all.forEach((s, k) => (s.refLogprobs = ref[k]));
+  }
+
+  // innerEpochs passes; each over mini-batches of miniBatch prompts (one update each), reshuffled per pass.
+  const perUpdate = grpo.miniBatch ?? grpo.batch;
+  const vars = [...model.adapters.params.values()];
+  const score = scoresOf(model.params, model.config, temperature, model.adapters);
+  let sums: TokenSums = { ...NO_TOKENS };
+  let lossSum = 0;
+  let gradNormSum = 0;
+  let updates = 0;
+  const order = problems.map((_, i) => i);
+  for (let epoch = 0; epoch < grpo.innerEpochs; epoch++) {
+    Rng.stream(grpo.seed, 'text-grpo-shuffle', step, epoch).shuffle(order);
+    for (let start = 0; start < order.length; start += perUpdate) {
+      const seqs = order.slice(start, start + perUpdate).flatMap((i) => byPrompt[i]);
+      const weights = aggregationWeights(seqs, grpo.loss.aggregation);
+      const batches: PackedBatch[] = packRl(seqs, weights, grpo.microTokens);
+      if (batches.length === 0) continue;
+      const grads = new Map<string, tf.Tensor>();
+      for (const b of batches) {
+        const diag: tf.Scalar[] = [];
+        const g = tf.variableGrads(() => {
+          const r = surrogateLoss(score, b, grpo.loss);
+          r.diagnostics.forEach((t) => diag.push(tf.keep(t)));
+          return r.loss;
+        }, vars);
+        lossSum += (await g.value.data())[0];
+        const d = await Promise.all(diag.map((t) => t.data()));
+        const part: TokenSums = { ...NO_TOKENS, tokens: b.weights.reduce((n, w) => n + (w > 0 ? 1 : 0), 0) };
+        DIAGNOSTICS.forEach((k, j) => (part[k] = d[j][0]));
+        sums = addSums(sums, part);
+        g.value.dispose();
+        diag.forEach((t) => t.dispose());
+        for (const [name, v] of model.adapters.params) {
+          const gv = g.grads[v.name];
+          if (!gv) continue;
+          const prev = grads.get(name);
+          grads.set(name, prev ? tf.tidy(() => tf.add(prev, gv)) : gv);
+          if (prev) {
+            prev.dispose();
+            gv.dispose();
+          }
+        }
+      }
+      const applied = await optimizer.apply(grads, lrAt(grpo, step));
+      grads.forEach((t) => t.dispose());
+      gradNormSum += applied.gradNorm;
+      if (applied.applied) updates++;
+    }
+  }
+
+  const n = episodes.length;
+  const mean = (f: (e: (typeof episodes)[number], i: number) => number) => episodes.reduce((s, e, i) => s + f(e, i), 0) / n;
+  const violations: Record<string, number> = emptyViolationCounts();
+  for (const e of episodes) for (const v of e.episode.violations) violations[v.violation]++;
+  const means = tokenMeans(sums);
+  const scored = episodes.map((e, i): ScoredTextEpisode => ({
+    problem: e.problem,
+    episode: e.episode,
+    correct: e.correct,
+    reward: rewards[i],
+    credits: credits[i],
+  }));
+  return {
+    metrics: {
+      step: step + 1,
+      meanReward: mean((_, i) => rewards[i].reward),
+      accuracy: mean((e) => (e.correct ? 1 : 0)),
+      meanRootTokens: mean((e) => e.episode.contexts[0].generatedTokens),
+      meanCloneTokens: mean((e) => e.episode.contexts.slice(1).reduce((s, c) => s + c.generatedTokens, 0)),
+      meanTotalTokens: mean((e) => e.episode.contexts.reduce((s, c) => s + c.generatedTokens, 0)),
+      clonesPerEpisode: mean((e) => e.episode.contexts.length - 1),
+      delegationRate: mean((e) => (e.episode.rounds > 0 ? 1 : 0)),
+      toolCallsRepaired: episodes.reduce((s, e) => s + e.episode.repairedToolCalls, 0),
+      violations,
+      gateRate: stats.contexts > 0 ? stats.gatedContexts / stats.contexts : 0,
+      zeroVarianceFraction: stats.groups > 0 ? stats.zeroVarianceGroups / stats.groups : 0,
+      loss: updates > 0 ? lossSum / updates : 0,
+      kl: means.kl,
+      clipFraction: means.clipFraction,
+      approxKl: means.approxKl,
+      entropy: means.entropy,
+      gradNorm: updates > 0 ? gradNormSum / updates : 0,
+      updates,
+      trainedTokens: all.reduce((s, q) => s + (q.weight > 0 ? q.actions.reduce((a, b) => a + b, 0) : 0), 0),
+      wallSec: (Date.now() - started) / 1000,
+    },
+    episodes: scored,
+  };
+}
