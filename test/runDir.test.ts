@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCheckpointDir } from '../src/cli/checkpointDir';
-import { RunDir, type RunState, allSkippedError, checkResumeConfig } from '../src/cli/runDir';
+import { RunDir, type RunState, allSkippedError, checkResumeConfig, policyWeights } from '../src/cli/runDir';
 import { UsageError } from '../src/cli/args';
 import { GRPO_IMPLIED } from '../src/core/io/savedConfig';
 import { freshPolicy } from '../src/cli/setup';
@@ -30,12 +30,12 @@ const state = (step: number): RunState => ({ kind: 'sft', step, config: { lr: 1 
 /** A run directory with saves at the given steps, one metrics row per step. */
 async function runWith(name: string, steps: number[]): Promise<string> {
   const dir = join(root, name);
-  const run = await RunDir.open(dir, 'sft');
+  const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
   const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
   let last = 0;
   for (const s of steps) {
     const rows = Array.from({ length: s - last }, (_, i) => ({ step: last + i + 1 }));
-    await run.save(policy, opt, state(s), 'tiny', { 'metrics.jsonl': rows });
+    await run.save(policy, opt, state(s), { 'metrics.jsonl': rows });
     last = s;
   }
   opt.dispose();
@@ -62,9 +62,9 @@ describe('run directory', () => {
         .map((l) => JSON.parse(l).step),
     ).toEqual([1, 2, 3, 4]);
     expect((await readCheckpointDir(dir)).selfcest.step).toBe(4);
-    const again = await RunDir.open(dir, 'sft');
+    const again = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     expect(again.saved?.state.step).toBe(4);
-    await expect(RunDir.open(dir, 'train')).rejects.toThrow(/holds a sft run, not a train run/);
+    await expect(RunDir.open(dir, 'train', policyWeights('tiny'))).rejects.toThrow(/holds a sft run, not a train run/);
   });
 
   it('removes the leftovers of an interrupted save and keeps the committed one', async () => {
@@ -74,7 +74,7 @@ describe('run directory', () => {
     await mkdir(join(dir, 'save-000004'));
     await writeFile(join(dir, 'LATEST.tmp-999999999'), 'save-000004\n');
     await writeFile(join(dir, 'metrics.jsonl.tmp-999999999'), '');
-    const run = await RunDir.open(dir, 'sft');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     expect(run.saved?.state.step).toBe(2);
     expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002']);
   });
@@ -86,7 +86,7 @@ describe('run directory', () => {
     const warn = console.warn;
     console.warn = (m: string) => warnings.push(m);
     try {
-      expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(4);
+      expect((await RunDir.open(dir, 'sft', policyWeights('tiny'))).saved?.state.step).toBe(4);
       expect(warnings.join('\n')).toMatch(/had no LATEST \(the name of its committed save\): continuing from save-000004.*nothing was removed/);
       expect((await readFile(join(dir, 'LATEST'), 'utf8')).trim()).toBe('save-000004');
       // The row views gone too, and an older save beside a damaged newer one: the older one is taken, both kept.
@@ -96,14 +96,14 @@ describe('run directory', () => {
       await writeFile(join(dir, 'save-000002', 'state.json'), 'garbage');
       await writeFile(join(dir, 'save-000006.tmp-4000000'), '');
       await mkdir(join(dir, 'save-000009'));
-      const run = await RunDir.open(dir, 'sft');
+      const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
       expect(run.saved?.state.step).toBe(4);
       expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002', 'save-000004', 'save-000009']);
       // None loads: refused, naming LATEST and each save, and nothing is removed.
       await rm(join(dir, 'LATEST'));
       await writeFile(join(dir, 'save-000004', 'state.json'), '{}');
       const before = (await readdir(dir)).sort();
-      const e = await RunDir.open(dir, 'sft').catch((x: Error) => x);
+      const e = await RunDir.open(dir, 'sft', policyWeights('tiny')).catch((x: Error) => x);
       expect(e).toBeInstanceOf(UsageError);
       expect((e as Error).message).toMatch(
         /has no LATEST \(the name of its committed save\), and none of its saves can be resumed:\n  save-000009: .*\n  save-000004: .*\n  save-000002: .*\nnothing was removed; restore LATEST/,
@@ -116,25 +116,25 @@ describe('run directory', () => {
 
   it('says that nothing was committed when the first save of a run fails, and what is kept when a later one does', async () => {
     const dir = join(root, 'first-save-fails');
-    const run = await RunDir.open(dir, 'sft');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     // LATEST's temporary cannot be written: a directory is in its way.
     await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
-    expect(await message(run.save(policy, opt, state(1), 'tiny', { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(
+    expect(await message(run.save(policy, opt, state(1), { 'metrics.jsonl': [{ step: 1 }] }))).toMatch(
       /cannot commit the save of step 1 .*\(nothing was committed: this run has no save yet\)/,
     );
     await rm(join(dir, `LATEST.tmp-${process.pid}`), { recursive: true });
-    const again = await RunDir.open(dir, 'sft');
-    await again.save(policy, opt, state(2), 'tiny', { 'metrics.jsonl': [{ step: 1 }, { step: 2 }] });
+    const again = await RunDir.open(dir, 'sft', policyWeights('tiny'));
+    await again.save(policy, opt, state(2), { 'metrics.jsonl': [{ step: 1 }, { step: 2 }] });
     await mkdir(join(dir, `LATEST.tmp-${process.pid}`, 'x'), { recursive: true });
-    expect(await message(again.save(policy, opt, state(3), 'tiny', { 'metrics.jsonl': [{ step: 3 }] }))).toMatch(/\(the previous save, save-000002, is kept\)/);
+    expect(await message(again.save(policy, opt, state(3), { 'metrics.jsonl': [{ step: 3 }] }))).toMatch(/\(the previous save, save-000002, is kept\)/);
     opt.dispose();
   });
 
   it('names a LATEST that is a directory', async () => {
     const dir = join(root, 'latest-dir');
     await mkdir(join(dir, 'LATEST'), { recursive: true });
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/LATEST is not a file: LATEST must hold the name of the committed save/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/LATEST is not a file: LATEST must hold the name of the committed save/);
   });
 
   it('refuses a finite but absurd first moment by name (exit 2), as no optimizer step writes it', async () => {
@@ -147,7 +147,7 @@ describe('run directory', () => {
       data: name === 'm.transformer.wte.weight' ? t.data.map((x, i) => (i === 5 ? 3e38 : x)) : t.data,
     }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
-    const run = await RunDir.open(dir, 'sft');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     const fresh = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     const e = (() => {
       try {
@@ -168,13 +168,15 @@ describe('run directory', () => {
     const dir = await runWith('broken', [2]);
     const save = join(dir, 'save-000002');
     await writeFile(join(save, 'state.json'), 'null');
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/save-000002\/state\.json: expected a JSON object, got null.*remove .*broken or use a new --out/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(
+      /save-000002\/state\.json: expected a JSON object, got null.*remove .*broken or use a new --out/,
+    );
     await writeFile(join(save, 'state.json'), JSON.stringify({ kind: 'sft', step: 2, elapsedSec: 0, tokensSeen: 0 }));
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/state\.json: config must be an object/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/state\.json: config must be an object/);
     await writeFile(join(save, 'state.json'), JSON.stringify(state(3)));
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/selfcest\.json says step 2 but .*state\.json says 3/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/selfcest\.json says step 2 but .*state\.json says 3/);
     await writeFile(join(dir, 'LATEST'), 'save-000009\n');
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/LATEST names "save-000009", which is not a save/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/LATEST names "save-000009", which is not a save/);
   });
 
   it('refuses an optimizer file with non-finite or negative moments, naming the file and the tensor', async () => {
@@ -187,7 +189,7 @@ describe('run directory', () => {
       data: name === 'v.transformer.wte.weight' ? t.data.map((_, i) => (i === 3 ? -1 : 0)) : t.data,
     }));
     await writeFile(file, encodeSafetensors(tensors, opt.metadata));
-    const run = await RunDir.open(dir, 'sft');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     const fresh = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     expect(() => run.restoreOptimizer(fresh)).toThrow(/optimizer\.safetensors: .*v\.transformer\.wte\.weight.*cannot resume/);
     fresh.dispose();
@@ -197,7 +199,7 @@ describe('run directory', () => {
     const dir = join(root, 'stray');
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'metrics.jsonl'), '{"step":1}\n');
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/holds metrics\.jsonl but no committed save/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/holds metrics\.jsonl but no committed save/);
   });
 
   it('reads a run of the older layout, drops rows past its save, and converts it on the next save', async () => {
@@ -206,11 +208,11 @@ describe('run directory', () => {
     await mkdir(legacy);
     for (const f of await readdir(join(dir, 'save-000002'))) await writeFile(join(legacy, f), await readFile(join(dir, 'save-000002', f)));
     await writeFile(join(legacy, 'metrics.jsonl'), '{"step":1}\n{"step":2}\n{"step":3}\n');
-    const run = await RunDir.open(legacy, 'sft');
+    const run = await RunDir.open(legacy, 'sft', policyWeights('tiny'));
     expect(run.saved?.state.step).toBe(2);
     const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     run.restoreOptimizer(opt);
-    await run.save(policy, opt, state(4), 'tiny', { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
+    await run.save(policy, opt, state(4), { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
     opt.dispose();
     expect((await readdir(legacy)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000004']);
     expect(await readFile(join(legacy, 'metrics.jsonl'), 'utf8')).toBe('{"step":1}\n{"step":2}\n{"step":3}\n{"step":4}\n');
@@ -222,7 +224,7 @@ describe('run directory', () => {
     await mkdir(legacy);
     for (const f of await readdir(join(dir, 'save-000002'))) await writeFile(join(legacy, f), await readFile(join(dir, 'save-000002', f)));
     await writeFile(join(legacy, 'state.json'), JSON.stringify(state(4)));
-    expect(await message(RunDir.open(legacy, 'sft'))).toMatch(/selfcest\.json says step 2 but .*state\.json says 4/);
+    expect(await message(RunDir.open(legacy, 'sft', policyWeights('tiny')))).toMatch(/selfcest\.json says step 2 but .*state\.json says 4/);
     expect(await message(readCheckpointDir(legacy))).toMatch(
       /selfcest\.json says step 2 but state\.json says 4: the weights and the run state are from different saves/,
     );
@@ -301,21 +303,21 @@ describe('run directory', () => {
   it('lets one process at a time use a run directory', async () => {
     const dir = await runWith('locked', [1]);
     await writeFile(join(dir, 'LOCK'), `${process.ppid}\n`); // a live process that is not this one
-    expect(await message(RunDir.open(dir, 'sft'))).toMatch(/is in use by process \d+/);
+    expect(await message(RunDir.open(dir, 'sft', policyWeights('tiny')))).toMatch(/is in use by process \d+/);
     await writeFile(join(dir, 'LOCK'), '999999999\n'); // gone: taken over
-    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(1);
+    expect((await RunDir.open(dir, 'sft', policyWeights('tiny'))).saved?.state.step).toBe(1);
     expect((await readFile(join(dir, 'LOCK'), 'utf8')).trim()).toBe(String(process.pid));
     await writeFile(join(dir, 'LOCK'), 'not a pid\n'); // unreadable: taken over
-    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(1);
+    expect((await RunDir.open(dir, 'sft', policyWeights('tiny'))).saved?.state.step).toBe(1);
     expect((await readdir(dir)).filter((e) => e.startsWith('LOCK'))).toEqual(['LOCK']);
   });
 
   it('lets exactly one of two processes that open a run directory at the same moment in', async () => {
     const dir = await runWith('race', [1]);
-    const script = `import { RunDir } from ${JSON.stringify(join(process.cwd(), 'src/cli/runDir.ts'))};
+    const script = `import { RunDir, policyWeights } from ${JSON.stringify(join(process.cwd(), 'src/cli/runDir.ts'))};
 const [dir, at] = process.argv.slice(2);
 while (Date.now() < Number(at)) {}
-try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) => setTimeout(r, 1500)); } catch (e) { console.log('refused: ' + e.message); }`;
+try { await RunDir.open(dir, 'sft', policyWeights('tiny')); console.log('in'); await new Promise((r) => setTimeout(r, 1500)); } catch (e) { console.log('refused: ' + e.message); }`;
     const file = join(root, 'race.mts');
     await writeFile(file, script);
     const { spawn } = await import('node:child_process');
@@ -340,11 +342,11 @@ try { await RunDir.open(dir, 'sft'); console.log('in'); await new Promise((r) =>
 
   it('never replaces the committed save by a save of the same step', async () => {
     const dir = await runWith('same-step', [2]);
-    const run = await RunDir.open(dir, 'sft');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
     const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
-    expect(await message(run.save(policy, opt, state(2), 'tiny', {}))).toMatch(/already the committed save/);
+    expect(await message(run.save(policy, opt, state(2), {}))).toMatch(/already the committed save/);
     opt.dispose();
-    expect((await RunDir.open(dir, 'sft')).saved?.state.step).toBe(2);
+    expect((await RunDir.open(dir, 'sft', policyWeights('tiny'))).saved?.state.step).toBe(2);
   });
 
   it('refuses to resume a run trained under the old clone credit, and says what to do', () => {

@@ -27,7 +27,7 @@ import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { VIOLATIONS } from '../src/core/protocol/violations';
 import { computeAdvantages } from '../src/core/rl/advantage';
 import { DIAGNOSTICS, aggregationWeights, packRl, surrogateLoss } from '../src/core/rl/ppoLoss';
-import { type AdaptedModel, textGrpoStep, textSequence } from '../src/core/rl/textGrpo';
+import { loraPolicy, textGrpoStep, textSequence } from '../src/core/rl/textGrpo';
 import { Rng } from '../src/core/rng';
 import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../src/core/rollout/textEpisode';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
@@ -226,7 +226,6 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
 
   it('a sampled GRPO step trains the adapters only, on the model’s own tokens', async () => {
     const lora = Lora.init(model.config, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj'] }, 1);
-    const adapted: AdaptedModel = { ...model, adapters: lora };
     const base = new Map([...model.params].map(([k, t]) => [k, t.dataSync().slice()]));
     const before = new Map([...lora.params].map(([k, t]) => [k, t.dataSync().slice()]));
     const grpo = { ...defaultGrpoConfig('arithmetic'), batch: 2, group: 4, lr: 1e-2, miniBatch: null, innerEpochs: 1, seed: 4 };
@@ -237,7 +236,7 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     grpo.loss = { ...grpo.loss, temperature: 50 };
     const optimizer = new AdamW(lora.params, { ...ADAM_MOMENTS, lr: grpo.lr, weightDecay: 0, gradClip: 1 });
     const { metrics, episodes: eps } = await textGrpoStep(
-      adapted,
+      loraPolicy(model, lora),
       optimizer,
       TASKS.arithmetic,
       TASKS.arithmetic.defaultOptions,

@@ -37,7 +37,8 @@ import { UsageError } from './args';
 import { loadPolicy } from './setup';
 
 export interface RunState {
-  kind: 'sft' | 'train';
+  /** sft and train: the toy model's runs; train-lm: GRPO with LoRA on a Hugging Face model (train-lm). */
+  kind: 'sft' | 'train' | 'train-lm';
   step: number;
   /** The run's configuration (everything but the step count must match on resume). */
   config: Record<string, unknown>;
@@ -46,11 +47,31 @@ export interface RunState {
   savedAt: string;
 }
 
-export interface LoadedRun {
-  policy: Policy;
+export interface LoadedRun<W = Policy> {
+  weights: W;
   state: RunState;
   optimizerStep: number;
   optimizerTensors: Map<string, Float32Array>;
+}
+
+/**
+ * What a run saves of its model besides the optimizer and the state, and how it reads it back: the
+ * toy model's checkpoint (policyWeights), or a real model's LoRA adapter (train-lm).
+ */
+export interface RunWeights<W> {
+  /** The files of `w` in a save at `state`. */
+  files(w: W, state: RunState): Promise<Iterable<readonly [string, Uint8Array]>>;
+  /** The weights of the save in `dir` (its state.json already read); throws naming what is wrong. */
+  load(dir: string): Promise<W>;
+}
+
+/** The toy model's weights as a checkpoint (`--checkpoint RUN` reads the committed save), recorded as `preset`. */
+export function policyWeights(preset: string): RunWeights<Policy> {
+  return {
+    files: async (policy, state) =>
+      encodeCheckpoint(await policyToCheckpoint(policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } })),
+    load: async (dir) => (await loadPolicy(dir)).policy,
+  };
 }
 
 export const LATEST = 'LATEST';
@@ -62,7 +83,7 @@ const SAVE_NAME = /^save-(\d+)$/;
 /** Temporaries this module writes: `<save, LATEST, run.json or a row file>.tmp-<pid>`, a stale lock moved aside `LOCK.stale-<pid>`. */
 const OUR_TMP = /^(save-\d+\.tmp|LATEST\.tmp|LOCK\.(?:tmp|stale)|run\.json\.tmp|metrics\.jsonl\.tmp|traces\.jsonl\.tmp)-(\d+)$/;
 /** The row files a kind of run keeps (sft logs no traces). */
-const rowFilesOf = (kind: RunState['kind']): readonly RowFile[] => (kind === 'train' ? ROW_FILES : ['metrics.jsonl']);
+const rowFilesOf = (kind: RunState['kind']): readonly RowFile[] => (kind === 'sft' ? ['metrics.jsonl'] : ROW_FILES);
 
 export const saveName = (step: number) => `save-${String(step).padStart(6, '0')}`;
 
@@ -135,7 +156,7 @@ function parseState(text: string, file: string): RunState {
   const need = (ok: boolean, what: string) => {
     if (!ok) throw new Error(`${file}: ${what}`);
   };
-  need(s.kind === 'sft' || s.kind === 'train', `kind must be "sft" or "train" (got ${JSON.stringify(s.kind)})`);
+  need(s.kind === 'sft' || s.kind === 'train' || s.kind === 'train-lm', `kind must be "sft", "train" or "train-lm" (got ${JSON.stringify(s.kind)})`);
   need(Number.isSafeInteger(s.step) && (s.step as number) >= 0, `step must be a non-negative integer (got ${JSON.stringify(s.step)})`);
   need(typeof s.config === 'object' && s.config !== null && !Array.isArray(s.config), 'config must be an object (the run configuration)');
   for (const k of ['elapsedSec', 'tokensSeen'] as const) {
@@ -159,7 +180,7 @@ function rowsUpTo(text: string, maxStep: number): string {
 }
 
 /** The files of one save (a save directory, or the top level of a legacy run). */
-async function loadSave(dir: string, what: string): Promise<LoadedRun> {
+async function loadSave<W>(dir: string, what: string, weights: RunWeights<W>): Promise<LoadedRun<W>> {
   const statePath = join(dir, 'state.json');
   let text: string;
   try {
@@ -168,8 +189,8 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
     throw new Error(`${what}: ${statePath} cannot be read (${(e as Error).message})`);
   }
   const state = parseState(text, statePath);
-  // readCheckpointDir also checks that selfcest.json and state.json name the same step.
-  const { policy } = await loadPolicy(dir);
+  // The toy model's readCheckpointDir also checks that selfcest.json and state.json name the same step.
+  const loaded = await weights.load(dir);
   const optPath = join(dir, 'optimizer.safetensors');
   let bytes: Uint8Array;
   try {
@@ -189,15 +210,16 @@ async function loadSave(dir: string, what: string): Promise<LoadedRun> {
       `${optPath}: the optimizer step must be an integer in [0, ${state.step * 16_384}] for run step ${state.step} (got ${JSON.stringify(opt.metadata.step)})`,
     );
   }
-  return { policy, state, optimizerStep: opt.step, optimizerTensors: opt.tensors };
+  return { weights: loaded, state, optimizerStep: opt.step, optimizerTensors: opt.tensors };
 }
 
 /** The run directory of `sft` or `train`: what it holds, its recovery, and its saves. */
-export class RunDir {
+export class RunDir<W = Policy> {
   private constructor(
     readonly dir: string,
+    private readonly weights: RunWeights<W>,
     /** The committed save, or null for a new run. */
-    readonly saved: LoadedRun | null,
+    readonly saved: LoadedRun<W> | null,
     /** Where the committed rows are: a save directory, or legacy text already cut to the step. */
     private rows: { dir: string } | { legacy: Record<RowFile, string> } | null,
     private committedName: string | null,
@@ -210,7 +232,7 @@ export class RunDir {
    * partial copy, a kill between a first save and its commit) nothing is removed: the newest save
    * that loads is committed again by writing LATEST, and said so; none loading is refused.
    */
-  static async open(dir: string, kind: RunState['kind']): Promise<RunDir> {
+  static async open<W>(dir: string, kind: RunState['kind'], weights: RunWeights<W>): Promise<RunDir<W>> {
     await checkOutDir(dir);
     await takeLock(dir);
     const entries = await readdir(dir);
@@ -223,9 +245,9 @@ export class RunDir {
       if (!SAVE_NAME.test(name) || !entries.includes(name)) {
         throw new Error(`${latestPath} names ${JSON.stringify(name)}, which is not a save in ${dir}; ${recoverHint}`);
       }
-      let saved: LoadedRun;
+      let saved: LoadedRun<W>;
       try {
-        saved = await loadCommitted(dir, name, kind);
+        saved = await loadCommitted(dir, name, kind, weights);
       } catch (e) {
         throw new Error(`${(e as Error).message}; the committed save ${join(dir, name)} is damaged; ${recoverHint}`);
       }
@@ -234,36 +256,36 @@ export class RunDir {
         if (e === LATEST || e === name || e === RUN_JSON || e === LOCK || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
         if (SAVE_NAME.test(e) || LEGACY_FILES.includes(e) || deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
       }
-      const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
+      const run = new RunDir(dir, weights, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
       return run;
     }
     // No LATEST: only temporaries whose writer is gone are removed.
     for (const e of entries) if (deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
     const saves = entries.filter((e) => SAVE_NAME.test(e)).sort((a, b) => b.localeCompare(a));
-    if (saves.length > 0) return RunDir.adopt(dir, saves, kind);
+    if (saves.length > 0) return RunDir.adopt(dir, saves, kind, weights);
     if (entries.includes('state.json')) {
       // A run written before this layout: its top level is the save, rows past it are dropped.
-      const saved = await loadSave(dir, `cannot resume ${dir}`);
+      const saved = await loadSave(dir, `cannot resume ${dir}`, weights);
       checkKind(saved, kind, dir);
       const legacy = {} as Record<RowFile, string>;
       for (const f of rowFilesOf(kind)) legacy[f] = existsSync(join(dir, f)) ? rowsUpTo(await readFile(join(dir, f), 'utf8'), saved.state.step) : '';
-      return new RunDir(dir, saved, { legacy }, null, rowFilesOf(kind));
+      return new RunDir(dir, weights, saved, { legacy }, null, rowFilesOf(kind));
     }
     const stray = entries.filter((e) => (ROW_FILES as readonly string[]).includes(e) || LEGACY_FILES.includes(e));
     if (stray.length > 0) {
       throw new Error(`${dir} holds ${stray.join(', ')} but no committed save (${LATEST}); a new run would mix with them: move them away or use a new --out`);
     }
-    return new RunDir(dir, null, null, null, rowFilesOf(kind));
+    return new RunDir(dir, weights, null, null, null, rowFilesOf(kind));
   }
 
   /** A directory without LATEST but with saves: the newest that loads becomes the committed one again; nothing is removed. */
-  private static async adopt(dir: string, saves: readonly string[], kind: RunState['kind']): Promise<RunDir> {
+  private static async adopt<W>(dir: string, saves: readonly string[], kind: RunState['kind'], weights: RunWeights<W>): Promise<RunDir<W>> {
     const refused: string[] = [];
     for (const name of saves) {
-      let saved: LoadedRun;
+      let saved: LoadedRun<W>;
       try {
-        saved = await loadCommitted(dir, name, kind);
+        saved = await loadCommitted(dir, name, kind, weights);
       } catch (e) {
         refused.push(`${name}: ${(e as Error).message}`);
         continue;
@@ -275,7 +297,7 @@ export class RunDir {
       console.warn(
         `${dir} had no ${LATEST} (the name of its committed save): continuing from ${name}, its newest save that loads, which ${LATEST} now names; nothing was removed${saves.length > 1 ? ` (the other saves, ${saves.filter((n) => n !== name).join(', ')}, are kept)` : ''}`,
       );
-      const run = new RunDir(dir, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
+      const run = new RunDir(dir, weights, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
       return run;
     }
@@ -290,12 +312,12 @@ export class RunDir {
    * plus `newRows` (per row file). Validation (e.g. non-finite weights) fails before anything
    * is committed, leaving the previous save in place.
    */
-  async save(policy: Policy, optimizer: AdamW, state: RunState, preset: string, newRows: Partial<Record<RowFile, readonly object[]>>): Promise<void> {
+  async save(weights: W, optimizer: AdamW, state: RunState, newRows: Partial<Record<RowFile, readonly object[]>>): Promise<void> {
     savesThisProcess++;
     pointInSave = 0;
     const name = saveName(state.step);
     const tmp = join(this.dir, `${name}.tmp-${process.pid}`);
-    const files = encodeCheckpoint(await policyToCheckpoint(policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } }));
+    const files = await this.weights.files(weights, state);
     const optBytes = encodeOptimizerFile(await optimizer.state(), { runStep: String(state.step) });
     if (name === this.committedName) throw new Error(`cannot save ${this.dir} at step ${state.step}: that step is already the committed save`);
     savePoint('remove stale temporary');
@@ -403,8 +425,8 @@ export class RunDir {
 }
 
 /** A save named by LATEST (or about to be): loads, is of this kind and step, and has its row files. */
-async function loadCommitted(dir: string, name: string, kind: RunState['kind']): Promise<LoadedRun> {
-  const saved = await loadSave(join(dir, name), `cannot resume ${dir}`);
+async function loadCommitted<W>(dir: string, name: string, kind: RunState['kind'], weights: RunWeights<W>): Promise<LoadedRun<W>> {
+  const saved = await loadSave(join(dir, name), `cannot resume ${dir}`, weights);
   checkKind(saved, kind, dir);
   if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}`);
   const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
@@ -532,7 +554,7 @@ export function committedRows(dir: string, file: RowFile): string {
   return join(dir, file);
 }
 
-function checkKind(saved: LoadedRun, kind: RunState['kind'], dir: string): void {
+function checkKind<W>(saved: LoadedRun<W>, kind: RunState['kind'], dir: string): void {
   if (saved.state.kind !== kind) throw new Error(`${dir} holds a ${saved.state.kind} run, not a ${kind} run; use a new --out`);
 }
 

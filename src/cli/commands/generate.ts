@@ -6,10 +6,8 @@
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
-import { HfFolderError, readHfConfig, readHfWeights } from '../../core/io/hfFolder';
-import { nodeFolderReader } from '../../runtime/node/folderReader';
-import { DecoderCache, DecoderConfigError, DecoderWeightsError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
-import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
+import { DecoderCache } from '../../core/model/decoder';
+import { MODEL_FLAG, loadTextModel, modelSummary } from '../hfModel';
 import { ARITHMETIC_SYSTEM_PROMPT } from '../../core/verl/dataset';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
 
@@ -17,12 +15,7 @@ export const generate = defineCommand(
   'generate',
   'One root turn of a Hugging Face model (llama, qwen2, qwen3 folder) under the spawn_clone protocol: chat template with the tool, greedy decoding, the tool calls found.',
   {
-    model: {
-      type: 'string',
-      dir: true,
-      required: true,
-      help: 'a Hugging Face model folder: config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json',
-    },
+    model: MODEL_FLAG,
     prompt: { type: 'string', required: true, help: 'the user\'s message, e.g. "Calculate the value of 3*4+5."' },
     'max-tokens': { type: 'int', default: 64, min: 1, max: 8192, help: 'tokens the root may generate' },
     tools: { type: 'bool', default: true, help: 'offer the spawn_clone tool (--no-tools: a plain chat turn)' },
@@ -32,23 +25,8 @@ export const generate = defineCommand(
   async (f) => {
     if (f.prompt.trim() === '') throw new UsageError('--prompt is empty: give the user message');
     await setupBackend(f.backend);
-    const read = nodeFolderReader(f.model);
-    const t0 = performance.now();
-    let config;
-    let tokenizer: HfTokenizer;
-    let params;
-    try {
-      config = decoderConfigFromHf(await readHfConfig(read));
-      tokenizer = await HfTokenizer.fromFolder(read);
-      params = decoderParams(config, await readHfWeights(read));
-    } catch (e) {
-      if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError) {
-        throw new UsageError(`--model ${f.model}: ${e.message}`);
-      }
-      throw e;
-    }
-    const loadMs = performance.now() - t0;
-    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    const loaded = await loadTextModel('model', f.model);
+    const { config, params, tokenizer } = loaded.model;
     const messages = [
       // The arithmetic root's system prompt, as export-verl's rows give it.
       { role: 'system', content: ARITHMETIC_SYSTEM_PROMPT },
@@ -70,7 +48,7 @@ export const generate = defineCommand(
     const { calls, dropped } = extractToolCalls(tokenizer.decode(generated));
     const clones = calls.filter((c) => c.name === SPAWN_CLONE).map((c) => cloneRequests(c.arguments));
     const result = {
-      model: { family: config.family, parameters, megabytes: Math.round((parameters * 4) / 1e5) / 10, loadMs: Math.round(loadMs) },
+      model: { family: config.family, parameters: loaded.parameters, megabytes: loaded.megabytes, loadMs: loaded.loadMs },
       messages,
       promptIds,
       generatedIds: generated,
@@ -84,9 +62,7 @@ export const generate = defineCommand(
       console.log(JSON.stringify(result));
       return;
     }
-    console.log(
-      `${config.family}: ${parameters.toLocaleString('en')} parameters, ${result.model.megabytes} MB as float32, loaded in ${result.model.loadMs} ms`,
-    );
+    console.log(modelSummary(loaded));
     console.log(`prompt ${promptIds.length} tokens; generated ${generated.length} at ${result.tokensPerSec} tokens/s`);
     console.log(text);
     console.log(`tool calls: ${calls.length} (${calls.filter((c) => c.repaired).length} repaired, ${dropped.length} dropped)`);

@@ -13,6 +13,8 @@ import { probeLookup } from './probeLookup';
 import { importVerl } from './importVerl';
 import { exportVerl } from './exportVerl';
 import { generate } from './generate';
+import { trainLm } from './trainLm';
+import { mergeLora } from './mergeLora';
 
 export const COMMANDS: Record<string, Command> = {
   init,
@@ -29,4 +31,6 @@ export const COMMANDS: Record<string, Command> = {
   'import-verl': importVerl,
   'export-verl': exportVerl,
   generate,
+  'train-lm': trainLm,
+  'merge-lora': mergeLora,
 };

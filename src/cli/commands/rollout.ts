@@ -7,6 +7,13 @@ import { Rng } from '../../core/rng';
 import { PolicyDecoder, RolloutScheduler, formatEpisode } from '../../core/rollout';
 import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { disposeParams } from '../../core/model/params';
+import { UsageError } from '../args';
+import { MODEL_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel';
+import { TEXT_LENGTHS, formatTextEpisode, runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
+import { sampleFromLogits } from '../../core/model/sample';
+import { rootChat } from '../../core/verl/dataset';
+import type { Task } from '../../core/tasks/types';
+import type { TaskName } from '../../core/tasks';
 
 export const rollout = defineCommand(
   'rollout',
@@ -14,6 +21,10 @@ export const rollout = defineCommand(
   {
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
     checkpoint: { type: 'string', dir: true, help: 'checkpoint directory (default: a random tiny model)' },
+    model: { ...MODEL_FLAG, required: false, help: `${MODEL_FLAG.help}: the episode runs under the spawn_clone text protocol` },
+    adapter: { type: 'string', dir: true, help: "with --model: a PEFT LoRA adapter folder (a train-lm save's) the model decodes with" },
+    'root-tokens': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens the root may generate (default ${TEXT_LENGTHS.rootMaxTokens})` },
+    'clone-budget': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens each clone may generate (default ${TEXT_LENGTHS.cloneBudget})` },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'problem and sampling seed' },
     temperature: { type: 'number', default: 1, min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sampling temperature' },
     greedy: { type: 'bool', default: false, help: 'greedy decoding' },
@@ -25,6 +36,12 @@ export const rollout = defineCommand(
   async (f) => {
     const { task, opts } = taskFromFlags(f.task, f.options);
     await setupBackend(f.backend);
+    if (f.model !== undefined) {
+      if (f.checkpoint !== undefined) throw new UsageError('--checkpoint and --model: give one (a playground checkpoint, or a Hugging Face folder)');
+      await textRollout(f.model, f.adapter, task, opts, f);
+      return;
+    }
+    if (f.adapter !== undefined) throw new UsageError('--adapter needs --model (the folder the adapter was trained on)');
     const tok = getTokenizer();
     const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
     const cfg = defaultRolloutConfig(task.name, { temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
@@ -39,3 +56,38 @@ export const rollout = defineCommand(
     disposeParams(policy.params);
   },
 );
+
+/** One text episode of a Hugging Face model (with an adapter, if given) on the seed's problem. */
+async function textRollout<O>(
+  modelDir: string,
+  adapterDir: string | undefined,
+  task: Task<O>,
+  opts: O,
+  f: { seed: number; temperature: number; greedy: boolean; mono: boolean; json: boolean; 'root-tokens'?: number; 'clone-budget'?: number },
+): Promise<void> {
+  if (f.mono) throw new UsageError('--mono applies to the token protocol; a text episode offers the spawn_clone tool');
+  const loaded = await loadTextModel('model', modelDir);
+  const adapters = adapterDir !== undefined ? await loadAdapter('adapter', adapterDir, loaded.model) : undefined;
+  const model = { ...loaded.model, adapters };
+  const rng = new Rng(f.seed);
+  const problem = task.generate(rng, opts, `seed${f.seed}`);
+  const vocab = model.config.vocabSize;
+  // The task's spawn limits in the config table.
+  const spawn = defaultRolloutConfig(task.name);
+  const episode = await runTextEpisode(
+    model,
+    rootChat(task.name as TaskName, problem),
+    {
+      rootMaxTokens: f['root-tokens'] ?? TEXT_LENGTHS.rootMaxTokens,
+      cloneBudget: f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget,
+      maxClones: spawn.maxClonesPerRound,
+      maxRounds: spawn.maxRounds,
+    },
+    f.greedy ? {} : { choose: (logits) => sampleFromLogits(logits, 0, vocab, { temperature: f.temperature, topK: 0 }, rng).id },
+  );
+  const trace = textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct);
+  if (f.json) console.log(JSON.stringify(trace));
+  else console.log(`${modelSummary(loaded)}${adapterDir ? ` with the adapter ${adapterDir}` : ''}\n${formatTextEpisode(trace)}`);
+  adapters?.dispose();
+  model.params.forEach((t) => t.dispose());
+}

@@ -3,7 +3,7 @@ import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { RolloutConfig } from '../../core/rollout/config';
-import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { AdamW, ADAM_MOMENTS, cosineLr } from '../../core/optim/adamw';
 import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
@@ -40,7 +40,7 @@ export const sft = defineRunCommand(
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const runDir = await RunDir.open(out, 'sft');
+    const runDir = await RunDir.open(out, 'sft', policyWeights(rc.preset));
     const saved = runDir.saved;
     // The warm-up is the run's, stored in its config when it started: a resume with more --steps
     // keeps it (the default is derived from the step count); a --warmup given now must agree.
@@ -50,7 +50,7 @@ export const sft = defineRunCommand(
     let optimizer: AdamW;
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], SFT_IMPLIED);
-      policy = saved.policy;
+      policy = saved.weights;
       optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       runDir.restoreOptimizer(optimizer);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
@@ -64,11 +64,15 @@ export const sft = defineRunCommand(
       await runDir.describe(argv, runConfig);
       console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
     }
-    const preset = rc.preset;
     const save = (rows: object[]) =>
-      runDir.save(policy, optimizer, { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, {
-        'metrics.jsonl': rows,
-      });
+      runDir.save(
+        policy,
+        optimizer,
+        { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() },
+        {
+          'metrics.jsonl': rows,
+        },
+      );
     let appliedSteps = 0;
     let skippedSteps = 0;
     let skippedSinceLog = 0;

@@ -1,7 +1,7 @@
 import { defineRunCommand } from '../command';
 import { usageErrors } from '../args';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { RunDir, allSkippedError, policyWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
@@ -41,13 +41,13 @@ export const train = defineRunCommand(
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const runDir = await RunDir.open(out, 'train');
+    const runDir = await RunDir.open(out, 'train', policyWeights(preset));
     const saved = runDir.saved;
     const optimizer = () => new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
     let opt: AdamW;
     if (saved) {
       checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], GRPO_IMPLIED);
-      policy = saved.policy;
+      policy = saved.weights;
       opt = optimizer();
       runDir.restoreOptimizer(opt);
       ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
@@ -60,7 +60,7 @@ export const train = defineRunCommand(
     // The frozen reference is the starting checkpoint, also after a resume.
     const reference = cfg.loss.beta > 0 ? (saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false })) : null;
     const save = (rows: { 'metrics.jsonl': object[]; 'traces.jsonl': object[] }) =>
-      runDir.save(policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, preset, rows);
+      runDir.save(policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, rows);
     let appliedSteps = 0;
     let skippedSteps = 0;
 

@@ -204,7 +204,8 @@ function checkMomentBounds(name: string, m: Float32Array, v: Float32Array, step:
 
 /** Weight decay applies to weight matrices, not to biases, LayerNorm or position tables. */
 function decays(name: string): boolean {
-  return name.endsWith('.weight') && !name.includes('.ln_') && !name.includes('wpe');
+  // Not the GPT's LayerNorms (ln_*) and positions (wpe), nor a Llama-family model's RMSNorms (*norm.weight).
+  return name.endsWith('.weight') && !name.includes('.ln_') && !name.includes('wpe') && !name.endsWith('norm.weight');
 }
 
 /** Linear warm-up then cosine decay to `minFrac`·peak. */

@@ -1,18 +1,19 @@
 /**
  * GRPO for a real language model under the reference's text protocol (rollout/textEpisode.ts),
- * training LoRA adapters with the base weights frozen. It is the toy model's method with text
- * episodes in place of token episodes, through the same definitions:
+ * training LoRA adapters with the base weights frozen, or every weight (full fine-tuning). It is
+ * the toy model's method with text episodes in place of token episodes, through the same
+ * definitions:
  *
  *   reward       episodeReward (reward.ts) of the episode's tokens, rounds and clone budgets
  *   credit       computeAdvantages (advantage.ts): group baseline, clone credit, gating
  *   sequences    one per context, the model's own tokens ('g') trained, prompts and tool
  *                responses ('p', 'i') masked out
  *   loss         surrogateLoss (ppoLoss.ts): clip, dual clip, KL to the base model, aggregation
- *   update       AdamW over the adapters, `innerEpochs` passes of `miniBatch`-prompt updates
+ *   update       AdamW over the trained weights, `innerEpochs` passes of `miniBatch`-prompt updates
  *
- * The behaviour log-probs are those of the adapted model before the step's first update (a
- * forward over each sequence, as verl recomputes them), and the KL reference is the base model
- * (the adapters off), as with LoRA in verl.
+ * The behaviour log-probs are those of the policy before the step's first update (a forward over
+ * each sequence, as verl recomputes them); the KL reference is the starting model: with LoRA the
+ * base model (the adapters off), as with LoRA in verl, else a frozen copy of the first weights.
  */
 import * as tf from '@tensorflow/tfjs';
 import { type DecoderConfig, type DecoderParams, decoderTargetScores } from '../model/decoder';
@@ -21,6 +22,7 @@ import { sampleFromLogits } from '../model/sample';
 import type { AdamW } from '../optim/adamw';
 import { emptyViolationCounts } from '../protocol/violations';
 import { Rng } from '../rng';
+import { drawProblem } from '../eval/splits';
 import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../rollout/textEpisode';
 import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
@@ -42,8 +44,29 @@ import {
 } from './ppoLoss';
 import { type RewardedEpisode, episodeReward } from './reward';
 
-/** A model being trained: the base weights (frozen) with LoRA adapters (trained). */
-export type AdaptedModel = TextModel & { adapters: Lora };
+/** A model being trained, and what of it trains. */
+export interface TextPolicy {
+  /** What decodes and is scored: the weights, with the adapters where LoRA trains. */
+  model: TextModel;
+  /** What the optimizer updates (keys as the optimizer's): the adapters' A and B, or every weight. */
+  trainable: Map<string, tf.Variable>;
+  /** The KL reference's weights, decoded without adapters: the frozen base (LoRA) or the starting weights. */
+  reference: DecoderParams;
+}
+
+/** A policy that trains LoRA adapters over frozen base weights. */
+export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
+  return { model: { ...model, adapters }, trainable: adapters.params, reference: model.params };
+}
+
+/**
+ * A policy that trains every weight: the weights become variables (`model.params` stays as the
+ * frozen reference, sharing their memory until the first update).
+ */
+export function fullPolicy(model: TextModel): TextPolicy {
+  const trainable = new Map([...model.params].map(([k, t]) => [k, tf.variable(t, true, `full.${k}`)]));
+  return { model: { config: model.config, tokenizer: model.tokenizer, params: trainable }, trainable, reference: model.params };
+}
 
 export interface TextGrpoConfig {
   /** The run's GRPO settings (runConfigTargets.grpoConfigOf): group, batch, lr, loss, credit, reward. */
@@ -106,8 +129,8 @@ export function textSequence(ctx: TextEpisode['contexts'][number], credit: Conte
   return { tokens: ctx.tokens, actions, oldLogprobs: actions.map(() => 0), advantage: credit.advantage, weight: credit.weight };
 }
 
-/** The target scores of `model` (with its adapters, or the base model with `base`) at the loss's temperature. */
-function scoresOf(params: DecoderParams, config: DecoderConfig, temperature: number, adapters?: Lora) {
+/** The target scores of a model's weights (with `adapters`, if any) at the loss's temperature. */
+function scoresOf(params: DecoderParams, config: DecoderConfig, temperature: number, adapters?: TextModel['adapters']) {
   return (inputs: tf.Tensor2D, targets: tf.Tensor2D) => decoderTargetScores(params, config, inputs, targets, temperature, adapters);
 }
 
@@ -128,9 +151,9 @@ async function sequenceLogprobs(seqs: readonly RlSequence[], score: ReturnType<t
   return out;
 }
 
-/** The training problems of step `step` (0-based): B problems, each from its own stream of the run's seed. */
+/** The training problems of step `step` (0-based): B problems of the training split (none held out), each from its own stream of the run's seed. */
 export function textStepProblems<O>(task: Task<O>, opts: O, seed: number, step: number, batch: number): Problem[] {
-  return Array.from({ length: batch }, (_, i) => task.generate(Rng.stream(seed, 'text-grpo-prompt', step, i), opts, `text-s${step}-p${i}`));
+  return Array.from({ length: batch }, (_, i) => drawProblem(task, Rng.stream(seed, 'text-grpo-prompt', step, i), opts, `train-${step}-${i}`, 'train'));
 }
 
 /**
@@ -138,7 +161,7 @@ export function textStepProblems<O>(task: Task<O>, opts: O, seed: number, step: 
  * and credit, and the updates of the adapters.
  */
 export async function textGrpoStep<O>(
-  model: AdaptedModel,
+  policy: TextPolicy,
   optimizer: AdamW,
   task: Task<O>,
   opts: O,
@@ -146,6 +169,7 @@ export async function textGrpoStep<O>(
   step: number,
 ): Promise<{ metrics: TextStepMetrics; episodes: ScoredTextEpisode[] }> {
   const started = Date.now();
+  const { model } = policy;
   const { grpo } = cfg;
   const temperature = grpo.loss.temperature;
   const vocab = model.config.vocabSize;
@@ -177,13 +201,13 @@ export async function textGrpoStep<O>(
   const old = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature, model.adapters));
   all.forEach((s, k) => (s.oldLogprobs = old[k]));
   if (grpo.loss.beta > 0) {
-    const ref = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature));
+    const ref = await sequenceLogprobs(all, scoresOf(policy.reference, model.config, temperature));
     all.forEach((s, k) => (s.refLogprobs = ref[k]));
   }
 
   // innerEpochs passes; each over mini-batches of miniBatch prompts (one update each), reshuffled per pass.
   const perUpdate = grpo.miniBatch ?? grpo.batch;
-  const vars = [...model.adapters.params.values()];
+  const vars = [...policy.trainable.values()];
   const score = scoresOf(model.params, model.config, temperature, model.adapters);
   let sums: TokenSums = { ...NO_TOKENS };
   let lossSum = 0;
@@ -212,7 +236,7 @@ export async function textGrpoStep<O>(
         sums = addSums(sums, part);
         g.value.dispose();
         diag.forEach((t) => t.dispose());
-        for (const [name, v] of model.adapters.params) {
+        for (const [name, v] of policy.trainable) {
           const gv = g.grads[v.name];
           if (!gv) continue;
           const prev = grads.get(name);

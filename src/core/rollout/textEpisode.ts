@@ -31,6 +31,12 @@ export interface TextEpisodeOptions {
   choose?: ChooseToken;
 }
 
+/**
+ * Lengths of a text episode when a run gives none: the root's tokens over the episode and each
+ * clone's. Real models write far more tokens than the toy protocol (a tool call alone is dozens).
+ */
+export const TEXT_LENGTHS = { rootMaxTokens: 256, cloneBudget: 128 } as const;
+
 export interface TextLimits {
   /** Tokens the root may generate over the episode. */
   rootMaxTokens: number;
@@ -282,4 +288,126 @@ async function runClone(
     cache.dispose();
   }
   return clone;
+}
+
+/** The schema of a text episode's trace: what train-lm writes to traces.jsonl and views read. */
+export const TEXT_TRACE_SCHEMA = 'selfcest-text-episode/1';
+
+/** One context of a text episode's trace, with each token's own text (the model's token strings). */
+export interface TextContextTrace {
+  role: 'root' | 'clone';
+  /** A clone's objective (its user message); null for the root. */
+  objective: string | null;
+  round: number;
+  budget: number | null;
+  overBudget: boolean;
+  answer: string | null;
+  violation: Violation | null;
+  generatedTokens: number;
+  tokens: number[];
+  /** Each token decoded alone (special tokens included). */
+  pieces: string[];
+  writers: string;
+  /** Credit and weight in the update, when the episode was trained on. */
+  advantage?: number;
+  weight?: number;
+}
+
+export interface TextEpisodeTrace {
+  schema: typeof TEXT_TRACE_SCHEMA;
+  problem: { id: string; prompt: string; truth: string };
+  answer: string | null;
+  correct: boolean;
+  rounds: number;
+  toolCalls: number;
+  repairedToolCalls: number;
+  droppedToolCalls: number;
+  rejectedObjectives: number;
+  violations: TextEpisode['violations'];
+  reward?: { reward: number } & Record<string, number>;
+  contexts: TextContextTrace[];
+}
+
+/** A text episode as its trace. */
+export function textEpisodeTrace(
+  e: TextEpisode,
+  tokenizer: Pick<HfTokenizer, 'decode'>,
+  problem: { id: string; prompt: string; truth: string },
+  correct: boolean,
+  scored?: { reward: { reward: number } & Record<string, number>; credits: readonly { advantage: number; weight: number }[] },
+): TextEpisodeTrace {
+  return {
+    schema: TEXT_TRACE_SCHEMA,
+    problem: { id: problem.id, prompt: problem.prompt, truth: problem.truth },
+    answer: e.answer,
+    correct,
+    rounds: e.rounds,
+    toolCalls: e.toolCalls,
+    repairedToolCalls: e.repairedToolCalls,
+    droppedToolCalls: e.droppedToolCalls,
+    rejectedObjectives: e.rejectedObjectives,
+    violations: e.violations,
+    ...(scored ? { reward: { ...scored.reward } } : {}),
+    contexts: e.contexts.map((c, j) => ({
+      role: c.role,
+      objective: c.role === 'clone' ? (c.messages[1]?.content ?? '') : null,
+      round: c.round,
+      budget: c.budget,
+      overBudget: c.overBudget,
+      answer: c.answer,
+      violation: c.violation,
+      generatedTokens: c.generatedTokens,
+      tokens: [...c.tokens],
+      pieces: c.tokens.map((t) => tokenizer.decode([t])),
+      writers: c.writers,
+      ...(scored ? { advantage: scored.credits[j].advantage, weight: scored.credits[j].weight } : {}),
+    })),
+  };
+}
+
+/**
+ * A text episode's trace as an indented tree for a terminal: the root's turns, each round's
+ * clones under the turn that started them with their objective, answer and violation, and the
+ * root's answer. Prompt text is left out; what the model wrote is quoted, what the loop injected
+ * is summarised.
+ */
+export function formatTextEpisode(t: TextEpisodeTrace): string {
+  const quote = (s: string) => JSON.stringify(s.length > 400 ? `${s.slice(0, 400)}…` : s);
+  const spans = (c: TextContextTrace) => {
+    // Runs of one writer: [writer, text].
+    const out: [string, string][] = [];
+    c.pieces.forEach((p, i) => {
+      const w = c.writers[i];
+      if (out.length > 0 && out[out.length - 1][0] === w) out[out.length - 1][1] += p;
+      else out.push([w, p]);
+    });
+    return out;
+  };
+  const lines = [`problem ${t.problem.id}: ${t.problem.prompt} (truth ${t.problem.truth})`];
+  const root = t.contexts[0];
+  let turn = 0;
+  for (const [w, text] of spans(root)) {
+    if (w === 'p') continue;
+    if (w === 'i') {
+      lines.push(`  [loop] ${quote(text)}`);
+      continue;
+    }
+    turn++;
+    lines.push(`  root turn ${turn}: ${quote(text)}`);
+    for (const c of t.contexts.filter((x) => x.role === 'clone' && x.round === turn)) {
+      const said = spans(c)
+        .filter(([cw]) => cw === 'g')
+        .map(([, s]) => s)
+        .join('');
+      lines.push(
+        `    clone (budget ${c.budget}, ${c.generatedTokens} tokens${c.violation ? `, ${c.violation}` : ''}): ${quote(c.objective ?? '')} -> ${quote(said)}; answer ${c.answer === null ? 'none' : quote(c.answer)}`,
+      );
+    }
+  }
+  lines.push(
+    `  answer ${t.answer === null ? 'none' : quote(t.answer)}: ${t.correct ? 'correct' : 'wrong'}; ${t.rounds} round(s), ${t.contexts.length - 1} clone(s), ${t.toolCalls} call(s) (${t.repairedToolCalls} repaired, ${t.droppedToolCalls} dropped)` +
+      (t.reward ? `; reward ${t.reward.reward.toFixed(3)}` : ''),
+  );
+  for (const v of t.violations) lines.push(`  violation ${v.violation} (context ${v.context}): ${v.detail}`);
+  return lines.join('\n');
 }

@@ -1,0 +1,112 @@
+/**
+ * Hugging Face model folders and PEFT adapter folders for the CLI: loading with errors that name
+ * the flag and the folder, and how long loading took.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { UsageError } from './args';
+import { HfFolderError, readHfConfig, readHfWeights } from '../core/io/hfFolder';
+import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
+import { DecoderConfigError, DecoderWeightsError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../core/model/decoder';
+import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
+import type { TextModel } from '../core/rollout/textEpisode';
+import { HfTokenizer } from '../core/tokenizer/hfTokenizer';
+import { nodeFolderReader } from '../runtime/node/folderReader';
+import type { RunWeights } from './runDir';
+
+export const MODEL_FLAG = {
+  type: 'string',
+  dir: true,
+  required: true,
+  help: 'a Hugging Face model folder (llama, qwen2, qwen3): config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json',
+} as const;
+
+export interface LoadedTextModel {
+  model: TextModel;
+  parameters: number;
+  /** The weights' size as float32, in MB. */
+  megabytes: number;
+  loadMs: number;
+}
+
+/** The model in folder `dir` given by `--flag`; what is wrong with the folder is a usage error naming both. */
+export async function loadTextModel(flag: string, dir: string): Promise<LoadedTextModel> {
+  const read = nodeFolderReader(dir);
+  const t0 = performance.now();
+  try {
+    const config = decoderConfigFromHf(await readHfConfig(read));
+    const tokenizer = await HfTokenizer.fromFolder(read);
+    const params = decoderParams(config, await readHfWeights(read));
+    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    return { model: { config, params, tokenizer }, parameters, megabytes: Math.round((parameters * 4) / 1e5) / 10, loadMs: Math.round(performance.now() - t0) };
+  } catch (e) {
+    if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError)
+      throw new UsageError(`--${flag} ${dir}: ${e.message}`);
+    throw e;
+  }
+}
+
+/** A PEFT adapter folder (adapter_config.json, adapter_model.safetensors) for `model`; errors name the flag and the file. */
+export async function loadAdapter(flag: string, dir: string, model: TextModel): Promise<Lora> {
+  const fail = (file: string, why: string): never => {
+    throw new UsageError(`--${flag} ${dir}: ${file}: ${why}`);
+  };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(join(dir, 'adapter_config.json'), 'utf8'));
+  } catch (e) {
+    fail('adapter_config.json', (e as Error).message);
+  }
+  let bytes: Uint8Array | null = null;
+  try {
+    bytes = new Uint8Array(await readFile(join(dir, 'adapter_model.safetensors')));
+  } catch (e) {
+    fail('adapter_model.safetensors', (e as Error).message);
+  }
+  try {
+    return Lora.fromPeft(model.config, loraConfigFromPeft(raw), decodeSafetensors(bytes as Uint8Array).tensors);
+  } catch (e) {
+    if (e instanceof LoraConfigError) throw new UsageError(`--${flag} ${dir}: ${e.message}`);
+    return fail('adapter_model.safetensors', (e as Error).message);
+  }
+}
+
+/** A model's one-line summary: family, size, load time. */
+export function modelSummary(m: LoadedTextModel): string {
+  return `${m.model.config.family}: ${m.parameters.toLocaleString('en')} parameters, ${m.megabytes} MB as float32, loaded in ${m.loadMs} ms`;
+}
+
+/**
+ * A train-lm run's weights in its saves: the adapter in PEFT's format (adapter_config.json naming
+ * the base folder, adapter_model.safetensors), read back onto `model`.
+ */
+export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, baseDir: string): RunWeights<Lora> {
+  return {
+    files: async (lora) => [
+      ['adapter_config.json', new TextEncoder().encode(JSON.stringify(peftAdapterConfig(loraConfig, baseDir), null, 1) + '\n')],
+      ['adapter_model.safetensors', encodeSafetensors(await lora.peftTensors())],
+    ],
+    // As saved (a resume with other LoRA settings is refused by the run config's check).
+    load: (dir) => loadAdapter('out', dir, model),
+  };
+}
+
+/** A full fine-tuning run's weights in its saves: model.safetensors in the model's own names (with its folder's config.json beside it). */
+export function fullRunWeights(model: TextModel, configJson: Uint8Array): RunWeights<Map<string, Float32Array>> {
+  return {
+    files: async (weights) => [
+      ['config.json', configJson],
+      ['model.safetensors', encodeSafetensors([...weights].map(([name, data]) => ({ name, shape: [...model.params.get(name)!.shape], data })))],
+    ],
+    load: async (dir) => {
+      const tensors = decodeSafetensors(new Uint8Array(await readFile(join(dir, 'model.safetensors')))).tensors;
+      const out = new Map<string, Float32Array>();
+      for (const [name, t] of model.params) {
+        const got = tensors.get(name);
+        if (!got || got.shape.join(',') !== t.shape.join(',')) throw new Error(`${join(dir, 'model.safetensors')}: ${name} is missing or has another shape`);
+        out.set(name, Float32Array.from(got.data));
+      }
+      return out;
+    },
+  };
+}

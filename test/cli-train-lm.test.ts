@@ -1,0 +1,122 @@
+/**
+ * `train-lm`, `rollout --model` and `merge-lora` as a user runs them, on a whole Hugging Face
+ * folder (a tiny random Qwen2 with a BPE tokenizer and chat template,
+ * test/python/hf_tokenizer_fixture.py): a LoRA run saves, resumes and refuses a changed config;
+ * its adapter loads in PEFT and, merged here, in transformers to the same logits
+ * (test/python/hf_lora_check.py); a full fine-tuning run's save loads in transformers; bad flags
+ * exit 2 naming the flag. Skipped, naming what is missing, without torch, tokenizers,
+ * transformers and peft.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEXT_TRACE_SCHEMA, type TextEpisodeTrace } from '../src/core/rollout/textEpisode';
+import { cli } from './cliProcess';
+import { pythonWith } from './python/python';
+
+const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
+const CHECK = fileURLToPath(new URL('./python/hf_lora_check.py', import.meta.url));
+const py = pythonWith('torch', 'tokenizers', 'transformers', 'peft');
+let dir = '';
+let model = '';
+
+beforeAll(async () => {
+  if (py.python === null) return;
+  dir = await mkdtemp(join(tmpdir(), 'train-lm-'));
+  model = join(dir, 'model');
+  const r = spawnSync(py.python, [FIXTURE, model, 'model'], { encoding: 'utf8', timeout: 240_000 });
+  if (r.status !== 0) throw new Error(`hf_tokenizer_fixture.py failed: ${r.stderr || r.error?.message}`);
+}, 300_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const small = ['--batch', '2', '--mini-batch', '1', '--group', '2', '--root-tokens', '24', '--clone-budget', '8', '--lr', '0.01'];
+const lines = async (path: string) => (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '');
+
+describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
+  it('trains LoRA adapters, saves and resumes; PEFT loads the adapter and transformers the merged folder, to the same logits', async () => {
+    const out = join(dir, 'lora');
+    const first = await cli('train-lm', '--model', model, '--out', out, '--steps', '2', '--save-every', '1', ...small);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^qwen2: [\d,]+ parameters/);
+    expect(first.stdout).toContain('step 2/2');
+    const resumed = await cli('train-lm', '--model', model, '--out', out, '--steps', '3', ...small);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain(`resuming ${out} at step 2/3`);
+    const metrics = (await lines(join(out, 'metrics.jsonl'))).map((l) => JSON.parse(l) as { step: number; updates: number });
+    expect(metrics.map((m) => m.step)).toEqual([1, 2, 3]);
+    const traces = (await lines(join(out, 'traces.jsonl'))).map((l) => JSON.parse(l) as TextEpisodeTrace & { step: number });
+    expect(traces).toHaveLength(3 * 2 * 2);
+    for (const t of traces) {
+      expect(t.schema).toBe(TEXT_TRACE_SCHEMA);
+      for (const c of t.contexts) expect(c.pieces).toHaveLength(c.tokens.length);
+    }
+    const changed = await cli('train-lm', '--model', model, '--out', out, '--steps', '4', ...small, '--lora-r', '4');
+    expect(changed.code).not.toBe(0);
+    expect(changed.stderr).toMatch(/cannot resume/);
+    // The save's adapter, with PEFT; merged here, with transformers.
+    const save = join(out, (await readFile(join(out, 'LATEST'), 'utf8')).trim());
+    expect((await readdir(save)).sort()).toEqual([
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'metrics.jsonl',
+      'optimizer.safetensors',
+      'state.json',
+      'traces.jsonl',
+    ]);
+    const merged = join(dir, 'merged');
+    const m = await cli('merge-lora', '--model', model, '--adapter', save, '--out', merged);
+    expect(m.code, m.stderr).toBe(0);
+    const tokens = [[5, 17, 42, 99, 3, 250]];
+    const check = spawnSync(py.python as string, [CHECK, model, save, merged, JSON.stringify(tokens)], {
+      encoding: 'utf8',
+      timeout: 240_000,
+      maxBuffer: 64 << 20,
+    });
+    expect(check.status, check.stderr).toBe(0);
+    const { adapter, merged: fromMerged } = JSON.parse(check.stdout) as { adapter: number[][][]; merged: number[][][] };
+    const worst = adapter.flat(2).reduce((w, x, i) => Math.max(w, Math.abs(x - fromMerged.flat(2)[i])), 0);
+    expect(worst).toBeLessThan(1e-4);
+    // The adapter decodes: a rollout with it prints the episode's tree.
+    const r = await cli('rollout', '--model', model, '--adapter', save, '--root-tokens', '12', '--greedy');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`with the adapter ${save}`);
+    expect(r.stdout).toMatch(/root turn 1: /);
+    expect(r.stdout).toMatch(/answer (none|".*"): (correct|wrong)/);
+  }, 400_000);
+
+  it('full fine-tuning (--lora-r 0) saves the weights in the model’s own format, which transformers loads', async () => {
+    const out = join(dir, 'full');
+    const r = await cli('train-lm', '--model', model, '--out', out, '--steps', '1', '--lora-r', '0', ...small);
+    expect(r.code, r.stderr).toBe(0);
+    const save = join(out, (await readFile(join(out, 'LATEST'), 'utf8')).trim());
+    const load = spawnSync(
+      py.python as string,
+      [
+        '-c',
+        'import sys, torch\nfrom transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained(sys.argv[1])\nprint(sum(p.numel() for p in m.parameters()))',
+        save,
+      ],
+      { encoding: 'utf8', timeout: 240_000 },
+    );
+    expect(load.status, load.stderr).toBe(0);
+    expect(Number(load.stdout.trim())).toBeGreaterThan(1000);
+  }, 400_000);
+
+  it('refuses bad flags naming them, before any work', async () => {
+    const targets = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--lora-targets', 'q_proj,attn_c', ...small);
+    expect(targets.code).toBe(2);
+    expect(targets.stderr).toContain('--lora-targets: attn_c is not a linear layer of this model');
+    const mix = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--task', 'arithmetic,multihop', ...small);
+    expect(mix.code).toBe(2);
+    expect(mix.stderr).toContain('train-lm trains one task');
+    const both = await cli('rollout', '--model', model, '--checkpoint', model);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--checkpoint and --model: give one');
+  }, 400_000);
+});
