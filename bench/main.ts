@@ -11,6 +11,7 @@ import type { BackendName } from '../src/runtime/backend';
 import { runCoresBench } from './cores';
 import { runDecodeBench } from './decode';
 import { runFirstVisitBench } from './firstvisit';
+import { runLmBench } from './lm';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
 import { runProfileBench } from './profile';
@@ -22,6 +23,7 @@ const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise
   cores: { own: runCoresBench },
   decode: runDecodeBench,
   firstvisit: { own: runFirstVisitBench },
+  lm: runLmBench,
   page: { own: runPageBench },
   pool: runPoolBench,
   profile: runProfileBench,
