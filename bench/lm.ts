@@ -128,7 +128,8 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
   const torchArgs = (threads: number) => [JSON.stringify(SMOLLM2_135M), String(f.prompt), String(f.new), String(f.train), String(f.rank), String(threads)];
   const one = torchRun(torchArgs(1));
   const all = cpus().length > 1 ? torchRun(torchArgs(cpus().length)) : one;
-  const row = (name: string, decode: number, train: number, mem: string) => `  ${name.padEnd(26)} ${decode.toFixed(2).padStart(8)} ${train.toFixed(1).padStart(10)}   ${mem}`;
+  const row = (name: string, decode: number, train: number, mem: string) =>
+    `  ${name.padEnd(26)} ${decode.toFixed(2).padStart(8)} ${train.toFixed(1).padStart(10)}   ${mem}`;
   console.log(`prompt ${f.prompt}, decode ${f.new} tokens; training sequence ${f.train} tokens, LoRA rank ${f.rank} on q/k/v/o`);
   console.log(`  ${''.padEnd(26)} ${'decode/s'.padStart(8)} ${'train tok/s'.padStart(10)}   peak memory`);
   console.log(
@@ -148,7 +149,9 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
       continue;
     }
     console.log(row(label, t.decodeTokensPerSec, t.trainTokensPerSec, `process ${t.peakMB.toFixed(0)} MB`));
-    console.log(`    ratio (this project / ${label}): decode ${(ours.decode / t.decodeTokensPerSec).toFixed(3)}, train ${(ours.train / t.trainTokensPerSec).toFixed(3)}`);
+    console.log(
+      `    ratio (this project / ${label}): decode ${(ours.decode / t.decodeTokensPerSec).toFixed(3)}, train ${(ours.train / t.trainTokensPerSec).toFixed(3)}`,
+    );
     if (cpus().length === 1) break;
   }
 }

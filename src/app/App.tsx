@@ -1,12 +1,14 @@
 /**
  * Page layout: status line on top; run controls and config on the left; on the right what the run
  * is learning (held-out sentence and charts) and the live delegation tree first, then the curves in
- * folds, kept runs, the rollout table, the frontier, the slow-motion step and the stepper.
+ * folds, kept runs, the rollout table, the frontier, the slow-motion step and the stepper; last, a
+ * real language model picked from disk (its own worker).
  */
 import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
 import { FrontierPanel } from './panels/FrontierPanel';
+import { LmPanel } from './lm/LmPanel';
 import { LogPanel } from './panels/LogPanel';
 import { ModelPanel } from './panels/ModelPanel';
 import { RolloutTable } from './panels/RolloutTable';
@@ -39,6 +41,7 @@ export function App() {
           <FrontierPanel />
           <SlowMotionPanel />
           <StepperPanel />
+          <LmPanel />
         </div>
       </main>
     </>

@@ -165,7 +165,7 @@ export const trainLm = defineRunCommand(
         pendingTraces.push(
           ...episodes.map((e) => ({
             step,
-            ...textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: { ...e.reward }, credits: e.credits }),
+            ...textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: e.reward, credits: e.credits }),
           })),
         );
       }

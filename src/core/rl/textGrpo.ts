@@ -167,6 +167,8 @@ export async function textGrpoStep<O>(
   opts: O,
   cfg: TextGrpoConfig,
   step: number,
+  /** Episodes rolled out of the step's B × G, as they finish. */
+  onEpisode?: (done: number, total: number) => void,
 ): Promise<{ metrics: TextStepMetrics; episodes: ScoredTextEpisode[] }> {
   const started = Date.now();
   const { model } = policy;
@@ -183,6 +185,7 @@ export async function textGrpoStep<O>(
       });
       const verdict = task.verify(problem, episode.answer);
       episodes.push({ problem, episode, correct: verdict.correct, verdict });
+      onEpisode?.(episodes.length, problems.length * grpo.group);
     }
   }
   const reward = rewardAt(grpo, step);

@@ -15,6 +15,7 @@ import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../protocol/toolCalls';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
+import { type ContextCredit, type EpisodeTrace, type RewardBreakdown, TRACE_SCHEMA, type Writer } from './trace';
 
 export interface TextModel {
   config: DecoderConfig;
@@ -308,9 +309,8 @@ export interface TextContextTrace {
   /** Each token decoded alone (special tokens included). */
   pieces: string[];
   writers: string;
-  /** Credit and weight in the update, when the episode was trained on. */
-  advantage?: number;
-  weight?: number;
+  /** The context's part of the update, when the episode was trained on. */
+  credit?: ContextCredit;
 }
 
 export interface TextEpisodeTrace {
@@ -324,7 +324,7 @@ export interface TextEpisodeTrace {
   droppedToolCalls: number;
   rejectedObjectives: number;
   violations: TextEpisode['violations'];
-  reward?: { reward: number } & Record<string, number>;
+  reward?: RewardBreakdown;
   contexts: TextContextTrace[];
 }
 
@@ -334,7 +334,7 @@ export function textEpisodeTrace(
   tokenizer: Pick<HfTokenizer, 'decode'>,
   problem: { id: string; prompt: string; truth: string },
   correct: boolean,
-  scored?: { reward: { reward: number } & Record<string, number>; credits: readonly { advantage: number; weight: number }[] },
+  scored?: { reward: RewardBreakdown; credits: readonly ContextCredit[] },
 ): TextEpisodeTrace {
   return {
     schema: TEXT_TRACE_SCHEMA,
@@ -360,7 +360,7 @@ export function textEpisodeTrace(
       tokens: [...c.tokens],
       pieces: c.tokens.map((t) => tokenizer.decode([t])),
       writers: c.writers,
-      ...(scored ? { advantage: scored.credits[j].advantage, weight: scored.credits[j].weight } : {}),
+      ...(scored ? { credit: { ...scored.credits[j] } } : {}),
     })),
   };
 }
@@ -410,4 +410,53 @@ export function formatTextEpisode(t: TextEpisodeTrace): string {
   );
   for (const v of t.violations) lines.push(`  violation ${v.violation} (context ${v.context}): ${v.detail}`);
   return lines.join('\n');
+}
+
+/**
+ * A text episode as an episode trace (trace.ts) whose contexts are text-only: each token one span
+ * with its writer, so the views that draw episodes (tree, rollout table, context view) show the
+ * model's own token strings. `policyVersion`: the GRPO steps the weights had taken.
+ */
+export function episodeTraceOfText(t: TextEpisodeTrace, task: string, policyVersion: number): EpisodeTrace {
+  const detail = (j: number) => t.violations.find((v) => v.context === j)?.detail ?? null;
+  const clones = t.contexts.filter((c) => c.role === 'clone');
+  const longestClonePerRound = Array.from({ length: t.rounds }, (_, r) =>
+    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
+  );
+  const root = t.contexts[0]?.generatedTokens ?? 0;
+  const clonesTotal = clones.reduce((n, c) => n + c.generatedTokens, 0);
+  return {
+    schema: TRACE_SCHEMA,
+    policyVersion,
+    task,
+    problemId: t.problem.id,
+    prompt: t.problem.prompt,
+    truth: t.problem.truth,
+    method: 'delegate',
+    answer: t.answer,
+    correct: t.correct,
+    rounds: t.rounds,
+    contexts: t.contexts.map((c, j) => ({
+      id: j,
+      role: c.role,
+      parent: c.role === 'root' ? null : 0,
+      round: c.role === 'root' ? null : c.round - 1,
+      subtask: c.objective,
+      budget: c.budget,
+      tokens: [],
+      text: c.pieces.join(''),
+      writers: '',
+      logprobs: [],
+      generatedTokens: c.generatedTokens,
+      answer: c.answer,
+      violation: c.violation,
+      violationDetail: detail(j),
+      ...(c.credit ? { credit: { ...c.credit } } : {}),
+      spans: c.pieces.map((text, k) => ({ writer: c.writers[k] as Writer, text })),
+    })),
+    events: [],
+    violations: t.violations.map((v) => ({ ...v })),
+    tokens: { root, clonesTotal, longestClonePerRound, criticalPath: root + longestClonePerRound.reduce((a, b) => a + b, 0), total: root + clonesTotal },
+    ...(t.reward ? { reward: { ...t.reward } } : {}),
+  };
 }

@@ -1,0 +1,77 @@
+/**
+ * A real language model in the page: a Hugging Face folder (a tiny random Qwen2 with a BPE
+ * tokenizer and chat template, made by test/python/hf_tokenizer_fixture.py) picked with the folder
+ * input, loaded in the language-model worker on wasm; its text episodes drawn as delegation trees
+ * with the model's own token strings; a GRPO step over LoRA adapters with the run config's
+ * settings; the adapter saved in PEFT's format. Skipped, naming what is missing, without torch,
+ * tokenizers and transformers.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pythonWith } from '../test/python/python';
+import { expect, test } from './chromium';
+
+const py = pythonWith('torch', 'tokenizers', 'transformers');
+let dir = '';
+
+test.beforeAll(() => {
+  if (py.python === null) return;
+  dir = mkdtempSync(join(tmpdir(), 'lm-page-'));
+  const r = spawnSync(py.python, ['test/python/hf_tokenizer_fixture.py', join(dir, 'tiny-qwen2'), 'model'], { encoding: 'utf8', timeout: 240_000 });
+  if (r.status !== 0) throw new Error(`hf_tokenizer_fixture.py failed: ${r.stderr || r.error?.message}`);
+});
+
+test.afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a Hugging Face folder picked in the page rolls out with trees drawn, trains a GRPO step over LoRA and saves the adapter', async ({
+  page,
+  backend,
+  openApp,
+  consoleErrors,
+}, info) => {
+  test.skip(py.python === null, `no Python with torch, tokenizers and transformers: ${py.why}`);
+  test.skip(backend !== 'wasm', 'the language model runs on wasm here (the software WebGPU adapter is too slow for it)');
+  test.setTimeout(300_000);
+  await openApp('batch=2&miniBatch=1&group=2&backend=wasm');
+  const panel = page.getByTestId('lm-panel');
+  await panel.scrollIntoViewIfNeeded();
+  await page.getByTestId('lm-folder').setInputFiles(join(dir, 'tiny-qwen2'));
+  await expect(page.getByTestId('lm-info')).toContainText('tiny-qwen2: qwen2, ');
+  await expect(page.getByTestId('lm-info')).toContainText('held by wasm');
+  await expect(page.getByTestId('lm-info')).toContainText(/loaded in \d+ ms/);
+  await panel.getByLabel('root tokens').fill('16');
+  await panel.getByLabel('clone budget').fill('8');
+  await page.getByTestId('lm-rollout').click();
+  const tree = page.getByTestId('lm-tree');
+  await expect(tree.getByTestId('tree-svg')).toBeVisible();
+  await expect(tree.locator('[data-role="root"]')).toHaveCount(1);
+  // The root's context: its prompt, as the chat template rendered it, and what the model wrote, token by token.
+  await expect(tree.getByTestId('context-view')).toContainText('Calculate the value of');
+  const pieces = tree.getByTestId('text-only').locator('[data-writer="g"]');
+  expect(await pieces.count()).toBeGreaterThan(0);
+  expect(await pieces.count()).toBeLessThanOrEqual(16);
+  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(2);
+
+  await page.getByTestId('lm-train-step').click();
+  const metrics = page.getByTestId('lm-metrics');
+  await expect(metrics.locator('tbody tr')).toHaveCount(1);
+  await expect(metrics.locator('tbody tr td').first()).toHaveText('1');
+  // Two prompts × two episodes of the step join the episode list.
+  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(6);
+  await panel.screenshot({ path: info.outputPath('lm-panel.png') });
+
+  const [config, weights] = await Promise.all([
+    page.waitForEvent('download', (d) => d.suggestedFilename() === 'adapter_config.json'),
+    page.waitForEvent('download', (d) => d.suggestedFilename() === 'adapter_model.safetensors'),
+    page.getByTestId('lm-export-adapter').click(),
+  ]);
+  const adapterConfig = JSON.parse(readFileSync(await config.path(), 'utf8')) as { peft_type: string; r: number; target_modules: string[] };
+  expect(adapterConfig.peft_type).toBe('LORA');
+  expect(adapterConfig.r).toBe(8);
+  expect(readFileSync(await weights.path()).byteLength).toBeGreaterThan(1000);
+  expect(consoleErrors).toEqual([]);
+});

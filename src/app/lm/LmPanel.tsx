@@ -1,0 +1,345 @@
+/**
+ * A real language model in the page: a Hugging Face folder (llama, qwen2, qwen3) picked from disk
+ * or dropped, loaded in a worker of its own (src/runtime/lm/), its episodes under the spawn_clone
+ * text protocol drawn as delegation trees with the model's own token strings, GRPO steps over LoRA
+ * adapters with the run config's settings, and the adapters saved in PEFT's format.
+ */
+import { useEffect, useRef, useState } from 'react';
+import type { TextStepMetrics } from '../../core/rl/textGrpo';
+import { TEXT_LENGTHS, type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textEpisode';
+import type { EpisodeTrace } from '../../core/rollout/trace';
+import { LmClient } from '../../runtime/lm/lmClient';
+import type { LmModelInfo } from '../../runtime/lm/lmMessages';
+import { download } from '../files/download';
+import { ContextView, WriterLegend } from '../panels/ContextView';
+import { WASM_PATHS } from '../state/startup';
+import { usePlayground } from '../state/store';
+import { DelegationTree, TreeLegend } from '../tree/DelegationTree';
+import { filesOfDirectoryInput, filesOfDrop, readFolderFiles } from './modelFolder';
+
+interface Episode {
+  key: number;
+  label: string;
+  trace: EpisodeTrace;
+}
+
+const MAX_EPISODES = 64;
+let nextKey = 1;
+let client: LmClient | null = null;
+
+/** The worker, started on first use (a page that never loads a model starts none). */
+function lmClient(): LmClient {
+  client ??= new LmClient();
+  return client;
+}
+
+const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
+export function LmPanel() {
+  const config = usePlayground((s) => s.config);
+  const [info, setInfo] = useState<(LmModelInfo & { folder: string; backend: string }) | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [progress, setProgress] = useState<string | null>(null);
+  const [episodes, setEpisodes] = useState<Episode[]>([]);
+  const [selected, setSelected] = useState<number | null>(null);
+  const [context, setContext] = useState<number | null>(null);
+  const [metrics, setMetrics] = useState<TextStepMetrics[]>([]);
+  const [n, setN] = useState(2);
+  const [temperature, setTemperature] = useState(0);
+  const [rootTokens, setRootTokens] = useState<number>(TEXT_LENGTHS.rootMaxTokens);
+  const [cloneBudget, setCloneBudget] = useState<number>(TEXT_LENGTHS.cloneBudget);
+  const [loraR, setLoraR] = useState(8);
+  const [loraAlpha, setLoraAlpha] = useState(16);
+  const [targets, setTargets] = useState('q_proj,k_proj,v_proj,o_proj');
+  const [dragging, setDragging] = useState(false);
+  const stepRef = useRef(0);
+
+  useEffect(() => {
+    if (!info) return;
+    return lmClient().on((e) => setProgress(`${e.what === 'step' ? 'GRPO step' : 'rollouts'}: ${e.done}/${e.total} episodes`));
+  }, [info]);
+
+  const run = async (what: string, work: () => Promise<void>) => {
+    setBusy(what);
+    setError(null);
+    try {
+      await work();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(null);
+      setProgress(null);
+    }
+  };
+
+  const load = (folder: string, files: File[]) =>
+    run('loading', async () => {
+      if (files.length === 0) throw new Error(`${folder || 'the folder'} has none of a model's files (config.json, *.safetensors, tokenizer.json)`);
+      const lm = lmClient();
+      const { backend } = await lm.request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
+      const loaded = await lm.request({ kind: 'load', files: await readFolderFiles(files) });
+      setInfo({ ...loaded, folder, backend });
+      setEpisodes([]);
+      setMetrics([]);
+      setSelected(null);
+      stepRef.current = 0;
+    });
+
+  const limits = { rootMaxTokens: rootTokens, cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds };
+  const lora = {
+    r: loraR,
+    alpha: loraAlpha,
+    targetModules: targets
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => t !== ''),
+  };
+  const add = (traces: TextEpisodeTrace[], label: string) => {
+    const rows = traces.map((t, i) => ({ key: nextKey++, label: `${label} #${i + 1}`, trace: episodeTraceOfText(t, config.task, stepRef.current) }));
+    setEpisodes((old) => [...rows, ...old].slice(0, MAX_EPISODES));
+    setSelected(rows[0]?.key ?? null);
+    setContext(0);
+  };
+
+  const current = episodes.find((e) => e.key === selected) ?? null;
+  const ctx = current?.trace.contexts.find((c) => c.id === context) ?? null;
+  const last = metrics.at(-1);
+
+  return (
+    <section
+      className={`panel lm-panel${dragging ? ' dropping' : ''}`}
+      aria-label="Language model"
+      data-testid="lm-panel"
+      onDragOver={(e) => {
+        e.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(e) => {
+        e.preventDefault();
+        setDragging(false);
+        void filesOfDrop(e.dataTransfer.items).then((got) =>
+          got ? load(got.folder, got.files) : setError('drop a folder (a Hugging Face model folder), not files'),
+        );
+      }}
+    >
+      <h2>Language model</h2>
+      <p className="muted small">
+        A Hugging Face model folder (Llama, Qwen2, Qwen3: config.json, model.safetensors, tokenizer.json with its chat template), picked or dropped here. It
+        runs in a worker of its own under the spawn_clone text protocol; training updates LoRA adapters with the run config&apos;s GRPO settings (group, batch,
+        lr, clip, credit, gating, reward).
+      </p>
+      <label className="row">
+        Model folder{' '}
+        <input
+          type="file"
+          data-testid="lm-folder"
+          disabled={busy !== null}
+          ref={(el) => el?.setAttribute('webkitdirectory', '')}
+          onChange={(e) => {
+            const { folder, files } = filesOfDirectoryInput(Array.from(e.target.files ?? []));
+            e.target.value = '';
+            void load(folder, files);
+          }}
+        />
+      </label>
+      {info && (
+        <p className="small" data-testid="lm-info">
+          <b>{info.folder || 'model'}</b>: {info.family}, {info.parameters.toLocaleString('en')} parameters ({info.layers} layers, width {info.hiddenSize},{' '}
+          {info.heads} heads over {info.kvHeads} key/value heads, vocabulary {info.vocabSize.toLocaleString('en')}) · {info.megabytes} MB as float32,{' '}
+          {info.backendMegabytes} MB held by {info.backend} · loaded in {info.loadMs} ms{info.chatTemplate ? '' : ' · no chat template'}
+        </p>
+      )}
+      {busy && (
+        <p className="small" role="status" data-testid="lm-busy">
+          {busy}… {progress ?? ''}
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert" data-testid="lm-error">
+          {error}
+        </p>
+      )}
+      {info && (
+        <>
+          <div className="row small">
+            <label>
+              episodes <input type="number" min={1} max={32} value={n} onChange={(e) => setN(Math.max(1, Math.min(32, Number(e.target.value) || 1)))} />
+            </label>{' '}
+            <label title="0 decodes greedily">
+              temperature{' '}
+              <input
+                type="number"
+                min={0}
+                max={5}
+                step={0.1}
+                value={temperature}
+                onChange={(e) => setTemperature(Math.max(0, Math.min(5, Number(e.target.value) || 0)))}
+              />
+            </label>{' '}
+            <label>
+              root tokens{' '}
+              <input
+                type="number"
+                min={1}
+                max={8192}
+                value={rootTokens}
+                onChange={(e) => setRootTokens(Math.max(1, Math.min(8192, Number(e.target.value) || 1)))}
+              />
+            </label>{' '}
+            <label>
+              clone budget{' '}
+              <input
+                type="number"
+                min={1}
+                max={8192}
+                value={cloneBudget}
+                onChange={(e) => setCloneBudget(Math.max(1, Math.min(8192, Number(e.target.value) || 1)))}
+              />
+            </label>
+          </div>
+          <div className="row small">
+            <label>
+              LoRA r <input type="number" min={1} max={256} value={loraR} onChange={(e) => setLoraR(Math.max(1, Math.min(256, Number(e.target.value) || 1)))} />
+            </label>{' '}
+            <label>
+              alpha <input type="number" min={0.1} max={1024} value={loraAlpha} onChange={(e) => setLoraAlpha(Math.max(0.1, Number(e.target.value) || 1))} />
+            </label>{' '}
+            <label>
+              targets <input type="text" value={targets} size={28} onChange={(e) => setTargets(e.target.value)} />
+            </label>
+          </div>
+          <div className="buttons">
+            <button
+              type="button"
+              data-testid="lm-rollout"
+              disabled={busy !== null}
+              onClick={() =>
+                void run('rolling out', async () => {
+                  const seed = nextKey;
+                  const { traces } = await lmClient().request({ kind: 'rollout', config, seed, n, temperature, limits });
+                  add(traces, `rollout (seed ${seed})`);
+                })
+              }
+            >
+              Roll out
+            </button>
+            <button
+              type="button"
+              data-testid="lm-train-step"
+              disabled={busy !== null}
+              title="one GRPO step: batch × group sampled episodes at the config's temperature, rewards, credit and gating, the LoRA update"
+              onClick={() =>
+                void run('training', async () => {
+                  const r = await lmClient().request({ kind: 'trainStep', config, lora, limits });
+                  stepRef.current = r.metrics.step;
+                  setMetrics((m) => [...m, r.metrics]);
+                  add(r.traces, `GRPO step ${r.metrics.step}`);
+                })
+              }
+            >
+              GRPO step
+            </button>
+            <button
+              type="button"
+              data-testid="lm-export-adapter"
+              disabled={busy !== null || metrics.length === 0}
+              onClick={() =>
+                void run('exporting', async () => {
+                  const { files } = await lmClient().request({ kind: 'exportAdapter' });
+                  for (const [name, bytes] of Object.entries(files))
+                    download(name, bytes, name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+                })
+              }
+            >
+              Adapter (PEFT)
+            </button>
+            <button
+              type="button"
+              disabled={busy !== null || metrics.length === 0}
+              onClick={() =>
+                void run('resetting', async () => {
+                  await lmClient().request({ kind: 'resetAdapters' });
+                  stepRef.current = 0;
+                  setMetrics([]);
+                })
+              }
+            >
+              Reset adapters
+            </button>
+          </div>
+          {metrics.length > 0 && (
+            <table className="small lm-metrics" data-testid="lm-metrics">
+              <thead>
+                <tr>
+                  <th>step</th>
+                  <th>reward</th>
+                  <th>accuracy</th>
+                  <th>tokens</th>
+                  <th>clones</th>
+                  <th>delegating</th>
+                  <th>loss</th>
+                  <th>KL</th>
+                  <th>updates</th>
+                  <th>s</th>
+                </tr>
+              </thead>
+              <tbody>
+                {metrics.map((m) => (
+                  <tr key={m.step}>
+                    <td>{m.step}</td>
+                    <td>{fmt(m.meanReward)}</td>
+                    <td>{fmt(m.accuracy, 2)}</td>
+                    <td>{fmt(m.meanTotalTokens, 0)}</td>
+                    <td>{fmt(m.clonesPerEpisode, 2)}</td>
+                    <td>{fmt(m.delegationRate, 2)}</td>
+                    <td>{fmt(m.loss, 4)}</td>
+                    <td>{m.kl.toExponential(1)}</td>
+                    <td>{m.updates}</td>
+                    <td>{fmt(m.wallSec, 1)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {last && last.zeroVarianceFraction === 1 && (
+            <p className="muted small">
+              Every group&apos;s rewards were equal in the last step: no advantage, nothing trained (a larger group or temperature helps).
+            </p>
+          )}
+          {episodes.length > 0 && (
+            <>
+              <label className="row small">
+                episode{' '}
+                <select data-testid="lm-episode" value={selected ?? ''} onChange={(e) => (setSelected(Number(e.target.value)), setContext(0))}>
+                  {episodes.map((e) => (
+                    <option key={e.key} value={e.key}>
+                      {e.label}: {e.trace.correct ? 'correct' : 'wrong'}, {e.trace.contexts.length - 1} clone(s)
+                    </option>
+                  ))}
+                </select>
+              </label>
+              {current && (
+                <div data-testid="lm-tree">
+                  <p className="small">
+                    <span className="mono">{current.trace.prompt}</span> = <span className="mono">{current.trace.truth}</span> · answer{' '}
+                    <span className={`mono ${current.trace.correct ? 'ok' : 'bad'}`}>{current.trace.answer ?? '∅'}</span> · {current.trace.rounds} round(s) ·{' '}
+                    {current.trace.tokens.total} tokens
+                    {current.trace.reward ? ` · reward ${current.trace.reward.reward.toFixed(3)}` : ''}
+                  </p>
+                  <TreeLegend />
+                  <div className="tree-scroll">
+                    <DelegationTree trace={current.trace} selected={context} onSelect={setContext} />
+                  </div>
+                  <WriterLegend />
+                  {ctx && <ContextView ctx={ctx} />}
+                </div>
+              )}
+            </>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

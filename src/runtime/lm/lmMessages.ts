@@ -1,0 +1,53 @@
+/**
+ * The messages between the page and the language-model worker (lm.worker.ts), which holds a
+ * Hugging Face model (llama, qwen2, qwen3) picked from disk and runs the spawn_clone text
+ * protocol and GRPO with LoRA on it. Request/reply and events as transport/rpc.ts carries them.
+ */
+import type { LoraConfig } from '../../core/model/lora';
+import type { TextStepMetrics } from '../../core/rl/textGrpo';
+import type { TextEpisodeTrace, TextLimits } from '../../core/rollout/textEpisode';
+import type { RunConfig } from '../../core/runConfig';
+import type { BackendPreference } from '../backend';
+
+/** A model folder's files by name (config.json, model.safetensors, tokenizer.json, …). */
+export type LmFiles = Record<string, ArrayBuffer>;
+
+export interface LmModelInfo {
+  family: string;
+  parameters: number;
+  /** The weights as float32, MB. */
+  megabytes: number;
+  /** What the backend holds after loading, MB. */
+  backendMegabytes: number;
+  loadMs: number;
+  layers: number;
+  hiddenSize: number;
+  heads: number;
+  kvHeads: number;
+  vocabSize: number;
+  maxPositions: number;
+  chatTemplate: boolean;
+}
+
+export type LmRequest =
+  | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
+  | { kind: 'load'; files: LmFiles }
+  /** `n` episodes of the config's task, the problems from `seed`; temperature 0 decodes greedily. */
+  | { kind: 'rollout'; config: RunConfig; seed: number; n: number; temperature: number; limits: TextLimits }
+  /** One GRPO step with the run config's settings over LoRA adapters (made at the first step, or when `lora` changes). */
+  | { kind: 'trainStep'; config: RunConfig; lora: LoraConfig; limits: TextLimits }
+  /** The adapters in PEFT's format (adapter_config.json, adapter_model.safetensors). */
+  | { kind: 'exportAdapter' }
+  /** Drop the adapters and the optimizer: the model as loaded. */
+  | { kind: 'resetAdapters' };
+
+export interface LmReplies {
+  init: { backend: string };
+  load: LmModelInfo;
+  rollout: { traces: TextEpisodeTrace[] };
+  trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[] };
+  exportAdapter: { files: LmFiles };
+  resetAdapters: null;
+}
+
+export type LmEvent = { kind: 'progress'; what: 'rollout' | 'step'; done: number; total: number };

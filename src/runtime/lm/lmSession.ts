@@ -1,0 +1,144 @@
+/**
+ * What the language-model worker holds and does (lm.worker.ts serves it; tests drive it in Node):
+ * a Hugging Face model loaded from its folder's files, text episodes of a task's problems, GRPO
+ * steps over LoRA adapters with the page's run config, and the adapters in PEFT's format.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { readHfConfig, readHfWeights, type FolderReader } from '../../core/io/hfFolder';
+import { encodeSafetensors } from '../../core/io/safetensors';
+import { decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
+import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
+import { sampleFromLogits } from '../../core/model/sample';
+import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
+import { loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
+import { Rng } from '../../core/rng';
+import { type TextLimits, type TextModel, runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
+import type { RunConfig } from '../../core/runConfig';
+import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
+import type { TaskName } from '../../core/tasks';
+import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
+import { rootChat } from '../../core/verl/dataset';
+import type { LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+
+/** A folder reader over files given by name (a folder's top level; nested paths are read by their last part). */
+export function filesReader(files: LmFiles): FolderReader {
+  const byName = new Map(Object.entries(files).map(([k, v]) => [k.split('/').at(-1) as string, v]));
+  return async (name) => {
+    const b = byName.get(name);
+    return b === undefined ? null : new Uint8Array(b);
+  };
+}
+
+/** The config's one task with its options (a mix is refused). */
+function oneTask(config: RunConfig) {
+  const mix = taskMixOf(config);
+  if (mix.length !== 1) throw new Error(`the language model runs one task (the config names the mix ${config.task})`);
+  return mix;
+}
+
+export class LmSession {
+  private model: TextModel | null = null;
+  private lora: Lora | null = null;
+  private optimizer: AdamW | null = null;
+  private step = 0;
+
+  constructor(private readonly onProgress: (what: 'rollout' | 'step', done: number, total: number) => void = () => undefined) {}
+
+  async load(files: LmFiles): Promise<LmModelInfo> {
+    const t0 = performance.now();
+    const read = filesReader(files);
+    const config = decoderConfigFromHf(await readHfConfig(read));
+    const tokenizer = await HfTokenizer.fromFolder(read);
+    const params = decoderParams(config, await readHfWeights(read));
+    this.dispose();
+    this.model = { config, params, tokenizer };
+    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    return {
+      family: config.family,
+      parameters,
+      megabytes: Math.round((parameters * 4) / 1e5) / 10,
+      backendMegabytes: Math.round(tf.memory().numBytes / 1e5) / 10,
+      loadMs: Math.round(performance.now() - t0),
+      layers: config.layers,
+      hiddenSize: config.hiddenSize,
+      heads: config.heads,
+      kvHeads: config.kvHeads,
+      vocabSize: config.vocabSize,
+      maxPositions: config.maxPositions,
+      chatTemplate: tokenizer.chatTemplate !== null,
+    };
+  }
+
+  private need(): TextModel {
+    if (this.model === null) throw new Error('no model is loaded: pick a Hugging Face model folder first');
+    return this.model;
+  }
+
+  /** The model as it decodes now: with the adapters once a step has trained them. */
+  private policyModel(): TextModel {
+    const model = this.need();
+    return this.lora ? { ...model, adapters: this.lora } : model;
+  }
+
+  /** `n` episodes of the config's task (its options), the problems from `seed`; temperature 0 decodes greedily. */
+  async rollout(config: RunConfig, seed: number, n: number, temperature: number, limits: TextLimits): Promise<LmReplies['rollout']> {
+    const model = this.policyModel();
+    const [{ task, opts }] = oneTask(config);
+    const rng = new Rng(seed);
+    const traces = [];
+    for (let i = 0; i < n; i++) {
+      const problem = task.generate(rng, opts, `lm-${seed}-${i}`);
+      const episodeRng = rng.fork();
+      const episode = await runTextEpisode(
+        model,
+        rootChat(task.name as TaskName, problem),
+        limits,
+        temperature > 0 ? { choose: (logits) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature, topK: 0 }, episodeRng).id } : {},
+      );
+      traces.push(textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct));
+      this.onProgress('rollout', i + 1, n);
+    }
+    return { traces };
+  }
+
+  async trainStep(config: RunConfig, lora: LoraConfig, limits: TextLimits): Promise<LmReplies['trainStep']> {
+    const model = this.need();
+    const mix = oneTask(config);
+    const grpo = grpoConfigOf(config, Number.MAX_SAFE_INTEGER);
+    if (this.lora === null || JSON.stringify(this.lora.config) !== JSON.stringify(lora)) {
+      this.resetAdapters();
+      this.lora = Lora.init(model.config, lora, config.seed);
+    }
+    this.optimizer ??= new AdamW(this.lora.params, { ...ADAM_MOMENTS, lr: grpo.lr, weightDecay: grpo.weightDecay, gradClip: grpo.gradClip });
+    this.optimizer.cfg = { ...this.optimizer.cfg, lr: grpo.lr, weightDecay: grpo.weightDecay, gradClip: grpo.gradClip };
+    const [{ task, opts }] = mix;
+    const { metrics, episodes } = await textGrpoStep(loraPolicy(model, this.lora), this.optimizer, task, opts, { grpo, limits }, this.step, (done, total) =>
+      this.onProgress('step', done, total),
+    );
+    this.step = metrics.step;
+    const traces = episodes.map((e) => textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: e.reward, credits: e.credits }));
+    return { metrics, traces };
+  }
+
+  async exportAdapter(): Promise<LmReplies['exportAdapter']> {
+    if (this.lora === null) throw new Error('no adapters yet: train a step first');
+    const config = new TextEncoder().encode(JSON.stringify(peftAdapterConfig(this.lora.config, null), null, 1) + '\n');
+    const weights = encodeSafetensors(await this.lora.peftTensors());
+    const buffer = (b: Uint8Array) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    return { files: { 'adapter_config.json': buffer(config), 'adapter_model.safetensors': buffer(weights) } };
+  }
+
+  resetAdapters(): void {
+    this.optimizer?.dispose();
+    this.optimizer = null;
+    this.lora?.dispose();
+    this.lora = null;
+    this.step = 0;
+  }
+
+  dispose(): void {
+    this.resetAdapters();
+    this.model?.params.forEach((t) => t.dispose());
+    this.model = null;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The language-model worker's session in Node, on a whole Hugging Face folder's files (a tiny
+ * random Qwen2 with a BPE tokenizer and chat template, test/python/hf_tokenizer_fixture.py): it
+ * loads from files given by name, rolls out text episodes whose traces, as episode traces, pass
+ * the trace reader's checks (io/traces.ts) and spell the model's own token strings, trains a GRPO
+ * step with the run config, and exports the adapter. Skipped, naming what is missing, without
+ * torch, tokenizers and transformers.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeSafetensors } from '../src/core/io/safetensors';
+import { parseTracesJsonl, tracesToJsonl } from '../src/core/io/traces';
+import { episodeTraceOfText } from '../src/core/rollout/textEpisode';
+import { PAGE_DEFAULTS } from '../src/core/runConfig';
+import { initBackend } from '../src/runtime/backend';
+import { LmSession } from '../src/runtime/lm/lmSession';
+import { pythonWith } from './python/python';
+
+const py = pythonWith('torch', 'tokenizers', 'transformers');
+let dir = '';
+
+beforeAll(async () => {
+  await initBackend('wasm');
+  if (py.python === null) return;
+  dir = await mkdtemp(join(tmpdir(), 'lm-session-'));
+  const r = spawnSync(py.python, ['test/python/hf_tokenizer_fixture.py', dir, 'model'], { encoding: 'utf8', timeout: 240_000 });
+  if (r.status !== 0) throw new Error(`hf_tokenizer_fixture.py failed: ${r.stderr || r.error?.message}`);
+}, 300_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(py.python === null)(`the language-model session${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
+  it('loads a folder from its files, rolls out traces the trace reader accepts, trains a step and exports the adapter', async () => {
+    const files: Record<string, ArrayBuffer> = {};
+    for (const name of await readdir(dir)) {
+      const b = await readFile(join(dir, name));
+      files[`tiny/${name}`] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+    }
+    const progress: string[] = [];
+    const session = new LmSession((what, done, total) => progress.push(`${what} ${done}/${total}`));
+    await expect(session.rollout(PAGE_DEFAULTS, 1, 1, 0, { rootMaxTokens: 8, cloneBudget: 4, maxClones: 2, maxRounds: 1 })).rejects.toThrow(
+      'no model is loaded',
+    );
+    const info = await session.load(files);
+    expect(info).toMatchObject({ family: 'qwen2', layers: 2, hiddenSize: 32, heads: 4, kvHeads: 2, chatTemplate: true });
+    expect(info.parameters).toBeGreaterThan(20_000);
+    const limits = { rootMaxTokens: 12, cloneBudget: 6, maxClones: 2, maxRounds: 1 };
+    const { traces } = await session.rollout(PAGE_DEFAULTS, 3, 2, 0.8, limits);
+    expect(progress).toEqual(['rollout 1/2', 'rollout 2/2']);
+    const episodes = traces.map((t) => episodeTraceOfText(t, 'arithmetic', 0));
+    const back = parseTracesJsonl(tracesToJsonl(episodes));
+    expect(back).toEqual(episodes);
+    for (const [i, e] of episodes.entries()) {
+      const root = e.contexts[0];
+      expect(root.spans?.map((s) => s.text)).toEqual(traces[i].contexts[0].pieces);
+      expect(root.spans?.filter((s) => s.writer === 'g')).toHaveLength(root.generatedTokens);
+      expect(root.generatedTokens).toBeLessThanOrEqual(12);
+    }
+    await expect(session.exportAdapter()).rejects.toThrow('train a step first');
+    const config = { ...PAGE_DEFAULTS, batch: 2, miniBatch: 1, group: 2, temperature: 3 };
+    const step = await session.trainStep(config, { r: 2, alpha: 4, targetModules: ['q_proj'] }, limits);
+    expect(step.metrics.step).toBe(1);
+    expect(step.traces).toHaveLength(4);
+    expect(step.traces.every((t) => t.reward !== undefined && t.contexts.every((c) => c.credit !== undefined))).toBe(true);
+    const { files: adapter } = await session.exportAdapter();
+    expect(JSON.parse(new TextDecoder().decode(adapter['adapter_config.json']))).toMatchObject({
+      peft_type: 'LORA',
+      r: 2,
+      lora_alpha: 4,
+      target_modules: ['q_proj'],
+    });
+    expect(decodeSafetensors(new Uint8Array(adapter['adapter_model.safetensors'])).tensors.size).toBe(4);
+    session.dispose();
+  }, 120_000);
+});
