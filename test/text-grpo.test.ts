@@ -25,6 +25,7 @@ import { type ChooseToken, decoderConfigFromHf, decoderParams, decoderTargetScor
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { VIOLATIONS } from '../src/core/protocol/violations';
+import { cloneUserMessage } from '../src/core/protocol/toolCalls';
 import { computeAdvantages } from '../src/core/rl/advantage';
 import { DIAGNOSTICS, aggregationWeights, packRl, surrogateLoss } from '../src/core/rl/ppoLoss';
 import { loraPolicy, textGrpoStep, textSequence } from '../src/core/rl/textGrpo';
@@ -123,6 +124,18 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     const d = await episode([call('{"objectives": ["3*4"]}') + END, 'Answer: 12 </tool_response>' + END, 200], { rootMaxTokens: 110 });
     expect(d.contexts[1].violation).toBe('reserved_token');
     expect(kinds(d)).toEqual(['reserved_token', 'root_over_max']);
+    // A long-context task: the clone's message is its objective with the chunks of its keys expanded.
+    const mh = TASKS.multihop.generate(new Rng(2), TASKS.multihop.defaultOptions, 'mh');
+    const chunks = mh.context ?? {};
+    const [key] = Object.keys(chunks);
+    const m = await runTextEpisode(model, rootChat('multihop', mh), limits, {
+      context: chunks,
+      choose: scripted([call(`{"objectives": ["read it"], "shared_context": ["${key}", "nope"]}`) + END, 'Answer: 1' + END, 'Answer: 1' + END]),
+    });
+    expect(m.contexts[1].objective).toBe('read it');
+    expect(m.contexts[1].messages[1].content).toBe(cloneUserMessage({ instruction: 'read it', sharedContextKeys: [key, 'nope'] }, chunks));
+    expect(m.contexts[1].messages[1].content).toContain(`[${key}]\n${chunks[key]}`);
+    expect(m.contexts[1].messages[1].content).toContain('Missing context keys: nope');
     episodes.push(a, b, c, d);
     const seen = new Set(episodes.flatMap((e) => e.violations.map((v) => v.violation)));
     expect([...seen].sort()).toEqual([...VIOLATIONS].sort());

@@ -83,7 +83,10 @@ async function textRollout<O>(
       maxClones: spawn.maxClonesPerRound,
       maxRounds: spawn.maxRounds,
     },
-    f.greedy ? {} : { choose: (logits) => sampleFromLogits(logits, 0, vocab, { temperature: f.temperature, topK: 0 }, rng).id },
+    {
+      context: problem.context ?? {},
+      ...(f.greedy ? {} : { choose: (logits: Float32Array) => sampleFromLogits(logits, 0, vocab, { temperature: f.temperature, topK: 0 }, rng).id }),
+    },
   );
   const trace = textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct);
   if (f.json) console.log(JSON.stringify(trace));

@@ -21,7 +21,7 @@ export interface TextEvalSummary {
 export async function evaluateText<O>(model: TextModel, task: Task<O>, opts: O, n: number, limits: TextLimits, seed = HELD_OUT_SEED): Promise<TextEvalSummary> {
   const episodes: TextEvalSummary['episodes'] = [];
   for (const problem of heldOutProblems(task, opts, n, seed, 'monitor')) {
-    const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), limits);
+    const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, { context: problem.context ?? {} });
     episodes.push({ problem, episode, correct: task.verify(problem, episode.answer).correct });
   }
   const mean = (f: (e: TextEvalSummary['episodes'][number]) => number) => episodes.reduce((s, e) => s + f(e), 0) / Math.max(1, n);

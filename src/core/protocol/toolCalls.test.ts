@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls, sharedContextKeys } from './toolCalls';
+import { SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls, sharedContextKeys, cloneUserMessage, renderSharedContext } from './toolCalls';
 
 const call = (payload: string) => `I will delegate.\n<tool_call>${payload}</tool_call>\n`;
 
@@ -94,5 +94,21 @@ describe('spawn_clone arguments as clone requests, as the reference normalises t
     expect(SPAWN_CLONE_TOOL.function.name).toBe('spawn_clone');
     expect(SPAWN_CLONE_TOOL.function.parameters.required).toEqual(['objectives']);
     expect(Object.keys(SPAWN_CLONE_TOOL.function.parameters.properties)).toEqual(['objectives', 'shared_context']);
+  });
+});
+
+describe("a clone's shared context, expanded as the reference expands it", () => {
+  const context = { k1: 'ab = 3', 'Chunk Two': '  cd = ab + 1  ', empty: ' ' };
+  it('writes each key found under its name after the instruction, matching keys by their normalised form, and names the missing', () => {
+    expect(renderSharedContext([], context)).toBe('');
+    expect(renderSharedContext(['k1', 'chunk   two'], context)).toBe('Shared context (expanded from keys):\n\n[k1]\nab = 3\n\n[Chunk Two]\ncd = ab + 1');
+    expect(renderSharedContext(['k1', 'k9', 'empty', 'constructor'], context)).toBe(
+      'Shared context (expanded from keys):\n\n[k1]\nab = 3\n\nMissing context keys: k9, empty, constructor',
+    );
+    expect(renderSharedContext(['k1'], {})).toBe('Shared context requested but no context map is available. Missing keys: k1');
+    expect(cloneUserMessage({ instruction: 'find ab', sharedContextKeys: ['k1'] }, context)).toBe(
+      'find ab\n\nShared context (expanded from keys):\n\n[k1]\nab = 3',
+    );
+    expect(cloneUserMessage({ instruction: 'find ab', sharedContextKeys: [] }, context)).toBe('find ab');
   });
 });

@@ -165,6 +165,39 @@ export function cloneRequests(args: unknown): { requests: CloneRequest[]; reject
   return { requests, rejected };
 }
 
+/** A context key as the reference matches it: trimmed, inner whitespace collapsed, lower case. */
+const contextKey = (k: string) => k.trim().split(/\s+/).join(' ').toLowerCase();
+
+/**
+ * The text a clone gets for its shared-context keys, as the reference renders it
+ * (`_render_shared_context`): each key found (exactly, or by its normalised form) as "[key]" and its
+ * text under a heading, the keys not found named; empty without keys.
+ */
+export function renderSharedContext(keys: readonly string[], context: Readonly<Record<string, string>>): string {
+  if (keys.length === 0) return '';
+  const names = Object.keys(context);
+  if (names.length === 0) return `Shared context requested but no context map is available. Missing keys: ${keys.join(', ')}`;
+  const byNormal = new Map(names.map((k) => [contextKey(k), k]));
+  const found: [string, string][] = [];
+  const missing: string[] = [];
+  for (const key of keys) {
+    // Own keys only: a key such as "constructor" is not the context's.
+    const actual = Object.hasOwn(context, key) ? key : byNormal.get(contextKey(key));
+    const text = actual === undefined ? '' : String(context[actual] ?? '').trim();
+    if (actual === undefined || text === '') missing.push(actual ?? key);
+    else found.push([actual, text]);
+  }
+  const parts: string[] = [];
+  if (found.length > 0) parts.push('Shared context (expanded from keys):', ...found.map(([k, t]) => `[${k}]\n${t}`));
+  if (missing.length > 0) parts.push(`Missing context keys: ${missing.join(', ')}`);
+  return parts.join('\n\n');
+}
+
+/** A clone's user message: its instruction, then its shared context expanded (the reference's `_build_clone_prompt`, tools off). */
+export function cloneUserMessage(request: Pick<CloneRequest, 'instruction' | 'sharedContextKeys'>, context: Readonly<Record<string, string>>): string {
+  return [request.instruction, renderSharedContext(request.sharedContextKeys, context)].filter((s) => s !== '').join('\n\n');
+}
+
 /** The spawn_clone tool as the reference advertises it to the root (its `_build_clone_tool_schema`). */
 export const SPAWN_CLONE_TOOL = {
   type: 'function',

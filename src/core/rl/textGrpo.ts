@@ -181,6 +181,7 @@ export async function textGrpoStep<O>(
     for (let g = 0; g < grpo.group; g++) {
       const rng = Rng.stream(grpo.seed, 'text-grpo-episode', step, i, g);
       const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), cfg.limits, {
+        context: problem.context ?? {},
         choose: (logits) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id,
       });
       const verdict = task.verify(problem, episode.answer);

@@ -12,7 +12,7 @@
  * credit and gating code reads text episodes as it reads token episodes.
  */
 import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type DecoderParams, argmaxToken } from '../model/decoder';
-import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../protocol/toolCalls';
+import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 import { type ContextCredit, type EpisodeTrace, type RewardBreakdown, TRACE_SCHEMA, type Writer } from './trace';
@@ -26,6 +26,8 @@ export interface TextModel {
 }
 
 export interface TextEpisodeOptions {
+  /** The problem's context chunks by key (long-context tasks): a clone's shared-context keys are expanded from them. */
+  context?: Readonly<Record<string, string>>;
   /** Text forced at the start of the root's first turn, injected, not generated. */
   rootPrefix?: string;
   /** How each token is picked from its logits; default the most likely (greedy). */
@@ -68,6 +70,8 @@ export interface TextContext {
   violation: Violation | null;
   /** The tool round a clone was started in (1, 2, …); 0 for the root. */
   round: number;
+  /** A clone's objective as the root wrote it (its user message adds the expanded context); null for the root. */
+  objective: string | null;
 }
 
 export interface TextEpisode {
@@ -117,7 +121,7 @@ export async function runTextEpisode(
   options: TextEpisodeOptions = {},
 ): Promise<TextEpisode> {
   const { tokenizer, config } = model;
-  const { rootPrefix = '', choose = argmaxToken } = options;
+  const { rootPrefix = '', choose = argmaxToken, context = {} } = options;
   const stop = new Set(tokenizer.stopIds());
   const tools = [SPAWN_CLONE_TOOL];
   const root: TextContext = {
@@ -131,6 +135,7 @@ export async function runTextEpisode(
     generatedTokens: 0,
     violation: null,
     round: 0,
+    objective: null,
   };
   root.tokens = tokenizer.chatIds(root.messages, true, tools);
   root.writers = 'p'.repeat(root.tokens.length);
@@ -204,7 +209,7 @@ export async function runTextEpisode(
         for (const r of rejected) violate(0, 'malformed_spawn', `an objective was rejected: ${r.reason}`);
         if (over > 0) violate(0, 'too_many_clones', `${requests.length} objectives in one call, at most ${limits.maxClones}`);
         for (const r of requests.slice(0, limits.maxClones)) {
-          const clone = await runClone(model, r.instruction, limits.cloneBudget, stop, choose, rounds);
+          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds);
           contexts.push(clone);
           if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
           answers.push(clone.answer ?? 'failed: no answer within the budget');
@@ -246,6 +251,7 @@ function cloneDetail(c: TextContext): string {
 /** A clone: its own chat (system and objective), decoded up to its budget. */
 async function runClone(
   model: TextModel,
+  objective: string,
   instruction: string,
   budget: number,
   stop: ReadonlySet<number>,
@@ -267,6 +273,7 @@ async function runClone(
     generatedTokens: 0,
     violation: null,
     round,
+    objective,
   };
   clone.tokens = tokenizer.chatIds(clone.messages, true);
   clone.writers = 'p'.repeat(clone.tokens.length);
@@ -350,7 +357,7 @@ export function textEpisodeTrace(
     ...(scored ? { reward: { ...scored.reward } } : {}),
     contexts: e.contexts.map((c, j) => ({
       role: c.role,
-      objective: c.role === 'clone' ? (c.messages[1]?.content ?? '') : null,
+      objective: c.objective,
       round: c.round,
       budget: c.budget,
       overBudget: c.overBudget,

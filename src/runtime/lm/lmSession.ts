@@ -89,12 +89,12 @@ export class LmSession {
     for (let i = 0; i < n; i++) {
       const problem = task.generate(rng, opts, `lm-${seed}-${i}`);
       const episodeRng = rng.fork();
-      const episode = await runTextEpisode(
-        model,
-        rootChat(task.name as TaskName, problem),
-        limits,
-        temperature > 0 ? { choose: (logits) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature, topK: 0 }, episodeRng).id } : {},
-      );
+      const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, {
+        context: problem.context ?? {},
+        ...(temperature > 0
+          ? { choose: (logits: Float32Array) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature, topK: 0 }, episodeRng).id }
+          : {}),
+      });
       traces.push(textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct));
       this.onProgress('rollout', i + 1, n);
     }
