@@ -3,7 +3,8 @@
  * heads, vocabulary 49,152, tied embeddings; random weights) on this project's decoder against
  * PyTorch on the CPU, same shape, in one run (`npm run bench -- lm [--backend …]`):
  *
- *   decode    cached greedy decoding, batch 1: NEW tokens after a PROMPT-token prefill (tokens/s)
+ *   decode    cached greedy decoding, batch 1: NEW tokens after a PROMPT-token prefill (tokens/s);
+ *             and ROWS continuations of the prompt decoded together (a GRPO group's first turns)
  *   train     a LoRA step (rank 8 on q/k/v/o; the base frozen): forward and backward of the mean
  *             next-token cross-entropy over 1 × TRAIN tokens (tokens/s)
  *   memory    peak bytes the backend held in each (tf.profile), and the process's peak resident set
@@ -16,7 +17,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { parseFlags } from '../src/cli/args';
-import { DecoderCache, decoderConfigFromHf, decoderForward, decoderTensorSpecs } from '../src/core/model/decoder';
+import { DecoderCache, argmaxToken, decoderConfigFromHf, decoderForward, decoderTensorSpecs } from '../src/core/model/decoder';
 import { Lora } from '../src/core/model/lora';
 import { Rng } from '../src/core/rng';
 import type { BackendName } from '../src/runtime/backend';
@@ -43,6 +44,7 @@ const FLAGS = {
   new: { type: 'int', default: 16, min: 1, max: 4096, help: 'tokens decoded (timed)' },
   train: { type: 'int', default: 128, min: 2, max: 4096, help: 'tokens of the training sequence' },
   rank: { type: 'int', default: 8, min: 1, max: 256, help: 'LoRA rank' },
+  rows: { type: 'int', default: 8, min: 2, max: 64, help: "rows of the batched decode (a GRPO group's first turns)" },
 } as const;
 
 const TORCH = fileURLToPath(new URL('./lm_torch.py', import.meta.url));
@@ -93,6 +95,23 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
     decodePeak = Math.max(decodePeak, prof.peakBytes);
   }
 
+  // A group's first turns: ROWS continuations of the prompt decoded together (the prompt read once).
+  const groupOnce = async () => {
+    const t0 = performance.now();
+    const { rowCaches } = await new DecoderCache(params, config).generateRows(
+      prompt,
+      f.new,
+      new Set(),
+      Array.from({ length: f.rows }, () => argmaxToken),
+    );
+    const sec = (performance.now() - t0) / 1000;
+    rowCaches.forEach((c) => c.dispose());
+    return (f.rows * f.new) / sec;
+  };
+  await groupOnce();
+  const groupRates: number[] = [];
+  for (let i = 0; i < 3; i++) groupRates.push(await groupOnce());
+
   // Training: a LoRA step's forward and backward over 1 × TRAIN tokens.
   const lora = Lora.init(config, { r: f.rank, alpha: 2 * f.rank, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }, 0);
   const tokens = Array.from({ length: f.train }, () => rng.int(0, config.vocabSize - 1));
@@ -139,6 +158,9 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
       ours.train,
       `backend ${(decodePeak / 1e6).toFixed(0)} MB decoding, ${(trainPeak / 1e6).toFixed(0)} MB training; process ${ours.rssMB.toFixed(0)} MB`,
     ),
+  );
+  console.log(
+    `  batched: ${f.rows} rows decoded together (the prompt read once, prefill included) ${median(groupRates).toFixed(2)} tokens/s, ${(median(groupRates) / ours.decode).toFixed(2)}× one row's`,
   );
   for (const [label, t] of [
     ['PyTorch CPU, 1 thread', one],

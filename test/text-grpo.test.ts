@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { encodeSafetensors } from '../src/core/io/safetensors';
-import { type ChooseToken, decoderConfigFromHf, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
+import { type ChooseToken, DecoderCache, decoderConfigFromHf, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
+import { sampleFromLogits } from '../src/core/model/sample';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { VIOLATIONS } from '../src/core/protocol/violations';
@@ -30,7 +31,7 @@ import { computeAdvantages } from '../src/core/rl/advantage';
 import { DIAGNOSTICS, aggregationWeights, packRl, surrogateLoss } from '../src/core/rl/ppoLoss';
 import { loraPolicy, textGrpoStep, textSequence } from '../src/core/rl/textGrpo';
 import { Rng } from '../src/core/rng';
-import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../src/core/rollout/textEpisode';
+import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode, runTextEpisodeGroup } from '../src/core/rollout/textEpisode';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 import { TASKS } from '../src/core/tasks';
 import { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
@@ -146,6 +147,42 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
         expect(ctx.generatedTokens).toBe([...ctx.writers].filter((w) => w === 'g').length);
       }
     }
+  }, 120_000);
+
+  it("a group's first root turns decoded as one batch give the episodes decoded one by one, and each row's cache goes on as a fresh one", async () => {
+    const messages = rootChat('arithmetic', problem);
+    const stop = new Set(model.tokenizer.stopIds());
+    // The decoder: rows in lockstep against single rows, then each row's cache against a fresh forward.
+    const prompt = model.tokenizer.chatIds(messages, true);
+    const sampler = (seed: number) => {
+      const rng = new Rng(seed);
+      return (logits: Float32Array) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature: 3, topK: 0 }, rng).id;
+    };
+    const rows = await new DecoderCache(model.params, model.config).generateRows(prompt, 12, stop, [1, 2, 3].map(sampler));
+    for (const [r, seed] of [1, 2, 3].entries()) {
+      const single = new DecoderCache(model.params, model.config);
+      expect(await single.generate(prompt, 12, stop, sampler(seed))).toEqual({ ids: rows.ids[r], cut: rows.cut[r] });
+      single.dispose();
+      const c = rows.rowCaches[r];
+      const read = [...prompt, ...rows.ids[r].slice(0, -1)];
+      expect(c.length).toBe(read.length);
+      const more = [rows.ids[r].at(-1) as number, 7, 9];
+      const got = c.feed([more]);
+      const fresh = new DecoderCache(model.params, model.config);
+      const want = fresh.feed([[...read, ...more]]);
+      const tail = tf.slice(want, [0, read.length, 0], [1, more.length, model.config.vocabSize]);
+      expect(tf.max(tf.abs(tf.sub(got, tail))).dataSync()[0]).toBeLessThan(1e-4);
+      [got, want, tail].forEach((t) => t.dispose());
+      fresh.dispose();
+      c.dispose();
+    }
+    expect(new Set(rows.ids.map((r) => r.join(','))).size).toBe(3);
+    // Whole episodes: batched and one by one alike.
+    const options = [11, 12, 13].map((seed) => ({ choose: sampler(seed) }));
+    const grouped = await runTextEpisodeGroup(model, messages, { ...limits, rootMaxTokens: 20 }, options);
+    const single = [];
+    for (const seed of [11, 12, 13]) single.push(await runTextEpisode(model, messages, { ...limits, rootMaxTokens: 20 }, { choose: sampler(seed) }));
+    expect(grouped.map((e) => e.contexts.map((c) => [c.tokens, c.writers]))).toEqual(single.map((e) => e.contexts.map((c) => [c.tokens, c.writers])));
   }, 120_000);
 
   it('the policy loss through the adapters equals PEFT and torch autograd: loss, diagnostics and every adapter gradient', async () => {

@@ -472,6 +472,76 @@ export class DecoderCache {
     return { ids, cut: true };
   }
 
+  /**
+   * `rows` continuations of one prompt decoded together: `first` is fed once (one row), its keys
+   * and values copied to every row, then each row picks its tokens with its own `choose` until a
+   * stop id or `max` of them, all rows advancing in lockstep (a row that has stopped is fed its
+   * last token again and its logits are not read). Returns each row's tokens and whether `max`
+   * ended it, and one cache per row holding exactly what that row read (`rowCaches`); this cache
+   * is emptied.
+   */
+  async generateRows(
+    first: readonly number[],
+    max: number,
+    stop: ReadonlySet<number>,
+    chooses: readonly ChooseToken[],
+  ): Promise<{ ids: number[][]; cut: boolean[]; rowCaches: DecoderCache[] }> {
+    if (this.kv !== null) throw new Error('DecoderCache.generateRows starts from an empty cache');
+    const rows = chooses.length;
+    const V = this.config.vocabSize;
+    const ids: number[][] = chooses.map(() => []);
+    const done = chooses.map(() => false);
+    // The prompt once (one row): its last position's logits, the same for every row; then its keys and values tiled to every row.
+    const prefill = this.feed([first]);
+    const lastRow = tf.tidy(() => tf.reshape(tf.slice(prefill, [0, first.length - 1, 0], [1, 1, V]), [V]));
+    const promptLogits = (await lastRow.data()) as Float32Array;
+    lastRow.dispose();
+    prefill.dispose();
+    const one = this.kv as unknown as LayerKv[];
+    this.kv = one.map((l) => ({ k: tf.tile(l.k, [rows, 1, 1, 1]) as tf.Tensor4D, v: tf.tile(l.v, [rows, 1, 1, 1]) as tf.Tensor4D }));
+    one.forEach((l) => (l.k.dispose(), l.v.dispose()));
+    let next: number[] = [];
+    let step = 0;
+    let rowLogits: Float32Array | null = null;
+    while (step < max && done.some((d) => !d)) {
+      if (step > 0) {
+        const out = this.feed(next.map((t) => [t]));
+        const flat = tf.tidy(() => tf.reshape(out, [rows * V]));
+        rowLogits = (await flat.data()) as Float32Array;
+        flat.dispose();
+        out.dispose();
+      }
+      next = [];
+      for (let r = 0; r < rows; r++) {
+        const last = ids[r].at(-1) ?? first[first.length - 1];
+        if (done[r]) {
+          next.push(last);
+          continue;
+        }
+        const row = step === 0 ? promptLogits : (rowLogits as Float32Array).subarray(r * V, (r + 1) * V);
+        const id = chooses[r](row);
+        ids[r].push(id);
+        if (stop.has(id)) done[r] = true;
+        next.push(id);
+      }
+      step++;
+    }
+    const cut = done.map((d) => !d);
+    // Each row's cache: the prompt and its tokens but the last (picked, not fed).
+    const kv = this.kv as unknown as LayerKv[];
+    const rowCaches = ids.map((row, r) => {
+      const length = first.length + Math.max(0, row.length - 1);
+      const c = new DecoderCache(this.params, this.config, this.adapters);
+      c.kv = kv.map((l) => ({
+        k: tf.slice(l.k, [r, 0, 0, 0], [1, l.k.shape[1], length, l.k.shape[3]]) as tf.Tensor4D,
+        v: tf.slice(l.v, [r, 0, 0, 0], [1, l.v.shape[1], length, l.v.shape[3]]) as tf.Tensor4D,
+      }));
+      return c;
+    });
+    this.dispose();
+    return { ids, cut, rowCaches };
+  }
+
   /** `generate` with the most likely token each time. */
   greedy(first: readonly number[], max: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
     return this.generate(first, max, stop, argmaxToken);

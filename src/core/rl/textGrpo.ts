@@ -23,7 +23,7 @@ import type { AdamW } from '../optim/adamw';
 import { emptyViolationCounts } from '../protocol/violations';
 import { Rng } from '../rng';
 import { drawProblem } from '../eval/splits';
-import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../rollout/textEpisode';
+import { type TextEpisode, type TextLimits, type TextModel, runTextEpisodeGroup } from '../rollout/textEpisode';
 import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
 import type { TaskName } from '../tasks';
@@ -178,16 +178,16 @@ export async function textGrpoStep<O>(
   const problems = textStepProblems(task, opts, grpo.seed, step, grpo.batch);
   const episodes: { problem: Problem; episode: TextEpisode; correct: boolean; verdict: { value: number | null; truthValue: number | null } }[] = [];
   for (const [i, problem] of problems.entries()) {
-    for (let g = 0; g < grpo.group; g++) {
+    // The group's G episodes, each sampling from its own stream; their first root turns decoded as one batch.
+    const options = Array.from({ length: grpo.group }, (_, g) => {
       const rng = Rng.stream(grpo.seed, 'text-grpo-episode', step, i, g);
-      const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), cfg.limits, {
-        context: problem.context ?? {},
-        choose: (logits) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id,
-      });
+      return { context: problem.context ?? {}, choose: (logits: Float32Array) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id };
+    });
+    for (const episode of await runTextEpisodeGroup(model, rootChat(task.name as TaskName, problem), cfg.limits, options)) {
       const verdict = task.verify(problem, episode.answer);
       episodes.push({ problem, episode, correct: verdict.correct, verdict });
-      onEpisode?.(episodes.length, problems.length * grpo.group);
     }
+    onEpisode?.(episodes.length, problems.length * grpo.group);
   }
   const reward = rewardAt(grpo, step);
   const rewards = episodes.map((e) => episodeReward(rewardedTextEpisode(e.episode, e.correct), e.verdict, reward));

@@ -114,11 +114,60 @@ export function answerOf(text: string): string | null {
 }
 
 /** Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem). */
-export async function runTextEpisode(
+export function runTextEpisode(
   model: TextModel,
   rootMessages: readonly ChatMessage[],
   limits: TextLimits,
   options: TextEpisodeOptions = {},
+): Promise<TextEpisode> {
+  return runEpisodeFrom(model, rootMessages, limits, options, null);
+}
+
+/**
+ * Episodes of one root chat (a GRPO group: each with its own chooser), their first root turns
+ * decoded together as one batch over a prompt read once (DecoderCache.generateRows); each then
+ * goes on alone from its own cache. The same episodes as `runTextEpisode` one by one.
+ */
+export async function runTextEpisodeGroup(
+  model: TextModel,
+  rootMessages: readonly ChatMessage[],
+  limits: TextLimits,
+  options: readonly TextEpisodeOptions[],
+): Promise<TextEpisode[]> {
+  if (options.some((o) => (o.rootPrefix ?? '') !== '')) throw new Error('runTextEpisodeGroup: a forced root prefix is for one episode (runTextEpisode)');
+  const prompt = model.tokenizer.chatIds(
+    rootMessages.map((m) => ({ ...m })),
+    true,
+    [SPAWN_CLONE_TOOL],
+  );
+  const room = Math.min(limits.rootMaxTokens, model.config.maxPositions - prompt.length);
+  if (options.length < 2 || room <= 0) {
+    const out: TextEpisode[] = [];
+    for (const o of options) out.push(await runTextEpisode(model, rootMessages, limits, o));
+    return out;
+  }
+  const batch = new DecoderCache(model.params, model.config, model.adapters);
+  const stop = new Set(model.tokenizer.stopIds());
+  const first = await batch.generateRows(
+    prompt,
+    room,
+    stop,
+    options.map((o) => o.choose ?? argmaxToken),
+  );
+  const out: TextEpisode[] = [];
+  for (const [g, o] of options.entries()) {
+    out.push(await runEpisodeFrom(model, rootMessages, limits, o, { cache: first.rowCaches[g], ids: first.ids[g], cut: first.cut[g] }));
+  }
+  return out;
+}
+
+/** An episode; `first`: its first root turn already decoded, with the cache that read it (runTextEpisodeGroup). */
+async function runEpisodeFrom(
+  model: TextModel,
+  rootMessages: readonly ChatMessage[],
+  limits: TextLimits,
+  options: TextEpisodeOptions,
+  first: { cache: DecoderCache; ids: number[]; cut: boolean } | null,
 ): Promise<TextEpisode> {
   const { tokenizer, config } = model;
   const { rootPrefix = '', choose = argmaxToken, context = {} } = options;
@@ -149,7 +198,8 @@ export async function runTextEpisode(
   let rootLeft = limits.rootMaxTokens;
   let rounds = 0;
   let forced = rootPrefix === '' ? [] : tokenizer.encode(rootPrefix, false);
-  const cache = new DecoderCache(model.params, config, model.adapters);
+  const cache = first?.cache ?? new DecoderCache(model.params, config, model.adapters);
+  let decoded = first === null ? null : { ids: first.ids, cut: first.cut };
   try {
     let feed = [...root.tokens];
     for (;;) {
@@ -171,7 +221,8 @@ export async function runTextEpisode(
       const endsTurn = root.tokens.length > turnStart && stop.has(root.tokens[root.tokens.length - 1]);
       if (endsTurn) cache.feed([feed]).dispose();
       const room = endsTurn ? 0 : Math.min(rootLeft, config.maxPositions - root.tokens.length);
-      const { ids, cut } = endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.generate(feed, room, stop, choose) : { ids: [], cut: true };
+      const { ids, cut } = decoded ?? (endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.generate(feed, room, stop, choose) : { ids: [], cut: true });
+      decoded = null;
       root.tokens.push(...ids);
       root.writers += 'g'.repeat(ids.length);
       root.generatedTokens += ids.length;

@@ -15,6 +15,9 @@ import { type WasmBackend, kernelInstances, offsetOf } from './instances';
 
 type KernelFunc = tf.KernelConfig['kernelFunc'];
 
+/** Products with a transposed B and at most this many rows of A are dot products over B as it is (batchMatMul.wat's `$dots`). */
+const DOTS_MAX_ROWS = 16;
+
 export interface Bmm {
   bmm(
     a: number,
@@ -150,10 +153,10 @@ function product(
   const out = backend.makeOutput([...outer, m, n], 'float32');
   const at = (t: tf.TensorInfo) => offsetOf(backend, t, 'BatchMatMul');
   const scratchA = transposeA ? backend.wasm._malloc(m * k * 4) : 0;
-  // A transposed B under more than 4 rows is copied untransposed first (the kernel's rule).
-  const scratchB = transposeB && m > 4 ? backend.wasm._malloc(k * n * 4) : 0;
+  // A transposed B under more than DOTS_MAX_ROWS rows is copied untransposed first (the kernel's rule).
+  const scratchB = transposeB && m > DOTS_MAX_ROWS ? backend.wasm._malloc(k * n * 4) : 0;
   try {
-    if ((transposeA && scratchA === 0) || (transposeB && m > 4 && scratchB === 0)) {
+    if ((transposeA && scratchA === 0) || (transposeB && m > DOTS_MAX_ROWS && scratchB === 0)) {
       throw new Error(`matMul (wasm): out of memory for a ${m}×${k}·${k}×${n} product's scratch space`);
     }
     const batch = Math.max(batchA, batchB);

@@ -9,7 +9,7 @@
 ;;   A[t] starts strideA floats after A[t-1] (0: one A for every t), likewise B; C is dense.
 ;; Pointers are byte offsets into the memory; a transposed operand is first copied untransposed
 ;; into its scratch area (m·k or k·n floats), so the inner loops always read rows; a transposed B
-;; under few rows of A (m ≤ 4) is read as it is, by dot products.
+;; under few rows of A (m ≤ 16) is read as it is, by dot products.
 ;; Inner block: 2 rows × 16 columns of C held in eight v128 accumulators, two splats of A and four
 ;; loads of B per term; then 1 row × 16, × 4 and × 1 for the edges; terms in chunks of 256.
 (module
@@ -223,24 +223,26 @@
         (br $l1))))
 
 ;; C (m×n) = A (m×k) · Bᵀ, B given as n×k: each entry a dot product of two rows, four terms at a
-;; time. For products of few rows (a decoder's one query against its cached keys), where
-;; transposing B first would cost as much as the product.
+;; time, B's rows outermost so that each is read once while A's few rows pass it (they stay in
+;; the cache). For products of few rows (a decoder's queries against its cached keys, a batch of
+;; decoded tokens against the output head), where transposing B first would cost more than the
+;; product.
   (func $dots (param $a i32) (param $b i32) (param $c i32) (param $m i32) (param $k i32) (param $n i32) (param $bias i32)
-    (local $i i32) (local $j i32) (local $p i32) (local $ap i32) (local $bp i32) (local $aRow i32)
+    (local $i i32) (local $j i32) (local $p i32) (local $ap i32) (local $bp i32) (local $bRow i32)
     (local $k4 i32) (local $kBytes i32) (local $s v128) (local $f f32)
     (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
     (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
-    (local.set $i (i32.const 0))
-    (block $rowsDone
-      (loop $rowLoop
-        (br_if $rowsDone (i32.ge_u (local.get $i) (local.get $m)))
-        (local.set $aRow (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $kBytes))))
-        (local.set $j (i32.const 0))
-        (block $colsDone
-          (loop $colLoop
-            (br_if $colsDone (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $ap (local.get $aRow))
-            (local.set $bp (i32.add (local.get $b) (i32.mul (local.get $j) (local.get $kBytes))))
+    (local.set $j (i32.const 0))
+    (block $colsDone
+      (loop $colLoop
+        (br_if $colsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $bRow (i32.add (local.get $b) (i32.mul (local.get $j) (local.get $kBytes))))
+        (local.set $i (i32.const 0))
+        (block $rowsDone
+          (loop $rowLoop
+            (br_if $rowsDone (i32.ge_u (local.get $i) (local.get $m)))
+            (local.set $ap (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $kBytes))))
+            (local.set $bp (local.get $bRow))
             (local.set $s (v128.const f32x4 0 0 0 0))
             (local.set $p (i32.const 0))
             (block $vDone
@@ -266,10 +268,10 @@
             (if (local.get $bias)
               (then (local.set $f (f32.add (local.get $f) (f32.load (i32.add (local.get $bias) (i32.shl (local.get $j) (i32.const 2))))))))
             (f32.store (i32.add (local.get $c) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $n)) (local.get $j)) (i32.const 2))) (local.get $f))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $colLoop)))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $rowLoop))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $rowLoop)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $colLoop))))
 
   (func (export "bmm")
     (param $a i32) (param $b i32) (param $c i32) (param $batch i32)
@@ -287,7 +289,7 @@
         ;; A shared operand (stride 0) is transposed once.
         (if (i32.and (local.get $transA) (i32.or (i32.eqz (local.get $t)) (i32.ne (local.get $strideA) (i32.const 0))))
           (then (call $transpose (local.get $at) (local.get $scratchA) (local.get $k) (local.get $m))))
-        (if (i32.and (local.get $transB) (i32.le_u (local.get $m) (i32.const 4)))
+        (if (i32.and (local.get $transB) (i32.le_u (local.get $m) (i32.const 16)))
           (then
             (call $dots
               (select (local.get $scratchA) (local.get $at) (local.get $transA))
