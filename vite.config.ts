@@ -87,7 +87,9 @@ const crossOriginIsolation = {
  * - worker-src 'self': the engine and rollout workers are same-origin ES module bundles (no
  *   blob: workers: the threaded wasm binary, which would make them, is never loaded).
  * - connect-src 'self': fetches of checkpoints/, the .wasm binaries and, in dev, the HMR
- *   websocket (CSP 3 lets 'self' match ws: on the same host and port).
+ *   websocket (CSP 3 lets 'self' match ws: on the same host and port); and the Hugging Face Hub
+ *   (HUB_ORIGINS), where the Language model panel fetches a model by id (the Hub answers its
+ *   download URLs with redirects to its CDN hosts).
  * - img-src data:: the empty `data:,` icon in index.html.
  * - style-src 'self': the built stylesheet; React and d3 set styles through the CSSOM, which
  *   CSP does not restrict. WebGPU and blob: downloads (an <a download> click) need no directive.
@@ -109,7 +111,7 @@ function contentSecurityPolicy(nonce?: string): string {
     "default-src 'self'",
     `script-src 'self' 'wasm-unsafe-eval'${inline}`,
     "worker-src 'self'",
-    "connect-src 'self'",
+    `connect-src 'self' ${HUB_ORIGINS}`,
     "img-src 'self' data:",
     `style-src 'self'${inline}`,
     `style-src-attr 'unsafe-hashes' ${svgExportStyle}`,
@@ -119,6 +121,9 @@ function contentSecurityPolicy(nonce?: string): string {
     "frame-ancestors 'none'",
   ].join('; ');
 }
+
+/** The Hub and the hosts its file downloads redirect to. */
+const HUB_ORIGINS = 'https://huggingface.co https://*.huggingface.co https://*.hf.co';
 
 /** The style attribute svgExport.ts writes, character for character (e2e/csp.spec.ts exports a chart). */
 const SVG_EXPORT_STYLE = 'color:#1d2430;background:#ffffff;font-family:system-ui,sans-serif';

@@ -7,7 +7,7 @@
  * tokenizers and transformers.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pythonWith } from '../test/python/python';
@@ -74,4 +74,42 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   expect(adapterConfig.r).toBe(8);
   expect(readFileSync(await weights.path()).byteLength).toBeGreaterThan(1000);
   expect(consoleErrors).toEqual([]);
+});
+
+test('a Hub model id is fetched by the worker from the Hub (here a mirror answering for huggingface.co) under the page’s policy', async ({
+  page,
+  backend,
+  openApp,
+  consoleErrors,
+}) => {
+  test.skip(py.python === null, `no Python with torch, tokenizers and transformers: ${py.why}`);
+  test.skip(backend !== 'wasm', 'the language model runs on wasm here');
+  const served: string[] = [];
+  await page.route('https://huggingface.co/**', async (route) => {
+    const m = /^https:\/\/huggingface\.co\/tiny\/qwen2\/resolve\/main\/([\w.-]+)$/.exec(route.request().url());
+    served.push(route.request().url());
+    const file = m ? join(dir, 'tiny-qwen2', m[1]) : '';
+    if (!m || !existsSync(file)) await route.fulfill({ status: 404, body: 'not found', headers: { 'access-control-allow-origin': '*' } });
+    else
+      await route.fulfill({
+        status: 200,
+        body: readFileSync(file),
+        headers: { 'access-control-allow-origin': '*', 'content-type': 'application/octet-stream' },
+      });
+  });
+  await openApp('backend=wasm');
+  await page.getByTestId('lm-panel').scrollIntoViewIfNeeded();
+  await page.getByTestId('lm-hub-id').fill('not an id');
+  await page.getByTestId('lm-hub-load').click();
+  await expect(page.getByTestId('lm-error')).toContainText('is not a Hub model id');
+  await page.getByTestId('lm-hub-id').fill('tiny/qwen2');
+  await page.getByTestId('lm-hub-load').click();
+  await expect(page.getByTestId('lm-info')).toContainText('tiny/qwen2: qwen2, ');
+  expect(served).toContain('https://huggingface.co/tiny/qwen2/resolve/main/config.json');
+  await page.getByTestId('lm-hub-id').fill('tiny/none');
+  await page.getByTestId('lm-hub-load').click();
+  await expect(page.getByTestId('lm-error')).toContainText('the folder has no config.json');
+  // The model loaded before stays.
+  await expect(page.getByTestId('lm-info')).toContainText('tiny/qwen2: qwen2, ');
+  expect(consoleErrors.filter((e) => !e.includes('404'))).toEqual([]);
 });

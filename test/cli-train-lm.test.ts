@@ -4,11 +4,15 @@
  * test/python/hf_tokenizer_fixture.py): a LoRA run saves, resumes and refuses a changed config;
  * its adapter loads in PEFT and, merged here, in transformers to the same logits
  * (test/python/hf_lora_check.py); a full fine-tuning run's save loads in transformers; bad flags
- * exit 2 naming the flag. Skipped, naming what is missing, without torch, tokenizers,
+ * exit 2 naming the flag; a Hub model id reads from $HF_ENDPOINT (a local mirror served here) into
+ * its cache. Skipped, naming what is missing, without torch, tokenizers,
  * transformers and peft.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +40,15 @@ afterAll(async () => {
 });
 
 const small = ['--batch', '2', '--mini-batch', '1', '--group', '2', '--root-tokens', '24', '--clone-budget', '8', '--lr', '0.01'];
+/** The CLI with extra environment variables (a Hub mirror, its cache). */
+function cliWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile('npx', ['tsx', 'src/cli/main.ts', ...args], { env: { ...process.env, ...env }, timeout: 120_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
 const lines = async (path: string) => (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '');
 
 describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
@@ -106,6 +119,48 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     );
     expect(load.status, load.stderr).toBe(0);
     expect(Number(load.stdout.trim())).toBeGreaterThan(1000);
+  }, 400_000);
+
+  it('reads a Hub model id from $HF_ENDPOINT (a local mirror here) into its cache, and then from the cache alone', async () => {
+    const requests: string[] = [];
+    const server = createServer((req, res) => {
+      requests.push(req.url ?? '');
+      const m = /^\/tiny\/qwen2\/resolve\/main\/([\w.-]+)$/.exec(req.url ?? '');
+      const file = m ? join(model, m[1]) : '';
+      if (!m || !existsSync(file)) {
+        res.writeHead(404).end('not found');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(readFileSync(file));
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const { port } = server.address() as AddressInfo;
+    const cache = join(dir, 'hub-cache');
+    const env = { HF_ENDPOINT: `http://127.0.0.1:${port}`, SELFCEST_HUB_CACHE: cache };
+    const args = ['generate', '--prompt', 'Calculate the value of 3*4+5.', '--max-tokens', '6', '--json'];
+    try {
+      const local = await cli(...args, '--model', model);
+      const hub = await cliWith(env, ...args, '--model', 'tiny/qwen2');
+      expect(hub.code, hub.stderr).toBe(0);
+      expect((JSON.parse(hub.stdout) as { generatedIds: number[] }).generatedIds).toEqual(
+        (JSON.parse(local.stdout) as { generatedIds: number[] }).generatedIds,
+      );
+      expect(requests).toContain('/tiny/qwen2/resolve/main/config.json');
+      expect((await readdir(join(cache, 'tiny', 'qwen2'))).sort()).toEqual(
+        expect.arrayContaining(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']),
+      );
+      const missing = await cliWith(env, ...args, '--model', 'tiny/none');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('--model tiny/none: the folder has no config.json');
+    } finally {
+      await new Promise((ok) => server.close(ok));
+    }
+    // The mirror is gone: the cache serves the same model.
+    const again = await cliWith(env, ...args, '--model', 'tiny/qwen2');
+    expect(again.code, again.stderr).toBe(0);
+    const notId = await cli(...args, '--model', 'no/such/folder');
+    expect(notId.code).toBe(2);
+    expect(notId.stderr).toContain('--model no/such/folder: no such folder, and not a Hub model id (owner/name)');
   }, 400_000);
 
   it('refuses bad flags naming them, before any work', async () => {

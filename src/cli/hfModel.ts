@@ -2,10 +2,13 @@
  * Hugging Face model folders and PEFT adapter folders for the CLI: loading with errors that name
  * the flag and the folder, and how long loading took.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { UsageError } from './args';
-import { HfFolderError, readHfConfig, readHfWeights } from '../core/io/hfFolder';
+import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../core/io/hfFolder';
+import { HUB_ENDPOINT, hubFolderReader, isHubId } from '../core/io/hubFolder';
 import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
 import { DecoderConfigError, DecoderWeightsError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../core/model/decoder';
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
@@ -16,29 +19,64 @@ import type { RunWeights } from './runDir';
 
 export const MODEL_FLAG = {
   type: 'string',
-  dir: true,
   required: true,
-  help: 'a Hugging Face model folder (llama, qwen2, qwen3): config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json',
+  help: 'a Hugging Face model folder (llama, qwen2, qwen3): config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json; or a Hub model id (owner/name), fetched from $HF_ENDPOINT (default https://huggingface.co) into $SELFCEST_HUB_CACHE (default ~/.cache/selfcest/hub)',
 } as const;
+
+/**
+ * The files of `--flag value`: a folder on disk, or a Hub model id fetched from $HF_ENDPOINT (a
+ * local mirror serving the Hub's paths works the same) and kept in a cache folder, so a second
+ * run reads the disk.
+ */
+export function modelReader(flag: string, value: string): FolderReader {
+  if (existsSync(value)) {
+    if (!statSync(value).isDirectory()) throw new UsageError(`--${flag} ${value} is a file: give the model's folder`);
+    return nodeFolderReader(value);
+  }
+  if (!isHubId(value)) throw new UsageError(`--${flag} ${value}: no such folder, and not a Hub model id (owner/name)`);
+  const cache = join(process.env.SELFCEST_HUB_CACHE || join(homedir(), '.cache', 'selfcest', 'hub'), ...value.split('/'));
+  const hub = hubFolderReader(value, { endpoint: process.env.HF_ENDPOINT || HUB_ENDPOINT });
+  const disk = nodeFolderReader(cache);
+  return async (name) => {
+    const kept = await disk(name);
+    if (kept !== null) return kept;
+    const bytes = await hub(name);
+    if (bytes !== null) {
+      await mkdir(dirname(join(cache, name)), { recursive: true });
+      const tmp = join(cache, `${name}.tmp-${process.pid}`);
+      await writeFile(tmp, bytes);
+      await rename(tmp, join(cache, name));
+    }
+    return bytes;
+  };
+}
 
 export interface LoadedTextModel {
   model: TextModel;
+  /** The model's files (its folder, or the Hub's through the cache). */
+  read: FolderReader;
   parameters: number;
   /** The weights' size as float32, in MB. */
   megabytes: number;
   loadMs: number;
 }
 
-/** The model in folder `dir` given by `--flag`; what is wrong with the folder is a usage error naming both. */
+/** The model given by `--flag` (a folder or a Hub id, modelReader); what is wrong with it is a usage error naming both. */
 export async function loadTextModel(flag: string, dir: string): Promise<LoadedTextModel> {
-  const read = nodeFolderReader(dir);
+  const read = modelReader(flag, dir);
   const t0 = performance.now();
   try {
     const config = decoderConfigFromHf(await readHfConfig(read));
     const tokenizer = await HfTokenizer.fromFolder(read);
     const params = decoderParams(config, await readHfWeights(read));
     const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
-    return { model: { config, params, tokenizer }, parameters, megabytes: Math.round((parameters * 4) / 1e5) / 10, loadMs: Math.round(performance.now() - t0) };
+    return {
+      model: { config, params, tokenizer },
+      read,
+      parameters,
+      megabytes: Math.round((parameters * 4) / 1e5) / 10,
+      loadMs: Math.round(performance.now() - t0),
+    };
   } catch (e) {
     if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError)
       throw new UsageError(`--${flag} ${dir}: ${e.message}`);

@@ -8,6 +8,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { TextStepMetrics } from '../../core/rl/textGrpo';
 import { TEXT_LENGTHS, type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textEpisode';
 import type { EpisodeTrace } from '../../core/rollout/trace';
+import { isHubId } from '../../core/io/hubFolder';
 import { LmClient } from '../../runtime/lm/lmClient';
 import type { LmModelInfo } from '../../runtime/lm/lmMessages';
 import { download } from '../files/download';
@@ -53,6 +54,7 @@ export function LmPanel() {
   const [loraAlpha, setLoraAlpha] = useState(16);
   const [targets, setTargets] = useState('q_proj,k_proj,v_proj,o_proj');
   const [dragging, setDragging] = useState(false);
+  const [hubId, setHubId] = useState('');
   const stepRef = useRef(0);
 
   useEffect(() => {
@@ -73,17 +75,25 @@ export function LmPanel() {
     }
   };
 
+  const loaded = (folder: string, got: LmModelInfo, backend: string) => {
+    setInfo({ ...got, folder, backend });
+    setEpisodes([]);
+    setMetrics([]);
+    setSelected(null);
+    stepRef.current = 0;
+  };
+  const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
   const load = (folder: string, files: File[]) =>
     run('loading', async () => {
       if (files.length === 0) throw new Error(`${folder || 'the folder'} has none of a model's files (config.json, *.safetensors, tokenizer.json)`);
-      const lm = lmClient();
-      const { backend } = await lm.request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
-      const loaded = await lm.request({ kind: 'load', files: await readFolderFiles(files) });
-      setInfo({ ...loaded, folder, backend });
-      setEpisodes([]);
-      setMetrics([]);
-      setSelected(null);
-      stepRef.current = 0;
+      const { backend } = await started();
+      loaded(folder, await lmClient().request({ kind: 'load', files: await readFolderFiles(files) }), backend);
+    });
+  const loadHub = (id: string) =>
+    run(`fetching ${id} from the Hub`, async () => {
+      if (!isHubId(id)) throw new Error(`${JSON.stringify(id)} is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M-Instruct)`);
+      const { backend } = await started();
+      loaded(id, await lmClient().request({ kind: 'loadHub', id }), backend);
     });
 
   const limits = { rootMaxTokens: rootTokens, cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds };
@@ -144,6 +154,28 @@ export function LmPanel() {
           }}
         />
       </label>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void loadHub(hubId.trim());
+        }}
+      >
+        <label>
+          or a Hub id{' '}
+          <input
+            type="text"
+            data-testid="lm-hub-id"
+            placeholder="HuggingFaceTB/SmolLM2-135M-Instruct"
+            size={34}
+            value={hubId}
+            onChange={(e) => setHubId(e.target.value)}
+          />
+        </label>{' '}
+        <button type="submit" data-testid="lm-hub-load" disabled={busy !== null || hubId.trim() === ''}>
+          Fetch
+        </button>
+      </form>
       {info && (
         <p className="small" data-testid="lm-info">
           <b>{info.folder || 'model'}</b>: {info.family}, {info.parameters.toLocaleString('en')} parameters ({info.layers} layers, width {info.hiddenSize},{' '}

@@ -3,7 +3,7 @@
  * merge_and_unload), written as a Hugging Face folder of the model's own format: config.json,
  * model.safetensors, and the base folder's tokenizer and generation files copied beside them.
  */
-import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineCommand } from '../command';
@@ -36,7 +36,7 @@ export const mergeLora = defineCommand(
   async (f) => {
     if (existsSync(f.out) && (await readdir(f.out)).length > 0) throw new UsageError(`--out ${f.out} is not empty`);
     await setupBackend(f.backend);
-    const { model } = await loadTextModel('model', f.model);
+    const { model, read } = await loadTextModel('model', f.model);
     const lora = await loadAdapter('adapter', f.adapter, model);
     const merged = await lora.merged(model.params);
     await mkdir(f.out, { recursive: true });
@@ -44,7 +44,10 @@ export const mergeLora = defineCommand(
       join(f.out, 'model.safetensors'),
       encodeSafetensors([...merged].map(([name, data]) => ({ name, shape: [...model.params.get(name)!.shape], data }))),
     );
-    for (const name of KEPT) if (existsSync(join(f.model, name))) await copyFile(join(f.model, name), join(f.out, name));
+    for (const name of KEPT) {
+      const bytes = await read(name);
+      if (bytes !== null) await writeFile(join(f.out, name), bytes);
+    }
     console.log(`merged ${lora.params.size / 2} adapted layers into ${f.out}`);
     lora.dispose();
     model.params.forEach((t) => t.dispose());

@@ -6,8 +6,6 @@
  * holds the adapter in PEFT's format (or the weights), the optimizer and the state; metrics.jsonl
  * and traces.jsonl (text episode traces) beside them.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
@@ -104,7 +102,7 @@ export const trainLm = defineRunCommand(
     };
 
     // The run directory: its saves hold the adapter (or every weight), the optimizer and the state.
-    const configJson = new Uint8Array(await readFile(join(f.model, 'config.json')));
+    const configJson = (await loaded.read('config.json')) as Uint8Array;
     let policy: TextPolicy;
     let runDir: RunDir<Lora> | RunDir<Map<string, Float32Array>>;
     let saveWeights: () => Promise<void>;

@@ -16,6 +16,8 @@ events.server = serveRpc<LmRequest, LmEvent>(webEndpoint(self as unknown as WebM
     }
     case 'load':
       return reply(await session.load(req.files));
+    case 'loadHub':
+      return reply(await session.loadHub(req.id, req.endpoint));
     case 'rollout':
       return reply(await session.rollout(req.config, req.seed, req.n, req.temperature, req.limits));
     case 'trainStep':

@@ -32,6 +32,8 @@ export interface LmModelInfo {
 export type LmRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
   | { kind: 'load'; files: LmFiles }
+  /** A model from the Hub by id (owner/name), fetched by the worker from `endpoint` (default the Hub's). */
+  | { kind: 'loadHub'; id: string; endpoint?: string }
   /** `n` episodes of the config's task, the problems from `seed`; temperature 0 decodes greedily. */
   | { kind: 'rollout'; config: RunConfig; seed: number; n: number; temperature: number; limits: TextLimits }
   /** One GRPO step with the run config's settings over LoRA adapters (made at the first step, or when `lora` changes). */
@@ -44,6 +46,7 @@ export type LmRequest =
 export interface LmReplies {
   init: { backend: string };
   load: LmModelInfo;
+  loadHub: LmModelInfo;
   rollout: { traces: TextEpisodeTrace[] };
   trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[] };
   exportAdapter: { files: LmFiles };

@@ -5,6 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { readHfConfig, readHfWeights, type FolderReader } from '../../core/io/hfFolder';
+import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
 import { decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
@@ -44,9 +45,18 @@ export class LmSession {
 
   constructor(private readonly onProgress: (what: 'rollout' | 'step', done: number, total: number) => void = () => undefined) {}
 
-  async load(files: LmFiles): Promise<LmModelInfo> {
+  /** A model from its folder's files by name. */
+  load(files: LmFiles): Promise<LmModelInfo> {
+    return this.loadFrom(filesReader(files));
+  }
+
+  /** A model from the Hub (or a mirror serving its paths) by id. */
+  loadHub(id: string, endpoint?: string): Promise<LmModelInfo> {
+    return this.loadFrom(hubFolderReader(id, endpoint === undefined ? {} : { endpoint }));
+  }
+
+  private async loadFrom(read: FolderReader): Promise<LmModelInfo> {
     const t0 = performance.now();
-    const read = filesReader(files);
     const config = decoderConfigFromHf(await readHfConfig(read));
     const tokenizer = await HfTokenizer.fromFolder(read);
     const params = decoderParams(config, await readHfWeights(read));
