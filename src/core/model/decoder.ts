@@ -391,8 +391,8 @@ export function decoderTargetScores(
   return { logp, entropy };
 }
 
-/** Picks the next id from one row of logits (over the vocabulary). */
-export type ChooseToken = (logits: Float32Array) => number;
+/** Picks the next id from one row of logits (over the vocabulary); it may wait (a stepper pauses there). */
+export type ChooseToken = (logits: Float32Array) => number | Promise<number>;
 
 /** The most likely id (the lowest on ties). */
 export const argmaxToken: ChooseToken = (logits) => {
@@ -464,7 +464,7 @@ export class DecoderCache {
       const values = (await row.data()) as Float32Array;
       row.dispose();
       logits.dispose();
-      const id = choose(values);
+      const id = await choose(values);
       ids.push(id);
       if (stop.has(id)) return { ids, cut: false };
       next = [id];
@@ -519,7 +519,7 @@ export class DecoderCache {
           continue;
         }
         const row = step === 0 ? promptLogits : (rowLogits as Float32Array).subarray(r * V, (r + 1) * V);
-        const id = chooses[r](row);
+        const id = await chooses[r](row);
         ids[r].push(id);
         if (stop.has(id)) done[r] = true;
         next.push(id);

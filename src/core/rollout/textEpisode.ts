@@ -32,6 +32,11 @@ export interface TextEpisodeOptions {
   rootPrefix?: string;
   /** How each token is picked from its logits; default the most likely (greedy). */
   choose?: ChooseToken;
+  /**
+   * Called when a context is about to generate (a root turn, a clone): its index in the episode's
+   * contexts and the context with every token it holds so far (a stepper shows them).
+   */
+  onTurn?: (index: number, context: TextContext) => void;
 }
 
 /**
@@ -170,7 +175,7 @@ async function runEpisodeFrom(
   first: { cache: DecoderCache; ids: number[]; cut: boolean } | null,
 ): Promise<TextEpisode> {
   const { tokenizer, config } = model;
-  const { rootPrefix = '', choose = argmaxToken, context = {} } = options;
+  const { rootPrefix = '', choose = argmaxToken, context = {}, onTurn } = options;
   const stop = new Set(tokenizer.stopIds());
   const tools = [SPAWN_CLONE_TOOL];
   const root: TextContext = {
@@ -221,6 +226,7 @@ async function runEpisodeFrom(
       const endsTurn = root.tokens.length > turnStart && stop.has(root.tokens[root.tokens.length - 1]);
       if (endsTurn) cache.feed([feed]).dispose();
       const room = endsTurn ? 0 : Math.min(rootLeft, config.maxPositions - root.tokens.length);
+      if (decoded === null && !endsTurn && room > 0) onTurn?.(0, root);
       const { ids, cut } = decoded ?? (endsTurn ? { ids: [], cut: false } : room > 0 ? await cache.generate(feed, room, stop, choose) : { ids: [], cut: true });
       decoded = null;
       root.tokens.push(...ids);
@@ -260,7 +266,7 @@ async function runEpisodeFrom(
         for (const r of rejected) violate(0, 'malformed_spawn', `an objective was rejected: ${r.reason}`);
         if (over > 0) violate(0, 'too_many_clones', `${requests.length} objectives in one call, at most ${limits.maxClones}`);
         for (const r of requests.slice(0, limits.maxClones)) {
-          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds);
+          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds, (c) => onTurn?.(contexts.length, c));
           contexts.push(clone);
           if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
           answers.push(clone.answer ?? 'failed: no answer within the budget');
@@ -308,6 +314,7 @@ async function runClone(
   stop: ReadonlySet<number>,
   choose: ChooseToken,
   round: number,
+  onTurn: (c: TextContext) => void,
 ): Promise<TextContext> {
   const { tokenizer, config } = model;
   const clone: TextContext = {
@@ -330,6 +337,7 @@ async function runClone(
   clone.writers = 'p'.repeat(clone.tokens.length);
   const cache = new DecoderCache(model.params, config, model.adapters);
   try {
+    onTurn(clone);
     const got = await cache.generate(clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), stop, choose);
     clone.tokens.push(...got.ids);
     clone.writers += 'g'.repeat(got.ids.length);
