@@ -56,12 +56,27 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   expect(await pieces.count()).toBeLessThanOrEqual(16);
   await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(2);
 
+  // Step through an episode: the next token and its candidates, one token at a time, then to the end.
+  await page.getByTestId('lm-step-start').click();
+  await expect(page.getByTestId('lm-next-token')).toBeVisible();
+  await expect(page.getByTestId('lm-candidates').locator('tbody tr')).toHaveCount(5);
+  const rootGenerated = page.getByTestId('lm-stepper-context').first().locator('[data-writer="g"]');
+  await expect(rootGenerated).toHaveCount(0);
+  await page.getByTestId('lm-step-token').click();
+  await expect(rootGenerated).toHaveCount(1);
+  await page.getByTestId('lm-step-token').click();
+  await expect(rootGenerated).toHaveCount(2);
+  await page.getByTestId('lm-step-end').click();
+  await expect(page.getByTestId('lm-stepper')).toContainText('The episode ended');
+  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(3);
+  await panel.screenshot({ path: info.outputPath('lm-stepper.png') });
+
   await page.getByTestId('lm-train-step').click();
   const metrics = page.getByTestId('lm-metrics');
   await expect(metrics.locator('tbody tr')).toHaveCount(1);
   await expect(metrics.locator('tbody tr td').first()).toHaveText('1');
   // Two prompts × two episodes of the step join the episode list.
-  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(6);
+  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(7);
   await panel.screenshot({ path: info.outputPath('lm-panel.png') });
 
   const [config, weights] = await Promise.all([

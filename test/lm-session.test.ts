@@ -75,6 +75,26 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
       target_modules: ['q_proj'],
     });
     expect(decodeSafetensors(new Uint8Array(adapter['adapter_model.safetensors'])).tensors.size).toBe(4);
+    // Stepping: one token a stop, the candidates' probabilities ordered, the episode the same as run at once.
+    const small = { rootMaxTokens: 6, cloneBudget: 4, maxClones: 2, maxRounds: 1 };
+    const start = await session.stepperStart(PAGE_DEFAULTS, 5, 0, small);
+    expect(start.state.done).toBe(false);
+    expect(start.state.contexts.map((c) => c.role)).toEqual(['root']);
+    const generated = (st: typeof start.state) => [...st.contexts[0].writers].filter((w) => w === 'g').length;
+    expect(generated(start.state)).toBe(0);
+    const cands = start.state.next?.candidates ?? [];
+    expect(cands).toHaveLength(5);
+    expect(cands.map((c) => c.prob)).toEqual([...cands.map((c) => c.prob)].sort((x, y) => y - x));
+    expect(start.state.next?.picked).toBe(cands[0].piece); // greedy
+    const one = await session.stepperAdvance('token');
+    expect(generated(one.state)).toBe(1);
+    expect(one.state.contexts[0].pieces.at(-1)).toBe(start.state.next?.picked);
+    const end = await session.stepperAdvance('end');
+    expect(end.state.done).toBe(true);
+    expect(end.trace).toBeDefined();
+    const { traces: atOnce } = await session.rollout(PAGE_DEFAULTS, 5, 1, 0, small);
+    expect(end.trace?.contexts[0].tokens).toEqual(atOnce[0].contexts[0].tokens);
+    await expect(session.stepperAdvance('token')).resolves.toMatchObject({ state: { done: true } });
     session.dispose();
   }, 120_000);
 });

@@ -11,6 +11,7 @@ import type { EpisodeTrace } from '../../core/rollout/trace';
 import { isHubId } from '../../core/io/hubFolder';
 import { LmClient } from '../../runtime/lm/lmClient';
 import type { LmModelInfo } from '../../runtime/lm/lmMessages';
+import type { LmStepperState } from '../../runtime/lm/lmStepper';
 import { download } from '../files/download';
 import { ContextView, WriterLegend } from '../panels/ContextView';
 import { WASM_PATHS } from '../state/startup';
@@ -36,6 +37,58 @@ function lmClient(): LmClient {
 
 const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
+/** A token's text as shown: whitespace made visible, so a piece that is only a space or a newline can be seen. */
+const visible = (piece: string) => piece.replace(/\n/g, '↵\n').replace(/^ $/, '␣');
+
+/** The stepped episode: every context so far token by token, the next token and its candidates. */
+function StepperView({ state }: { state: LmStepperState }) {
+  return (
+    <div data-testid="lm-stepper">
+      {state.contexts.map((c, i) => (
+        <div key={i} className="context-view" data-testid="lm-stepper-context" data-role={c.role}>
+          <div className="context-head">
+            {c.role === 'root' ? 'root' : `clone #${i}: ${c.objective ?? ''}`}
+            {state.next?.context === i ? ' · generating' : ''}
+          </div>
+          <div className="tokens">
+            {c.pieces.map((p, k) => (
+              <span key={k} className={`tok w-${c.writers[k]}`} data-writer={c.writers[k]}>
+                {visible(p)}
+              </span>
+            ))}
+            {state.next?.context === i && (
+              <span className="tok next-token" data-testid="lm-next-token" title="the token about to be added">
+                {visible(state.next.picked)}
+              </span>
+            )}
+          </div>
+        </div>
+      ))}
+      {state.next && (
+        <table className="small lm-candidates" data-testid="lm-candidates">
+          <thead>
+            <tr>
+              <th>candidate</th>
+              <th>p</th>
+            </tr>
+          </thead>
+          <tbody>
+            {state.next.candidates.map((c, k) => (
+              <tr key={k} className={c.piece === state.next?.picked ? 'picked' : ''}>
+                <td className="mono">{JSON.stringify(c.piece)}</td>
+                <td>
+                  <span className="bar" style={{ width: `${Math.round(c.prob * 100)}px` }} /> {c.prob.toFixed(3)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {state.done && <p className="small">The episode ended; it is in the episode list below.</p>}
+    </div>
+  );
+}
+
 export function LmPanel() {
   const config = usePlayground((s) => s.config);
   const [info, setInfo] = useState<(LmModelInfo & { folder: string; backend: string }) | null>(null);
@@ -55,6 +108,7 @@ export function LmPanel() {
   const [targets, setTargets] = useState('q_proj,k_proj,v_proj,o_proj');
   const [dragging, setDragging] = useState(false);
   const [hubId, setHubId] = useState('');
+  const [stepper, setStepper] = useState<LmStepperState | null>(null);
   const stepRef = useRef(0);
 
   useEffect(() => {
@@ -112,6 +166,10 @@ export function LmPanel() {
     setContext(0);
   };
 
+  const stepped = (r: { state: LmStepperState; trace?: TextEpisodeTrace }) => {
+    setStepper(r.state);
+    if (r.trace) add([r.trace], 'stepped');
+  };
   const current = episodes.find((e) => e.key === selected) ?? null;
   const ctx = current?.trace.contexts.find((c) => c.id === context) ?? null;
   const last = metrics.at(-1);
@@ -301,6 +359,31 @@ export function LmPanel() {
               Reset adapters
             </button>
           </div>
+          <div className="buttons">
+            <span className="small">Step through an episode:</span>
+            <button
+              type="button"
+              data-testid="lm-step-start"
+              disabled={busy !== null}
+              onClick={() =>
+                void run('starting', async () => stepped(await lmClient().request({ kind: 'stepperStart', config, seed: nextKey, temperature, limits })))
+              }
+            >
+              New episode
+            </button>
+            {(['token', 'turn', 'end'] as const).map((until) => (
+              <button
+                key={until}
+                type="button"
+                data-testid={`lm-step-${until}`}
+                disabled={busy !== null || stepper === null || stepper.done}
+                onClick={() => void run('stepping', async () => stepped(await lmClient().request({ kind: 'stepperAdvance', until })))}
+              >
+                {until === 'token' ? 'Next token' : until === 'turn' ? 'Next turn' : 'To the end'}
+              </button>
+            ))}
+          </div>
+          {stepper && <StepperView state={stepper} />}
           {metrics.length > 0 && (
             <table className="small lm-metrics" data-testid="lm-metrics">
               <thead>

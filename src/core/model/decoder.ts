@@ -395,11 +395,14 @@ export function decoderTargetScores(
 export type ChooseToken = (logits: Float32Array) => number | Promise<number>;
 
 /** The most likely id (the lowest on ties). */
-export const argmaxToken: ChooseToken = (logits) => {
+export function argmaxId(logits: Float32Array): number {
   let best = 0;
   for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
   return best;
-};
+}
+
+/** Greedy choice, as a ChooseToken. */
+export const argmaxToken: ChooseToken = argmaxId;
 
 /**
  * Cached decoding of a batch of rows that advance together (the same length): `feed` runs only

@@ -266,7 +266,9 @@ async function runEpisodeFrom(
         for (const r of rejected) violate(0, 'malformed_spawn', `an objective was rejected: ${r.reason}`);
         if (over > 0) violate(0, 'too_many_clones', `${requests.length} objectives in one call, at most ${limits.maxClones}`);
         for (const r of requests.slice(0, limits.maxClones)) {
-          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds, (c) => onTurn?.(contexts.length, c));
+          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds, (c) =>
+            onTurn?.(contexts.length, c),
+          );
           contexts.push(clone);
           if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
           answers.push(clone.answer ?? 'failed: no answer within the budget');

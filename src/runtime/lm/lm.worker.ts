@@ -22,6 +22,10 @@ events.server = serveRpc<LmRequest, LmEvent>(webEndpoint(self as unknown as WebM
       return reply(await session.rollout(req.config, req.seed, req.n, req.temperature, req.limits));
     case 'trainStep':
       return reply(await session.trainStep(req.config, req.lora, req.limits));
+    case 'stepperStart':
+      return reply(await session.stepperStart(req.config, req.seed, req.temperature, req.limits));
+    case 'stepperAdvance':
+      return reply(await session.stepperAdvance(req.until));
     case 'exportAdapter': {
       const out = await session.exportAdapter();
       return reply(out, Object.values(out.files));

@@ -8,6 +8,7 @@ import type { TextStepMetrics } from '../../core/rl/textGrpo';
 import type { TextEpisodeTrace, TextLimits } from '../../core/rollout/textEpisode';
 import type { RunConfig } from '../../core/runConfig';
 import type { BackendPreference } from '../backend';
+import type { LmStepperState, StepUntil } from './lmStepper';
 
 /** A model folder's files by name (config.json, model.safetensors, tokenizer.json, …). */
 export type LmFiles = Record<string, ArrayBuffer>;
@@ -38,6 +39,10 @@ export type LmRequest =
   | { kind: 'rollout'; config: RunConfig; seed: number; n: number; temperature: number; limits: TextLimits }
   /** One GRPO step with the run config's settings over LoRA adapters (made at the first step, or when `lora` changes). */
   | { kind: 'trainStep'; config: RunConfig; lora: LoraConfig; limits: TextLimits }
+  /** A new episode stepped token by token (stopped before its first token); temperature 0 decodes greedily. */
+  | { kind: 'stepperStart'; config: RunConfig; seed: number; temperature: number; limits: TextLimits }
+  /** On to the next token, the first token of the next turn (a clone, the root again), or the end. */
+  | { kind: 'stepperAdvance'; until: StepUntil }
   /** The adapters in PEFT's format (adapter_config.json, adapter_model.safetensors). */
   | { kind: 'exportAdapter' }
   /** Drop the adapters and the optimizer: the model as loaded. */
@@ -50,6 +55,9 @@ export interface LmReplies {
   rollout: { traces: TextEpisodeTrace[] };
   trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[] };
   exportAdapter: { files: LmFiles };
+  /** The episode where it stopped; at the end also its trace. */
+  stepperStart: { state: LmStepperState; trace?: TextEpisodeTrace };
+  stepperAdvance: { state: LmStepperState; trace?: TextEpisodeTrace };
   resetAdapters: null;
 }
 

@@ -13,13 +13,14 @@ import { sampleFromLogits } from '../../core/model/sample';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { Rng } from '../../core/rng';
-import { type TextLimits, type TextModel, runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
+import { type TextEpisodeTrace, type TextLimits, type TextModel, runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
 import type { RunConfig } from '../../core/runConfig';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { TaskName } from '../../core/tasks';
 import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { rootChat } from '../../core/verl/dataset';
 import type { LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+import { LmStepper, type LmStepperState, type StepUntil } from './lmStepper';
 
 /** A folder reader over files given by name (a folder's top level; nested paths are read by their last part). */
 export function filesReader(files: LmFiles): FolderReader {
@@ -42,6 +43,7 @@ export class LmSession {
   private lora: Lora | null = null;
   private optimizer: AdamW | null = null;
   private step = 0;
+  private stepper: { stepper: LmStepper; finish: () => Promise<TextEpisodeTrace> } | null = null;
 
   constructor(private readonly onProgress: (what: 'rollout' | 'step', done: number, total: number) => void = () => undefined) {}
 
@@ -128,6 +130,39 @@ export class LmSession {
     this.step = metrics.step;
     const traces = episodes.map((e) => textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: e.reward, credits: e.credits }));
     return { metrics, traces };
+  }
+
+  /** A new episode of the config's task stepped token by token (LmStepper), stopped before its first token. */
+  async stepperStart(config: RunConfig, seed: number, temperature: number, limits: TextLimits): Promise<LmReplies['stepperStart']> {
+    const model = this.policyModel();
+    const [{ task, opts }] = oneTask(config);
+    const rng = new Rng(seed);
+    const problem = task.generate(rng, opts, `lm-step-${seed}`);
+    const stepper = new LmStepper(
+      model,
+      (o) => runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, { context: problem.context ?? {}, ...o }),
+      temperature,
+      rng.fork(),
+    );
+    this.stepper = {
+      stepper,
+      finish: async () => {
+        const e = await stepper.episode;
+        return textEpisodeTrace(e, model.tokenizer, problem, task.verify(problem, e.answer).correct);
+      },
+    };
+    return this.stepperReply(await stepper.stop());
+  }
+
+  async stepperAdvance(until: StepUntil): Promise<LmReplies['stepperAdvance']> {
+    if (this.stepper === null) throw new Error('no episode is being stepped: start one');
+    return this.stepperReply(await this.stepper.stepper.advance(until));
+  }
+
+  private async stepperReply(state: LmStepperState): Promise<LmReplies['stepperStart']> {
+    if (!state.done || this.stepper === null) return { state };
+    const trace = await this.stepper.finish();
+    return { state, trace };
   }
 
   async exportAdapter(): Promise<LmReplies['exportAdapter']> {

@@ -1,0 +1,110 @@
+/**
+ * A text episode stepped token by token: the real loop (runTextEpisode) with a chooser that stops
+ * before returning each token until told to go on. What the page sees at each stop: every context
+ * so far (its tokens as the model's own strings, with their writers), which context is generating,
+ * and the next token's most likely candidates with their probabilities at the sampling
+ * temperature, the one picked among them.
+ */
+import { argmaxId } from '../../core/model/decoder';
+import { sampleFromLogits, topKProbs } from '../../core/model/sample';
+import type { Rng } from '../../core/rng';
+import { type TextContext, type TextEpisode, type TextEpisodeOptions, type TextModel } from '../../core/rollout/textEpisode';
+
+export interface LmStepperContext {
+  role: 'root' | 'clone';
+  objective: string | null;
+  pieces: string[];
+  writers: string;
+}
+
+export interface LmStepperState {
+  contexts: LmStepperContext[];
+  /** The token about to be added: its context, the candidates (most likely first) and the one picked. */
+  next: { context: number; candidates: { piece: string; prob: number }[]; picked: string } | null;
+  done: boolean;
+}
+
+export type StepUntil = 'token' | 'turn' | 'end';
+
+const CANDIDATES = 5;
+
+export class LmStepper {
+  private contexts: { ctx: TextContext; shown: LmStepperContext }[] = [];
+  private current = -1;
+  private next: LmStepperState['next'] = null;
+  private until: StepUntil = 'token';
+  private turnStarted = false;
+  private release: (() => void) | null = null;
+  private waiting: ((s: LmStepperState) => void) | null = null;
+  private finished = false;
+  readonly episode: Promise<TextEpisode>;
+
+  constructor(model: TextModel, run: (options: Pick<TextEpisodeOptions, 'choose' | 'onTurn'>) => Promise<TextEpisode>, temperature: number, rng: Rng) {
+    const V = model.config.vocabSize;
+    const piece = (id: number) => model.tokenizer.decode([id]);
+    this.episode = run({
+      onTurn: (index, ctx) => {
+        this.current = index;
+        this.turnStarted = true;
+        const shown = { role: ctx.role, objective: ctx.objective, pieces: ctx.tokens.map(piece), writers: ctx.writers };
+        this.contexts[index] = { ctx, shown };
+      },
+      choose: async (logits) => {
+        const id = temperature > 0 ? sampleFromLogits(logits, 0, V, { temperature, topK: 0 }, rng).id : argmaxId(logits);
+        const pause = this.until === 'token' || (this.until === 'turn' && this.turnStarted);
+        this.turnStarted = false;
+        if (pause) {
+          this.until = 'token';
+          const candidates = topKProbs(logits, 0, V, CANDIDATES, temperature > 0 ? temperature : 1).map((c) => ({ piece: piece(c.id), prob: c.prob }));
+          this.next = { context: this.current, candidates, picked: piece(id) };
+          await new Promise<void>((go) => {
+            this.release = go;
+            this.wake();
+          });
+          this.next = null;
+        }
+        const shown = this.contexts[this.current]?.shown;
+        if (shown) {
+          shown.pieces.push(piece(id));
+          shown.writers += 'g';
+        }
+        return id;
+      },
+    }).finally(() => {
+      this.finished = true;
+      this.wake();
+    });
+  }
+
+  /** The state at the next stop (or the end). */
+  stop(): Promise<LmStepperState> {
+    if (this.finished || this.next !== null) return Promise.resolve(this.state());
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  /** Goes on to the next token, the next turn's first token, or the end; the state there. */
+  advance(until: StepUntil): Promise<LmStepperState> {
+    this.until = until;
+    const go = this.release;
+    this.release = null;
+    const p = new Promise<LmStepperState>((resolve) => (this.waiting = resolve));
+    if (go) go();
+    else if (this.finished) this.wake();
+    return p;
+  }
+
+  private state(): LmStepperState {
+    // Contexts as the loop holds them now (injected tool messages appear when the root's next turn starts).
+    return {
+      contexts: this.contexts.map((c) => ({ ...c.shown, pieces: [...c.shown.pieces] })),
+      next: this.next,
+      done: this.finished,
+    };
+  }
+
+  private wake(): void {
+    const w = this.waiting;
+    this.waiting = null;
+    w?.(this.state());
+  }
+}
