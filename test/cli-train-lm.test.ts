@@ -72,6 +72,14 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     const changed = await cli('train-lm', '--model', model, '--out', out, '--steps', '4', ...small, '--lora-r', '4');
     expect(changed.code).not.toBe(0);
     expect(changed.stderr).toMatch(/cannot resume/);
+    // Other weights, or another command's run: refused as not this run's (exit 2), not as damaged.
+    const full = await cli('train-lm', '--model', model, '--out', out, '--steps', '4', ...small, '--lora-r', '0');
+    expect(full.code).toBe(2);
+    expect(full.stderr).toContain(`cannot resume ${out}: it trains LoRA adapters, not every weight (--lora-r 0); use a new --out`);
+    expect(full.stderr).not.toContain('damaged');
+    const toy = await cli('train', '--init', 'public/checkpoints/warmstart-tiny', '--out', out, '--steps', '4');
+    expect(toy.code).toBe(2);
+    expect(toy.stderr).toContain(`${out} holds a train-lm run, not a train run; use a new --out`);
     // The save's adapter, with PEFT; merged here, with transformers.
     const save = join(out, (await readFile(join(out, 'LATEST'), 'utf8')).trim());
     expect((await readdir(save)).sort()).toEqual([
@@ -167,6 +175,9 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     const targets = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--lora-targets', 'q_proj,attn_c', ...small);
     expect(targets.code).toBe(2);
     expect(targets.stderr).toContain('--lora-targets: attn_c is not a linear layer of this model');
+    const toyFlag = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--root-max-tokens', '100', ...small);
+    expect(toyFlag.code).toBe(2);
+    expect(toyFlag.stderr).toContain("--root-max-tokens: the token protocol's settings do not apply to a text episode");
     const mix = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--task', 'arithmetic,multihop', ...small);
     expect(mix.code).toBe(2);
     expect(mix.stderr).toContain('train-lm trains one task');

@@ -6,6 +6,7 @@
  * step with the run config, and exports the adapter. Skipped, naming what is missing, without
  * torch, tokenizers and transformers.
  */
+import * as tf from '@tensorflow/tfjs';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -95,6 +96,14 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
     const { traces: atOnce } = await session.rollout(PAGE_DEFAULTS, 5, 1, 0, small);
     expect(end.trace?.contexts[0].tokens).toEqual(atOnce[0].contexts[0].tokens);
     await expect(session.stepperAdvance('token')).resolves.toMatchObject({ state: { done: true } });
-    session.dispose();
+    // A paused episode ends when the weights it decodes with change (a GRPO step), its caches freed.
+    const tensors = tf.memory().numTensors;
+    await session.stepperStart(PAGE_DEFAULTS, 6, 0, small);
+    expect(tf.memory().numTensors).toBeGreaterThan(tensors);
+    await session.stepperStart(PAGE_DEFAULTS, 7, 0, small);
+    await session.trainStep(config, { r: 2, alpha: 4, targetModules: ['q_proj'] }, limits);
+    await expect(session.stepperAdvance('token')).rejects.toThrow('no episode is being stepped');
+    expect(tf.memory().numTensors).toBe(tensors);
+    await session.dispose();
   }, 120_000);
 });

@@ -16,6 +16,7 @@ import type { TextModel } from '../core/rollout/textEpisode';
 import { HfTokenizer } from '../core/tokenizer/hfTokenizer';
 import { nodeFolderReader } from '../runtime/node/folderReader';
 import type { RunWeights } from './runDir';
+import { isRecord } from '../core/io/savedConfig';
 
 export const MODEL_FLAG = {
   type: 'string',
@@ -37,16 +38,20 @@ export function modelReader(flag: string, value: string): FolderReader {
   const cache = join(process.env.SELFCEST_HUB_CACHE || join(homedir(), '.cache', 'selfcest', 'hub'), ...value.split('/'));
   const hub = hubFolderReader(value, { endpoint: process.env.HF_ENDPOINT || HUB_ENDPOINT });
   const disk = nodeFolderReader(cache);
+  // A file the repository lacks is remembered as `<name>.absent`, so that a later run needs no network for it either.
+  const absent = (name: string) => join(cache, `${name}.absent`);
+  const keep = async (path: string, bytes: Uint8Array) => {
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = `${path}.tmp-${process.pid}`;
+    await writeFile(tmp, bytes);
+    await rename(tmp, path);
+  };
   return async (name) => {
     const kept = await disk(name);
     if (kept !== null) return kept;
+    if (existsSync(absent(name))) return null;
     const bytes = await hub(name);
-    if (bytes !== null) {
-      await mkdir(dirname(join(cache, name)), { recursive: true });
-      const tmp = join(cache, `${name}.tmp-${process.pid}`);
-      await writeFile(tmp, bytes);
-      await rename(tmp, join(cache, name));
-    }
+    await keep(bytes !== null ? join(cache, name) : absent(name), bytes ?? new Uint8Array());
     return bytes;
   };
 }
@@ -126,12 +131,15 @@ export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, base
     ],
     // As saved (a resume with other LoRA settings is refused by the run config's check).
     load: (dir) => loadAdapter('out', dir, model),
+    mismatch: (state) => (isRecord(state.config.training) && 'lora' in state.config.training ? null : 'it trains every weight (--lora-r 0), not LoRA adapters'),
   };
 }
 
 /** A full fine-tuning run's weights in its saves: model.safetensors in the model's own names (with its folder's config.json beside it). */
 export function fullRunWeights(model: TextModel, configJson: Uint8Array): RunWeights<Map<string, Float32Array>> {
   return {
+    mismatch: (state) =>
+      isRecord(state.config.training) && state.config.training.full === true ? null : 'it trains LoRA adapters, not every weight (--lora-r 0)',
     files: async (weights) => [
       ['config.json', configJson],
       ['model.safetensors', encodeSafetensors([...weights].map(([name, data]) => ({ name, shape: [...model.params.get(name)!.shape], data })))],

@@ -63,7 +63,12 @@ export interface RunWeights<W> {
   files(w: W, state: RunState): Promise<Iterable<readonly [string, Uint8Array]>>;
   /** The weights of the save in `dir` (its state.json already read); throws naming what is wrong. */
   load(dir: string): Promise<W>;
+  /** Why a save with this state cannot be read by this command (another kind of weights), or null. */
+  mismatch?(state: RunState): string | null;
 }
+
+/** A run directory written by another command or with other weights: not damaged, only not this run's (exit 2). */
+export class RunMismatchError extends UsageError {}
 
 /** The toy model's weights as a checkpoint (`--checkpoint RUN` reads the committed save), recorded as `preset`. */
 export function policyWeights(preset: string): RunWeights<Policy> {
@@ -180,7 +185,7 @@ function rowsUpTo(text: string, maxStep: number): string {
 }
 
 /** The files of one save (a save directory, or the top level of a legacy run). */
-async function loadSave<W>(dir: string, what: string, weights: RunWeights<W>): Promise<LoadedRun<W>> {
+async function loadSave<W>(dir: string, what: string, weights: RunWeights<W>, kind: RunState['kind'], runDir: string): Promise<LoadedRun<W>> {
   const statePath = join(dir, 'state.json');
   let text: string;
   try {
@@ -189,6 +194,10 @@ async function loadSave<W>(dir: string, what: string, weights: RunWeights<W>): P
     throw new Error(`${what}: ${statePath} cannot be read (${(e as Error).message})`);
   }
   const state = parseState(text, statePath);
+  // Another command's run, or other weights, before reading any (its files are not damaged).
+  if (state.kind !== kind) throw new RunMismatchError(`${runDir} holds a ${state.kind} run, not a ${kind} run; use a new --out`);
+  const other = weights.mismatch?.(state) ?? null;
+  if (other !== null) throw new RunMismatchError(`cannot resume ${runDir}: ${other}; use a new --out`);
   // The toy model's readCheckpointDir also checks that selfcest.json and state.json name the same step.
   const loaded = await weights.load(dir);
   const optPath = join(dir, 'optimizer.safetensors');
@@ -249,6 +258,7 @@ export class RunDir<W = Policy> {
       try {
         saved = await loadCommitted(dir, name, kind, weights);
       } catch (e) {
+        if (e instanceof RunMismatchError) throw e;
         throw new Error(`${(e as Error).message}; the committed save ${join(dir, name)} is damaged; ${recoverHint}`);
       }
       // Everything but the committed save and its views is left over from an interrupted save.
@@ -266,8 +276,7 @@ export class RunDir<W = Policy> {
     if (saves.length > 0) return RunDir.adopt(dir, saves, kind, weights);
     if (entries.includes('state.json')) {
       // A run written before this layout: its top level is the save, rows past it are dropped.
-      const saved = await loadSave(dir, `cannot resume ${dir}`, weights);
-      checkKind(saved, kind, dir);
+      const saved = await loadSave(dir, `cannot resume ${dir}`, weights, kind, dir);
       const legacy = {} as Record<RowFile, string>;
       for (const f of rowFilesOf(kind)) legacy[f] = existsSync(join(dir, f)) ? rowsUpTo(await readFile(join(dir, f), 'utf8'), saved.state.step) : '';
       return new RunDir(dir, weights, saved, { legacy }, null, rowFilesOf(kind));
@@ -287,6 +296,7 @@ export class RunDir<W = Policy> {
       try {
         saved = await loadCommitted(dir, name, kind, weights);
       } catch (e) {
+        if (e instanceof RunMismatchError) throw e;
         refused.push(`${name}: ${(e as Error).message}`);
         continue;
       }
@@ -426,8 +436,7 @@ export class RunDir<W = Policy> {
 
 /** A save named by LATEST (or about to be): loads, is of this kind and step, and has its row files. */
 async function loadCommitted<W>(dir: string, name: string, kind: RunState['kind'], weights: RunWeights<W>): Promise<LoadedRun<W>> {
-  const saved = await loadSave(join(dir, name), `cannot resume ${dir}`, weights);
-  checkKind(saved, kind, dir);
+  const saved = await loadSave(join(dir, name), `cannot resume ${dir}`, weights, kind, dir);
   if (name !== saveName(saved.state.step)) throw new Error(`${join(dir, name)} holds step ${saved.state.step}`);
   const missing = rowFilesOf(kind).filter((f) => !existsSync(join(dir, name, f)));
   if (missing.length > 0) throw new Error(`${join(dir, name)} has no ${missing.join(', ')}`);
@@ -552,10 +561,6 @@ export function committedRows(dir: string, file: RowFile): string {
     // no LATEST: not a run directory of this layout
   }
   return join(dir, file);
-}
-
-function checkKind<W>(saved: LoadedRun<W>, kind: RunState['kind'], dir: string): void {
-  if (saved.state.kind !== kind) throw new Error(`${dir} holds a ${saved.state.kind} run, not a ${kind} run; use a new --out`);
 }
 
 /** Fields older runs recorded that no longer exist (they had no effect: RewardConfig.cloneFormatPenalty was never read). */

@@ -134,6 +134,7 @@ export function LmPanel() {
     setEpisodes([]);
     setMetrics([]);
     setSelected(null);
+    setStepper(null);
     stepRef.current = 0;
   };
   const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
@@ -322,6 +323,8 @@ export function LmPanel() {
               title="one GRPO step: batch × group sampled episodes at the config's temperature, rewards, credit and gating, the LoRA update"
               onClick={() =>
                 void run('training', async () => {
+                  // The worker ends a stepped episode before the step changes the adapters.
+                  setStepper(null);
                   const r = await lmClient().request({ kind: 'trainStep', config, lora, limits });
                   stepRef.current = r.metrics.step;
                   setMetrics((m) => [...m, r.metrics]);
@@ -350,6 +353,7 @@ export function LmPanel() {
               disabled={busy !== null || metrics.length === 0}
               onClick={() =>
                 void run('resetting', async () => {
+                  setStepper(null);
                   await lmClient().request({ kind: 'resetAdapters' });
                   stepRef.current = 0;
                   setMetrics([]);

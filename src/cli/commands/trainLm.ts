@@ -13,6 +13,7 @@ import { BACKEND_FLAG, setupBackend } from '../setup';
 import { MODEL_FLAG, adapterRunWeights, fullRunWeights, loadTextModel, modelSummary } from '../hfModel';
 import { RunDir, type RunWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
+import { fieldOf, flagName } from '../../core/runConfig';
 import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import { Lora, type LoraConfig, linearModules } from '../../core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
@@ -65,6 +66,13 @@ export const trainLm = defineRunCommand(
     const mix = usageErrors(() => taskMixOf(rc, '--options'), {});
     if (mix.length !== 1) throw new UsageError(`--task: train-lm trains one task (got the mix ${JSON.stringify(rc.task)})`);
     const [{ task, opts }] = mix;
+    // The toy protocol's rollout settings have no meaning for a text episode: refused, not ignored.
+    const toyOnly = (['rootMaxTokens', 'budgets', 'rootLimitMin', 'rootLimitStraddle'] as const).filter((k) => named.has(k));
+    if (toyOnly.length > 0) {
+      throw new UsageError(
+        `${toyOnly.map((k) => `--${flagName(fieldOf(k))}`).join(', ')}: the token protocol's settings do not apply to a text episode (its lengths are --root-tokens and --clone-budget)`,
+      );
+    }
     await checkOutDir(f.out);
     await setupBackend(f.backend);
     const loaded = await loadTextModel('model', f.model);
@@ -117,7 +125,11 @@ export const trainLm = defineRunCommand(
     if (full) {
       const dir = await RunDir.open(f.out, 'train-lm', fullRunWeights(model, configJson) as RunWeights<Map<string, Float32Array>>);
       policy = fullPolicy(model);
-      if (dir.saved) for (const [k, v] of policy.trainable) v.assign(tf.tensor(dir.saved.weights.get(k)!, v.shape));
+      if (dir.saved) {
+        const saved = dir.saved.weights;
+        for (const [k, v] of policy.trainable) tf.tidy(() => v.assign(tf.tensor(saved.get(k)!, v.shape)));
+        saved.clear();
+      }
       runDir = dir;
       saveWeights = async () => {
         const w = new Map<string, Float32Array>();

@@ -37,7 +37,10 @@ export function hubFolderReader(id: string, opts: HubOptions = {}): FolderReader
       throw new HfFolderError(`${url}: ${(e as Error).message} (is the Hub reachable from here?)`);
     }
     if (r.status === 404) return null;
-    if (!r.ok) throw new HfFolderError(`${url}: HTTP ${r.status}${r.status === 401 || r.status === 403 ? ' (a gated or private model needs access)' : ''}`);
+    if (!r.ok) {
+      const why = r.status === 401 || r.status === 403 ? ': no such model on the Hub, or a gated or private one (no token is sent)' : '';
+      throw new HfFolderError(`${url}: HTTP ${r.status}${why}`);
+    }
     return new Uint8Array(await r.arrayBuffer());
   };
 }

@@ -503,31 +503,37 @@ export class DecoderCache {
     const one = this.kv as unknown as LayerKv[];
     this.kv = one.map((l) => ({ k: tf.tile(l.k, [rows, 1, 1, 1]) as tf.Tensor4D, v: tf.tile(l.v, [rows, 1, 1, 1]) as tf.Tensor4D }));
     one.forEach((l) => (l.k.dispose(), l.v.dispose()));
-    let next: number[] = [];
-    let step = 0;
-    let rowLogits: Float32Array | null = null;
-    while (step < max && done.some((d) => !d)) {
-      if (step > 0) {
-        const out = this.feed(next.map((t) => [t]));
-        const flat = tf.tidy(() => tf.reshape(out, [rows * V]));
-        rowLogits = (await flat.data()) as Float32Array;
-        flat.dispose();
-        out.dispose();
-      }
-      next = [];
-      for (let r = 0; r < rows; r++) {
-        const last = ids[r].at(-1) ?? first[first.length - 1];
-        if (done[r]) {
-          next.push(last);
-          continue;
+    try {
+      let next: number[] = [];
+      let step = 0;
+      let rowLogits: Float32Array | null = null;
+      while (step < max && done.some((d) => !d)) {
+        if (step > 0) {
+          const out = this.feed(next.map((t) => [t]));
+          const flat = tf.tidy(() => tf.reshape(out, [rows * V]));
+          rowLogits = (await flat.data()) as Float32Array;
+          flat.dispose();
+          out.dispose();
         }
-        const row = step === 0 ? promptLogits : (rowLogits as Float32Array).subarray(r * V, (r + 1) * V);
-        const id = await chooses[r](row);
-        ids[r].push(id);
-        if (stop.has(id)) done[r] = true;
-        next.push(id);
+        next = [];
+        for (let r = 0; r < rows; r++) {
+          const last = ids[r].at(-1) ?? first[first.length - 1];
+          if (done[r]) {
+            next.push(last);
+            continue;
+          }
+          const row = step === 0 ? promptLogits : (rowLogits as Float32Array).subarray(r * V, (r + 1) * V);
+          const id = await chooses[r](row);
+          ids[r].push(id);
+          if (stop.has(id)) done[r] = true;
+          next.push(id);
+        }
+        step++;
       }
-      step++;
+    } catch (e) {
+      // A chooser that throws (a stepper ended) leaves no tiled cache behind.
+      this.dispose();
+      throw e;
     }
     const cut = done.map((d) => !d);
     // Each row's cache: the prompt and its tokens but the last (picked, not fed).

@@ -102,8 +102,12 @@ export interface TextStepMetrics {
   clipFraction: number;
   approxKl: number;
   entropy: number;
+  /** Mean global gradient norm of the applied updates (before clipping). */
   gradNorm: number;
+  /** Optimizer updates applied. */
   updates: number;
+  /** Updates skipped for a non-finite loss or gradient. */
+  nonFiniteSkips: number;
   trainedTokens: number;
   wallSec: number;
 }
@@ -124,9 +128,13 @@ export function rewardedTextEpisode(e: TextEpisode, correct: boolean): RewardedE
 
 /** A context as one sequence of the update: positions predicting the model's own tokens train. */
 export function textSequence(ctx: TextEpisode['contexts'][number], credit: ContextCredit): RlSequence {
+  // Up to the model's last token: what follows (a tool response that ended the episode) trains nothing
+  // and may not even fit the model's window.
+  const end = ctx.writers.lastIndexOf('g') + 1;
+  const tokens = ctx.tokens.slice(0, Math.max(end, 1));
   const actions: number[] = [];
-  for (let p = 1; p < ctx.tokens.length; p++) actions.push(ctx.writers[p] === 'g' ? 1 : 0);
-  return { tokens: ctx.tokens, actions, oldLogprobs: actions.map(() => 0), advantage: credit.advantage, weight: credit.weight };
+  for (let p = 1; p < tokens.length; p++) actions.push(ctx.writers[p] === 'g' ? 1 : 0);
+  return { tokens, actions, oldLogprobs: actions.map(() => 0), advantage: credit.advantage, weight: credit.weight };
 }
 
 /** The target scores of a model's weights (with `adapters`, if any) at the loss's temperature. */
@@ -216,6 +224,7 @@ export async function textGrpoStep<O>(
   let sums: TokenSums = { ...NO_TOKENS };
   let lossSum = 0;
   let gradNormSum = 0;
+  let attempts = 0;
   let updates = 0;
   const order = problems.map((_, i) => i);
   for (let epoch = 0; epoch < grpo.innerEpochs; epoch++) {
@@ -226,6 +235,7 @@ export async function textGrpoStep<O>(
       const batches: PackedBatch[] = packRl(seqs, weights, grpo.microTokens);
       if (batches.length === 0) continue;
       const grads = new Map<string, tf.Tensor>();
+      let updateLoss = 0;
       for (const b of batches) {
         const diag: tf.Scalar[] = [];
         const g = tf.variableGrads(() => {
@@ -233,7 +243,7 @@ export async function textGrpoStep<O>(
           r.diagnostics.forEach((t) => diag.push(tf.keep(t)));
           return r.loss;
         }, vars);
-        lossSum += (await g.value.data())[0];
+        updateLoss += (await g.value.data())[0];
         const d = await Promise.all(diag.map((t) => t.data()));
         const part: TokenSums = { ...NO_TOKENS, tokens: b.weights.reduce((n, w) => n + (w > 0 ? 1 : 0), 0) };
         DIAGNOSTICS.forEach((k, j) => (part[k] = d[j][0]));
@@ -253,8 +263,13 @@ export async function textGrpoStep<O>(
       }
       const applied = await optimizer.apply(grads, lrAt(grpo, step));
       grads.forEach((t) => t.dispose());
-      gradNormSum += applied.gradNorm;
-      if (applied.applied) updates++;
+      attempts++;
+      lossSum += updateLoss;
+      // A non-finite gradient skips the update (AdamW.apply): counted, and kept out of the norm's mean.
+      if (applied.applied) {
+        updates++;
+        gradNormSum += applied.gradNorm;
+      }
     }
   }
 
@@ -284,13 +299,14 @@ export async function textGrpoStep<O>(
       violations,
       gateRate: stats.contexts > 0 ? stats.gatedContexts / stats.contexts : 0,
       zeroVarianceFraction: stats.groups > 0 ? stats.zeroVarianceGroups / stats.groups : 0,
-      loss: updates > 0 ? lossSum / updates : 0,
+      loss: attempts > 0 ? lossSum / attempts : 0,
       kl: means.kl,
       clipFraction: means.clipFraction,
       approxKl: means.approxKl,
       entropy: means.entropy,
       gradNorm: updates > 0 ? gradNormSum / updates : 0,
       updates,
+      nonFiniteSkips: attempts - updates,
       trainedTokens: all.reduce((s, q) => s + (q.weight > 0 ? q.actions.reduce((a, b) => a + b, 0) : 0), 0),
       wallSec: (Date.now() - started) / 1000,
     },

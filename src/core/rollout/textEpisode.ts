@@ -160,8 +160,14 @@ export async function runTextEpisodeGroup(
     options.map((o) => o.choose ?? argmaxToken),
   );
   const out: TextEpisode[] = [];
-  for (const [g, o] of options.entries()) {
-    out.push(await runEpisodeFrom(model, rootMessages, limits, o, { cache: first.rowCaches[g], ids: first.ids[g], cut: first.cut[g] }));
+  try {
+    for (const [g, o] of options.entries()) {
+      out.push(await runEpisodeFrom(model, rootMessages, limits, o, { cache: first.rowCaches[g], ids: first.ids[g], cut: first.cut[g] }));
+    }
+  } catch (e) {
+    // The episodes not yet run still hold their rows of the cache (a run one disposes its own).
+    first.rowCaches.slice(out.length + 1).forEach((c) => c.dispose());
+    throw e;
   }
   return out;
 }

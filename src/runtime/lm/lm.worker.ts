@@ -31,7 +31,7 @@ events.server = serveRpc<LmRequest, LmEvent>(webEndpoint(self as unknown as WebM
       return reply(out, Object.values(out.files));
     }
     case 'resetAdapters':
-      session.resetAdapters();
+      await session.resetAdapters();
       return reply(null);
   }
 });

@@ -58,11 +58,12 @@ export class LmSession {
   }
 
   private async loadFrom(read: FolderReader): Promise<LmModelInfo> {
+    await this.endStepper();
     const t0 = performance.now();
     const config = decoderConfigFromHf(await readHfConfig(read));
     const tokenizer = await HfTokenizer.fromFolder(read);
     const params = decoderParams(config, await readHfWeights(read));
-    this.dispose();
+    await this.dispose();
     this.model = { config, params, tokenizer };
     const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
     return {
@@ -114,11 +115,13 @@ export class LmSession {
   }
 
   async trainStep(config: RunConfig, lora: LoraConfig, limits: TextLimits): Promise<LmReplies['trainStep']> {
+    // A stepped episode decodes with the adapters this step changes: it ends first.
+    await this.endStepper();
     const model = this.need();
     const mix = oneTask(config);
     const grpo = grpoConfigOf(config, Number.MAX_SAFE_INTEGER);
     if (this.lora === null || JSON.stringify(this.lora.config) !== JSON.stringify(lora)) {
-      this.resetAdapters();
+      await this.resetAdapters();
       this.lora = Lora.init(model.config, lora, config.seed);
     }
     this.optimizer ??= new AdamW(this.lora.params, { ...ADAM_MOMENTS, lr: grpo.lr, weightDecay: grpo.weightDecay, gradClip: grpo.gradClip });
@@ -134,6 +137,7 @@ export class LmSession {
 
   /** A new episode of the config's task stepped token by token (LmStepper), stopped before its first token. */
   async stepperStart(config: RunConfig, seed: number, temperature: number, limits: TextLimits): Promise<LmReplies['stepperStart']> {
+    await this.endStepper();
     const model = this.policyModel();
     const [{ task, opts }] = oneTask(config);
     const rng = new Rng(seed);
@@ -173,7 +177,15 @@ export class LmSession {
     return { files: { 'adapter_config.json': buffer(config), 'adapter_model.safetensors': buffer(weights) } };
   }
 
-  resetAdapters(): void {
+  /** Ends the stepped episode, if any (LmStepper.cancel). */
+  private async endStepper(): Promise<void> {
+    const s = this.stepper;
+    this.stepper = null;
+    await s?.stepper.cancel();
+  }
+
+  async resetAdapters(): Promise<void> {
+    await this.endStepper();
     this.optimizer?.dispose();
     this.optimizer = null;
     this.lora?.dispose();
@@ -181,8 +193,8 @@ export class LmSession {
     this.step = 0;
   }
 
-  dispose(): void {
-    this.resetAdapters();
+  async dispose(): Promise<void> {
+    await this.resetAdapters();
     this.model?.params.forEach((t) => t.dispose());
     this.model = null;
   }

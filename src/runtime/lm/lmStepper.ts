@@ -28,13 +28,22 @@ export type StepUntil = 'token' | 'turn' | 'end';
 
 const CANDIDATES = 5;
 
+/** What a cancelled stepped episode ends with. */
+export class StepperCancelled extends Error {
+  constructor() {
+    super('the stepped episode was ended');
+    this.name = 'StepperCancelled';
+  }
+}
+
 export class LmStepper {
   private contexts: { ctx: TextContext; shown: LmStepperContext }[] = [];
   private current = -1;
   private next: LmStepperState['next'] = null;
   private until: StepUntil = 'token';
   private turnStarted = false;
-  private release: (() => void) | null = null;
+  private release: { go: () => void; cancel: (e: Error) => void } | null = null;
+  private cancelled = false;
   private waiting: ((s: LmStepperState) => void) | null = null;
   private finished = false;
   readonly episode: Promise<TextEpisode>;
@@ -57,8 +66,9 @@ export class LmStepper {
           this.until = 'token';
           const candidates = topKProbs(logits, 0, V, CANDIDATES, temperature > 0 ? temperature : 1).map((c) => ({ piece: piece(c.id), prob: c.prob }));
           this.next = { context: this.current, candidates, picked: piece(id) };
-          await new Promise<void>((go) => {
-            this.release = go;
+          if (this.cancelled) throw new StepperCancelled();
+          await new Promise<void>((go, cancel) => {
+            this.release = { go, cancel };
             this.wake();
           });
           this.next = null;
@@ -74,21 +84,36 @@ export class LmStepper {
       this.finished = true;
       this.wake();
     });
+    // A cancelled episode ends in StepperCancelled; nobody awaits that.
+    this.episode.catch(() => undefined);
+  }
+
+  /**
+   * Ends a stepped episode where it stopped (its caches are freed as the loop unwinds), before the
+   * weights it decodes with change or go: a new episode, a GRPO step, a reset or another model.
+   * Resolves once the loop has ended.
+   */
+  async cancel(): Promise<void> {
+    this.cancelled = true;
+    const r = this.release;
+    this.release = null;
+    r?.cancel(new StepperCancelled());
+    await this.episode.catch(() => undefined);
   }
 
   /** The state at the next stop (or the end). */
   stop(): Promise<LmStepperState> {
     if (this.finished || this.next !== null) return Promise.resolve(this.state());
-    return new Promise((resolve) => (this.waiting = resolve));
+    return this.waitForStop();
   }
 
   /** Goes on to the next token, the next turn's first token, or the end; the state there. */
   advance(until: StepUntil): Promise<LmStepperState> {
     this.until = until;
-    const go = this.release;
+    const r = this.release;
     this.release = null;
-    const p = new Promise<LmStepperState>((resolve) => (this.waiting = resolve));
-    if (go) go();
+    const p = this.waitForStop();
+    if (r) r.go();
     else if (this.finished) this.wake();
     return p;
   }
@@ -100,6 +125,17 @@ export class LmStepper {
       next: this.next,
       done: this.finished,
     };
+  }
+
+  /** The next stop's state; a caller still waiting for an earlier one gets the same. */
+  private waitForStop(): Promise<LmStepperState> {
+    const earlier = this.waiting;
+    return new Promise((resolve) => {
+      this.waiting = (s) => {
+        earlier?.(s);
+        resolve(s);
+      };
+    });
   }
 
   private wake(): void {
