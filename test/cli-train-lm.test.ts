@@ -171,6 +171,19 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     expect(notId.stderr).toContain('--model no/such/folder: no such folder, and not a Hub model id (owner/name)');
   }, 400_000);
 
+  it("draws a real model's accuracy–cost frontier, delegating and monolithic, with intervals", async () => {
+    const r = await cli('frontier', '--model', model, '--n', '3', '--methods', 'delegate,mono', '--limits', '6,12', '--clone-budget', '6', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { points: { method: string; limit: number; n: number; interval: number[]; meanTokens: number }[]; pareto: number[] };
+    expect(out.points.map((p) => `${p.method}@${p.limit}`)).toEqual(['delegate@6', 'delegate@12', 'mono@6', 'mono@12']);
+    for (const p of out.points) {
+      expect(p.n).toBe(3);
+      expect(p.interval[0]).toBeLessThanOrEqual(p.interval[1]);
+      expect(p.meanTokens).toBeLessThanOrEqual(p.limit + 2 * 3 * 6);
+    }
+    expect(out.pareto.length).toBeGreaterThan(0);
+  }, 400_000);
+
   it('refuses bad flags naming them, before any work', async () => {
     const targets = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--lora-targets', 'q_proj,attn_c', ...small);
     expect(targets.code).toBe(2);

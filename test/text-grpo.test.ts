@@ -35,7 +35,7 @@ import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode, runT
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 import { TASKS } from '../src/core/tasks';
 import { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
-import { rootChat } from '../src/core/verl/dataset';
+import { monoChat, rootChat } from '../src/core/verl/dataset';
 import { initBackend } from '../src/runtime/backend';
 import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
@@ -137,6 +137,18 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     expect(m.contexts[1].messages[1].content).toBe(cloneUserMessage({ instruction: 'read it', sharedContextKeys: [key, 'nope'] }, chunks));
     expect(m.contexts[1].messages[1].content).toContain(`[${key}]\n${chunks[key]}`);
     expect(m.contexts[1].messages[1].content).toContain('Missing context keys: nope');
+    // The monolithic baseline: one message with the whole problem, no tool; a call it writes anyway starts nothing.
+    const mono = await runTextEpisode(model, monoChat('arithmetic', problem), limits, {
+      offerTool: false,
+      choose: scripted([call('{"objectives": ["3*4"]}') + 'Answer: 23' + END]),
+    });
+    expect(mono.contexts).toHaveLength(1);
+    expect(mono.contexts[0].tokens.slice(0, model.tokenizer.chatIds(monoChat('arithmetic', problem), true).length)).toEqual(
+      model.tokenizer.chatIds(monoChat('arithmetic', problem), true),
+    );
+    expect(monoChat('arithmetic', problem)[0].content).toBe('Calculate the value of 3*4+5+6. Give the final answer on the last line as `Answer: <value>`.');
+    expect(kinds(mono)).toEqual(['malformed_spawn']);
+    expect(mono.answer).toBe('23');
     episodes.push(a, b, c, d);
     const seen = new Set(episodes.flatMap((e) => e.violations.map((v) => v.violation)));
     expect([...seen].sort()).toEqual([...VIOLATIONS].sort());

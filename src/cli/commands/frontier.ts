@@ -14,7 +14,11 @@ import {
   taskFromFlags,
 } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
-import { FRONTIER_DEFAULTS, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
+import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, paretoOf, validateLimits, validateMethods } from '../../core/eval/frontier';
+import { textFrontierPoint } from '../../core/eval/textEval';
+import { TEXT_LENGTHS } from '../../core/rollout/textEpisode';
+import { defaultRolloutConfig } from '../../core/runConfigTargets';
+import { MODEL_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
 
@@ -24,7 +28,14 @@ export const frontierCommand = defineCommand(
   {
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
     options: OPTIONS_FLAG,
-    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
+    checkpoint: { type: 'string', dir: true, help: 'checkpoint directory (or --model)' },
+    model: {
+      ...MODEL_FLAG,
+      required: false,
+      help: `${MODEL_FLAG.help}: its frontier under the text protocol (methods delegate and mono; limits in its own tokens)`,
+    },
+    adapter: { type: 'string', dir: true, help: 'with --model: a PEFT LoRA adapter folder the model decodes with' },
+    'clone-budget': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens each clone may generate (default ${TEXT_LENGTHS.cloneBudget})` },
     n: { type: 'int', default: 200, min: 1, max: 100_000, help: 'problems' },
     seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the problem set (sampling seeds derive from it)' },
     split: {
@@ -50,9 +61,37 @@ export const frontierCommand = defineCommand(
       throw new UsageError(`--${(e as Error).message}`);
     }
     const { task, opts } = taskFromFlags(f.task, f.options);
+    if ((f.model === undefined) === (f.checkpoint === undefined))
+      throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
+    if (f.model !== undefined) {
+      const bad = methods.filter((m) => m !== 'delegate' && m !== 'mono');
+      if (bad.length > 0) throw new UsageError(`--methods: with --model only delegate and mono (got ${bad.join(', ')})`);
+      await setupBackend(f.backend);
+      const loaded = await loadTextModel('model', f.model);
+      const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
+      const model = { ...loaded.model, adapters };
+      const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
+      const spawn = defaultRolloutConfig(task.name);
+      const points: FrontierPoint[] = [];
+      for (const method of methods as ('delegate' | 'mono')[]) {
+        for (const limit of limits) {
+          const p = await textFrontierPoint(model, task, problems, method, limit, {
+            cloneBudget: f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget,
+            maxClones: spawn.maxClonesPerRound,
+            maxRounds: spawn.maxRounds,
+          });
+          points.push({ ...p, checkpoint: f.adapter ?? f.model });
+          if (!f.json) console.log(pointLine(p));
+        }
+      }
+      adapters?.dispose();
+      model.params.forEach((t) => t.dispose());
+      report({ points, pareto: paretoOf(points, 'total') });
+      return;
+    }
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
-    const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
+    const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint as string, false);
     const told = limitInPrompt(f['limit-in-prompt'], meta);
     const { decoder, close } = await openDecoder(policy, f.workers, backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
@@ -62,19 +101,23 @@ export const frontierCommand = defineCommand(
       problems,
       { ...FRONTIER_DEFAULTS, methods, limits, seed: f.seed, rollout: { ...FRONTIER_DEFAULTS.rollout, ...told } },
       (t) => tok.encode(t),
-      f.json
-        ? undefined
-        : (p) =>
-            console.log(
-              `${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`,
-            ),
+      f.json ? undefined : (p) => console.log(pointLine(p)),
     );
     close();
     disposeParams(policy.params);
-    if (f.json) console.log(JSON.stringify({ split: f.split, seed: f.seed, n: f.n, ...result }));
-    else
-      console.log(
-        `${f.split} set, seed ${f.seed}, n ${f.n}; pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`,
-      );
+    report(result);
+
+    function report(result: { points: FrontierPoint[]; pareto: number[] }) {
+      if (f.json) console.log(JSON.stringify({ split: f.split, seed: f.seed, n: f.n, ...result }));
+      else
+        console.log(
+          `${f.split} set, seed ${f.seed}, n ${f.n}; pareto: ${result.pareto.map((i) => `${result.points[i].method}@${result.points[i].limit}`).join(', ')}`,
+        );
+    }
   },
 );
+
+/** One point as a line of the frontier's table. */
+function pointLine(p: FrontierPoint): string {
+  return `${p.method.padEnd(8)} limit ${String(p.limit).padStart(4)}  acc ${(p.accuracy * 100).toFixed(1)}% [${(p.interval[0] * 100).toFixed(1)}, ${(p.interval[1] * 100).toFixed(1)}]  tokens ${p.meanTokens.toFixed(1)}  critical ${p.meanCriticalPathTokens.toFixed(1)}`;
+}

@@ -26,6 +26,11 @@ export interface TextModel {
 }
 
 export interface TextEpisodeOptions {
+  /**
+   * Offer the spawn_clone tool (default). Without it (the monolithic baseline) the chat has no tool
+   * and a tool call the model writes anyway starts nothing: it counts as `malformed_spawn`.
+   */
+  offerTool?: boolean;
   /** The problem's context chunks by key (long-context tasks): a clone's shared-context keys are expanded from them. */
   context?: Readonly<Record<string, string>>;
   /** Text forced at the start of the root's first turn, injected, not generated. */
@@ -140,10 +145,13 @@ export async function runTextEpisodeGroup(
   options: readonly TextEpisodeOptions[],
 ): Promise<TextEpisode[]> {
   if (options.some((o) => (o.rootPrefix ?? '') !== '')) throw new Error('runTextEpisodeGroup: a forced root prefix is for one episode (runTextEpisode)');
+  const offerTool = options[0]?.offerTool ?? true;
+  if (options.some((o) => (o.offerTool ?? true) !== offerTool))
+    throw new Error('runTextEpisodeGroup: the episodes of a group share one prompt, with the tool or without');
   const prompt = model.tokenizer.chatIds(
     rootMessages.map((m) => ({ ...m })),
     true,
-    [SPAWN_CLONE_TOOL],
+    offerTool ? [SPAWN_CLONE_TOOL] : undefined,
   );
   const room = Math.min(limits.rootMaxTokens, model.config.maxPositions - prompt.length);
   if (options.length < 2 || room <= 0) {
@@ -181,9 +189,9 @@ async function runEpisodeFrom(
   first: { cache: DecoderCache; ids: number[]; cut: boolean } | null,
 ): Promise<TextEpisode> {
   const { tokenizer, config } = model;
-  const { rootPrefix = '', choose = argmaxToken, context = {}, onTurn } = options;
+  const { rootPrefix = '', choose = argmaxToken, context = {}, onTurn, offerTool = true } = options;
   const stop = new Set(tokenizer.stopIds());
-  const tools = [SPAWN_CLONE_TOOL];
+  const tools = offerTool ? [SPAWN_CLONE_TOOL] : undefined;
   const root: TextContext = {
     role: 'root',
     messages: rootMessages.map((m) => ({ ...m })),
@@ -249,8 +257,9 @@ async function runEpisodeFrom(
       stats.droppedToolCalls += dropped.length;
       for (const d of dropped) violate(0, 'malformed_spawn', `a tool call was dropped: ${d.reason}`);
       if (writesToolResponse(tokenizer.decode(ids))) violate(0, 'reserved_token', 'the root wrote a tool response (only the loop writes them)');
-      const spawns = calls.filter((c) => c.name === SPAWN_CLONE);
-      for (const c of calls) if (c.name !== SPAWN_CLONE) violate(0, 'malformed_spawn', `a call of the unknown tool ${JSON.stringify(c.name)}`);
+      if (!offerTool && calls.length > 0) violate(0, 'malformed_spawn', 'a tool call where no tool was offered');
+      const spawns = offerTool ? calls.filter((c) => c.name === SPAWN_CLONE) : [];
+      if (offerTool) for (const c of calls) if (c.name !== SPAWN_CLONE) violate(0, 'malformed_spawn', `a call of the unknown tool ${JSON.stringify(c.name)}`);
       if (spawns.length > 0 && rounds >= limits.maxRounds && !cut)
         violate(0, 'too_many_rounds', `a spawn_clone call after the last of ${limits.maxRounds} rounds`);
       if (cut || spawns.length === 0 || rounds >= limits.maxRounds) {

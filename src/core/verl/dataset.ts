@@ -94,6 +94,8 @@ interface TaskLayout {
   ability: string;
   systemPrompt: (p: Problem) => string;
   userContent(p: Problem): string;
+  /** The question asked of a model with no tool (the monolithic baseline): everything it needs in one message. */
+  monoContent(p: Problem): string;
   /** The task's own extra_info fields, after the common ones and before the meta fields. */
   fields: readonly VerlField[];
   values(p: Problem): Record<string, VerlValue>;
@@ -128,6 +130,7 @@ const LAYOUTS: { readonly [N in TaskName]: TaskLayout } = {
     ability: 'math',
     systemPrompt: () => ARITHMETIC_SYSTEM_PROMPT,
     userContent: (p) => `Calculate the value of ${p.prompt}.`,
+    monoContent: (p) => `Calculate the value of ${p.prompt}. ${ANSWER_LINE}`,
     fields: [],
     values: () => ({}),
     meta: { operands: 'int64', terms: 'int64' },
@@ -138,6 +141,16 @@ const LAYOUTS: { readonly [N in TaskName]: TaskLayout } = {
     userContent(p) {
       const { keys, variable } = multihopQuestion(p);
       return [`Question: what is the value of ${variable}?`, '', 'Context keys:', ...keys.map((k) => `- ${k}`)].join('\n');
+    },
+    monoContent(p) {
+      const { keys, variable } = multihopQuestion(p);
+      const context = p.context ?? {};
+      return [
+        'Context:',
+        ...keys.map((k) => `[${k}]\n${context[k]}`),
+        '',
+        `Question: what is the value of ${variable}? Follow the chain of assignments from ${variable} to a number. ${ANSWER_LINE}`,
+      ].join('\n');
     },
     fields: [
       { name: 'question', type: 'string' },
@@ -251,6 +264,13 @@ export function verlRows(entry: TaskEntry, problems: readonly Problem[], split: 
       extra_info: { split, index, problem_id: p.id, task, prompt: p.prompt, answer: p.truth, ...layout.values(p), ...meta },
     };
   });
+}
+
+const ANSWER_LINE = 'Give the final answer on the last line as `Answer: <value>`.';
+
+/** The chat of the monolithic baseline: one user message with the whole problem, no tool offered. */
+export function monoChat(task: TaskName, p: Problem): { role: 'user'; content: string }[] {
+  return [{ role: 'user', content: LAYOUTS[task].monoContent(p) }];
 }
 
 /** The root's chat for a problem (system prompt and user message), as the exported rows hold it and a text episode starts. */
