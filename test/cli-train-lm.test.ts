@@ -17,8 +17,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEXT_TRACE_SCHEMA, type TextEpisodeTrace } from '../src/core/rollout/textEpisode';
+import { TEXT_TRACE_SCHEMA, type TextEpisodeTrace } from '../src/core/rollout/textTrace';
 import { cli } from './cliProcess';
+import { cliRunOf } from '../src/app/runs/cliRun';
+import { parseTracesJsonl } from '../src/core/io/traces';
+import type { EpisodeTrace } from '../src/core/rollout/trace';
 import { pythonWith } from './python/python';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
@@ -69,6 +72,17 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
       expect(t.schema).toBe(TEXT_TRACE_SCHEMA);
       for (const c of t.contexts) expect(c.pieces).toHaveLength(c.tokens.length);
     }
+    // The page's Runs panel opens the run as a CLI run: its metrics, its config and its text episodes as traces the views draw.
+    const picked = await Promise.all(
+      ['metrics.jsonl', 'run.json', 'traces.jsonl'].map(async (name) => ({ name, text: await readFile(join(out, name), 'utf8') })),
+    );
+    const { run } = cliRunOf(picked, { id: 'lm', keptAt: 'now' });
+    expect(run.metrics.map((m) => m.metrics.step)).toEqual([1, 2, 3]);
+    const episodes = parseTracesJsonl(picked[2].text) as (EpisodeTrace & { step: number })[];
+    expect(episodes.map((e) => e.step)).toEqual(traces.map((t) => t.step));
+    expect(episodes[0].contexts[0].spans?.map((x) => x.text)).toEqual(traces[0].contexts[0].pieces);
+    expect(episodes[0].policyVersion).toBe(traces[0].step);
+    expect(run.rollouts?.length).toBeGreaterThan(0);
     const changed = await cli('train-lm', '--model', model, '--out', out, '--steps', '4', ...small, '--lora-r', '4');
     expect(changed.code).not.toBe(0);
     expect(changed.stderr).toMatch(/cannot resume/);

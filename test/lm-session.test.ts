@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeSafetensors } from '../src/core/io/safetensors';
 import { parseTracesJsonl, tracesToJsonl } from '../src/core/io/traces';
-import { episodeTraceOfText } from '../src/core/rollout/textEpisode';
+import { episodeTraceOfText } from '../src/core/rollout/textTrace';
 import { PAGE_DEFAULTS } from '../src/core/runConfig';
 import { initBackend } from '../src/runtime/backend';
 import { LmSession } from '../src/runtime/lm/lmSession';
@@ -53,7 +53,7 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
     const limits = { rootMaxTokens: 12, cloneBudget: 6, maxClones: 2, maxRounds: 1 };
     const { traces } = await session.rollout(PAGE_DEFAULTS, 3, 2, 0.8, limits);
     expect(progress).toEqual(['rollout 1/2', 'rollout 2/2']);
-    const episodes = traces.map((t) => episodeTraceOfText(t, 'arithmetic', 0));
+    const episodes = traces.map((t) => episodeTraceOfText(t, 0));
     const back = parseTracesJsonl(tracesToJsonl(episodes));
     expect(back).toEqual(episodes);
     for (const [i, e] of episodes.entries()) {

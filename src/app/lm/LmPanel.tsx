@@ -6,7 +6,8 @@
  */
 import { useEffect, useRef, useState } from 'react';
 import type { TextStepMetrics } from '../../core/rl/textGrpo';
-import { TEXT_LENGTHS, type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textEpisode';
+import { type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textTrace';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import { isHubId } from '../../core/io/hubFolder';
 import { LmClient } from '../../runtime/lm/lmClient';
@@ -161,7 +162,7 @@ export function LmPanel() {
       .filter((t) => t !== ''),
   };
   const add = (traces: TextEpisodeTrace[], label: string) => {
-    const rows = traces.map((t, i) => ({ key: nextKey++, label: `${label} #${i + 1}`, trace: episodeTraceOfText(t, config.task, stepRef.current) }));
+    const rows = traces.map((t, i) => ({ key: nextKey++, label: `${label} #${i + 1}`, trace: episodeTraceOfText(t, stepRef.current) }));
     setEpisodes((old) => [...rows, ...old].slice(0, MAX_EPISODES));
     setSelected(rows[0]?.key ?? null);
     setContext(0);

@@ -16,7 +16,7 @@ import {
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, paretoOf, validateLimits, validateMethods } from '../../core/eval/frontier';
 import { textFrontierPoint } from '../../core/eval/textEval';
-import { TEXT_LENGTHS } from '../../core/rollout/textEpisode';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { MODEL_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { disposeParams } from '../../core/model/params';

@@ -18,7 +18,8 @@ import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import { Lora, type LoraConfig, linearModules } from '../../core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { type TextPolicy, fullPolicy, loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
-import { TEXT_LENGTHS, textEpisodeTrace } from '../../core/rollout/textEpisode';
+import { textEpisodeTrace } from '../../core/rollout/textEpisode';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { evaluateText } from '../../core/eval/textEval';
 
 const RECIPES = ['project', 'reference'] as const;

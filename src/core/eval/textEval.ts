@@ -4,7 +4,8 @@
  */
 import { HELD_OUT_SEED } from './splits';
 import { heldOutProblems } from './evaluate';
-import { type TextEpisode, type TextLimits, type TextModel, runTextEpisode } from '../rollout/textEpisode';
+import { type TextEpisode, type TextModel, runTextEpisode } from '../rollout/textEpisode';
+import { type TextLimits } from '../rollout/textLimits';
 import type { Problem, Task } from '../tasks/types';
 import type { TaskName } from '../tasks';
 import { monoChat, rootChat } from '../verl/dataset';

@@ -5,6 +5,7 @@
 import { VIOLATIONS } from '../protocol/violations';
 import { firstJsonObject, jsonLines } from './jsonl';
 import { type ContextTrace, type EpisodeTrace, TRACE_SCHEMA } from '../rollout/trace';
+import { TEXT_TRACE_SCHEMA, checkTextTrace, episodeTraceOfText } from '../rollout/textTrace';
 
 /** The parts a converted trace's sourceReward may carry (RewardBreakdown's names). */
 const SOURCE_PARTS = new Set(['score', 'rootPenalty', 'clonePenalty', 'callPenalty', 'budgetPenalty', 'tokenPenalty']);
@@ -31,9 +32,26 @@ export class TraceFormatError extends Error {
   }
 }
 
+/**
+ * Episode traces, one a line. A real model's text episode (`selfcest-text-episode/1`, as
+ * train-lm writes them) is read as the episode trace the views draw (`episodeTraceOfText`: its
+ * contexts text-only), its `step` kept and taken as its policy version.
+ */
 export function parseTracesJsonl(text: string): EpisodeTrace[] {
-  return jsonLines(text.replace(/^\uFEFF/, ''), (line, m) => new TraceFormatError(line, m)).map(({ line, value }) => checkTrace(value, line));
+  return jsonLines(text.replace(/^\uFEFF/, ''), (line, m) => new TraceFormatError(line, m)).map(({ line, value }) => {
+    if (isObject(value) && value.schema === TEXT_TRACE_SCHEMA) {
+      const t = checkTextTrace(value, (m) => {
+        throw new TraceFormatError(line, m);
+      });
+      const step = Number.isSafeInteger(value.step) ? (value.step as number) : undefined;
+      const episode = checkTrace(episodeTraceOfText(t, step ?? 0), line);
+      return step === undefined ? episode : ({ ...episode, step } as EpisodeTrace);
+    }
+    return checkTrace(value, line);
+  });
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function checkTrace(obj: unknown, line: number): EpisodeTrace {
   const fail = (msg: string): never => {

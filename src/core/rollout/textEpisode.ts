@@ -15,7 +15,9 @@ import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
-import { type ContextCredit, type EpisodeTrace, type RewardBreakdown, TRACE_SCHEMA, type Writer } from './trace';
+import type { ContextCredit, RewardBreakdown } from './trace';
+import { TEXT_TRACE_SCHEMA, type TextEpisodeTrace } from './textTrace';
+import type { TextLimits } from './textLimits';
 
 export interface TextModel {
   config: DecoderConfig;
@@ -42,23 +44,6 @@ export interface TextEpisodeOptions {
    * contexts and the context with every token it holds so far (a stepper shows them).
    */
   onTurn?: (index: number, context: TextContext) => void;
-}
-
-/**
- * Lengths of a text episode when a run gives none: the root's tokens over the episode and each
- * clone's. Real models write far more tokens than the toy protocol (a tool call alone is dozens).
- */
-export const TEXT_LENGTHS = { rootMaxTokens: 256, cloneBudget: 128 } as const;
-
-export interface TextLimits {
-  /** Tokens the root may generate over the episode. */
-  rootMaxTokens: number;
-  /** Tokens each clone may generate. */
-  cloneBudget: number;
-  /** Clones one call may start (the reference's max_clones_per_call); later objectives are refused. */
-  maxClones: number;
-  /** Tool rounds at most. */
-  maxRounds: number;
 }
 
 export interface TextContext {
@@ -374,53 +359,17 @@ async function runClone(
   return clone;
 }
 
-/** The schema of a text episode's trace: what train-lm writes to traces.jsonl and views read. */
-export const TEXT_TRACE_SCHEMA = 'selfcest-text-episode/1';
-
-/** One context of a text episode's trace, with each token's own text (the model's token strings). */
-export interface TextContextTrace {
-  role: 'root' | 'clone';
-  /** A clone's objective (its user message); null for the root. */
-  objective: string | null;
-  round: number;
-  budget: number | null;
-  overBudget: boolean;
-  answer: string | null;
-  violation: Violation | null;
-  generatedTokens: number;
-  tokens: number[];
-  /** Each token decoded alone (special tokens included). */
-  pieces: string[];
-  writers: string;
-  /** The context's part of the update, when the episode was trained on. */
-  credit?: ContextCredit;
-}
-
-export interface TextEpisodeTrace {
-  schema: typeof TEXT_TRACE_SCHEMA;
-  problem: { id: string; prompt: string; truth: string };
-  answer: string | null;
-  correct: boolean;
-  rounds: number;
-  toolCalls: number;
-  repairedToolCalls: number;
-  droppedToolCalls: number;
-  rejectedObjectives: number;
-  violations: TextEpisode['violations'];
-  reward?: RewardBreakdown;
-  contexts: TextContextTrace[];
-}
-
 /** A text episode as its trace. */
 export function textEpisodeTrace(
   e: TextEpisode,
   tokenizer: Pick<HfTokenizer, 'decode'>,
-  problem: { id: string; prompt: string; truth: string },
+  problem: { id: string; prompt: string; truth: string; task: string },
   correct: boolean,
   scored?: { reward: RewardBreakdown; credits: readonly ContextCredit[] },
 ): TextEpisodeTrace {
   return {
     schema: TEXT_TRACE_SCHEMA,
+    task: problem.task,
     problem: { id: problem.id, prompt: problem.prompt, truth: problem.truth },
     answer: e.answer,
     correct,
@@ -445,101 +394,5 @@ export function textEpisodeTrace(
       writers: c.writers,
       ...(scored ? { credit: { ...scored.credits[j] } } : {}),
     })),
-  };
-}
-
-/**
- * A text episode's trace as an indented tree for a terminal: the root's turns, each round's
- * clones under the turn that started them with their objective, answer and violation, and the
- * root's answer. Prompt text is left out; what the model wrote is quoted, what the loop injected
- * is summarised.
- */
-export function formatTextEpisode(t: TextEpisodeTrace): string {
-  const quote = (s: string) => JSON.stringify(s.length > 400 ? `${s.slice(0, 400)}…` : s);
-  const spans = (c: TextContextTrace) => {
-    // Runs of one writer: [writer, text].
-    const out: [string, string][] = [];
-    c.pieces.forEach((p, i) => {
-      const w = c.writers[i];
-      if (out.length > 0 && out[out.length - 1][0] === w) out[out.length - 1][1] += p;
-      else out.push([w, p]);
-    });
-    return out;
-  };
-  const lines = [`problem ${t.problem.id}: ${t.problem.prompt} (truth ${t.problem.truth})`];
-  const root = t.contexts[0];
-  let turn = 0;
-  for (const [w, text] of spans(root)) {
-    if (w === 'p') continue;
-    if (w === 'i') {
-      lines.push(`  [loop] ${quote(text)}`);
-      continue;
-    }
-    turn++;
-    lines.push(`  root turn ${turn}: ${quote(text)}`);
-    for (const c of t.contexts.filter((x) => x.role === 'clone' && x.round === turn)) {
-      const said = spans(c)
-        .filter(([cw]) => cw === 'g')
-        .map(([, s]) => s)
-        .join('');
-      lines.push(
-        `    clone (budget ${c.budget}, ${c.generatedTokens} tokens${c.violation ? `, ${c.violation}` : ''}): ${quote(c.objective ?? '')} -> ${quote(said)}; answer ${c.answer === null ? 'none' : quote(c.answer)}`,
-      );
-    }
-  }
-  lines.push(
-    `  answer ${t.answer === null ? 'none' : quote(t.answer)}: ${t.correct ? 'correct' : 'wrong'}; ${t.rounds} round(s), ${t.contexts.length - 1} clone(s), ${t.toolCalls} call(s) (${t.repairedToolCalls} repaired, ${t.droppedToolCalls} dropped)` +
-      (t.reward ? `; reward ${t.reward.reward.toFixed(3)}` : ''),
-  );
-  for (const v of t.violations) lines.push(`  violation ${v.violation} (context ${v.context}): ${v.detail}`);
-  return lines.join('\n');
-}
-
-/**
- * A text episode as an episode trace (trace.ts) whose contexts are text-only: each token one span
- * with its writer, so the views that draw episodes (tree, rollout table, context view) show the
- * model's own token strings. `policyVersion`: the GRPO steps the weights had taken.
- */
-export function episodeTraceOfText(t: TextEpisodeTrace, task: string, policyVersion: number): EpisodeTrace {
-  const detail = (j: number) => t.violations.find((v) => v.context === j)?.detail ?? null;
-  const clones = t.contexts.filter((c) => c.role === 'clone');
-  const longestClonePerRound = Array.from({ length: t.rounds }, (_, r) =>
-    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
-  );
-  const root = t.contexts[0]?.generatedTokens ?? 0;
-  const clonesTotal = clones.reduce((n, c) => n + c.generatedTokens, 0);
-  return {
-    schema: TRACE_SCHEMA,
-    policyVersion,
-    task,
-    problemId: t.problem.id,
-    prompt: t.problem.prompt,
-    truth: t.problem.truth,
-    method: 'delegate',
-    answer: t.answer,
-    correct: t.correct,
-    rounds: t.rounds,
-    contexts: t.contexts.map((c, j) => ({
-      id: j,
-      role: c.role,
-      parent: c.role === 'root' ? null : 0,
-      round: c.role === 'root' ? null : c.round - 1,
-      subtask: c.objective,
-      budget: c.budget,
-      tokens: [],
-      text: c.pieces.join(''),
-      writers: '',
-      logprobs: [],
-      generatedTokens: c.generatedTokens,
-      answer: c.answer,
-      violation: c.violation,
-      violationDetail: detail(j),
-      ...(c.credit ? { credit: { ...c.credit } } : {}),
-      spans: c.pieces.map((text, k) => ({ writer: c.writers[k] as Writer, text })),
-    })),
-    events: [],
-    violations: t.violations.map((v) => ({ ...v })),
-    tokens: { root, clonesTotal, longestClonePerRound, criticalPath: root + longestClonePerRound.reduce((a, b) => a + b, 0), total: root + clonesTotal },
-    ...(t.reward ? { reward: { ...t.reward } } : {}),
   };
 }

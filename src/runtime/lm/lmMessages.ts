@@ -5,7 +5,8 @@
  */
 import type { LoraConfig } from '../../core/model/lora';
 import type { TextStepMetrics } from '../../core/rl/textGrpo';
-import type { TextEpisodeTrace, TextLimits } from '../../core/rollout/textEpisode';
+import type { TextEpisodeTrace } from '../../core/rollout/textTrace';
+import type { TextLimits } from '../../core/rollout/textLimits';
 import type { RunConfig } from '../../core/runConfig';
 import type { BackendPreference } from '../backend';
 import type { LmStepperState, StepUntil } from './lmStepper';
