@@ -77,6 +77,9 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   await expect(metrics.locator('tbody tr td').first()).toHaveText('1');
   // Two prompts × two episodes of the step join the episode list.
   await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(7);
+  // Slow motion of the step: its first prompt's group, each token coloured by how the update moved it.
+  await expect(page.getByTestId('lm-anatomy-episode')).toHaveCount(2);
+  await expect(page.getByTestId('lm-anatomy')).toContainText('Slow motion of GRPO step 1');
   await panel.screenshot({ path: info.outputPath('lm-panel.png') });
 
   const [config, weights] = await Promise.all([

@@ -298,7 +298,11 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     grpo.tokenRateAfter = 0;
     grpo.loss = { ...grpo.loss, temperature: 50 };
     const optimizer = new AdamW(lora.params, { ...ADAM_MOMENTS, lr: grpo.lr, weightDecay: 0, gradClip: 1 });
-    const { metrics, episodes: eps } = await textGrpoStep(
+    const {
+      metrics,
+      episodes: eps,
+      anatomy,
+    } = await textGrpoStep(
       loraPolicy(model, lora),
       optimizer,
       TASKS.arithmetic,
@@ -320,6 +324,21 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     for (const [k, t] of model.params) expect(t.dataSync(), k).toEqual(base.get(k));
     const moved = [...lora.params].filter(([k, t]) => t.dataSync().some((x, i) => x !== before.get(k)![i]));
     expect(moved.length).toBeGreaterThan(0);
+    // Slow motion of the first group: every token the model wrote with its log-prob before and after the update.
+    expect(anatomy.episodes).toHaveLength(grpo.group);
+    expect(anatomy.prompt).toBe(eps[0].problem.prompt);
+    for (const [g, e] of anatomy.episodes.entries()) {
+      expect(e.reward).toEqual(eps[g].reward);
+      for (const [j, c] of e.contexts.entries()) {
+        expect(c.credit).toEqual(eps[g].credits[j]);
+        const own = c.tokens.filter((t) => t.writer === 'g');
+        expect(own).toHaveLength(eps[g].episode.contexts[j].generatedTokens);
+        for (const t of c.tokens) expect(t.before === null).toBe(t.writer !== 'g');
+        for (const t of own) expect(t.before as number).toBeLessThanOrEqual(0);
+      }
+    }
+    const trained = anatomy.episodes.flatMap((e) => e.contexts.filter((c) => c.credit.weight > 0 && c.credit.advantage !== 0).flatMap((c) => c.tokens));
+    if (trained.length > 0) expect(trained.some((t) => t.writer === 'g' && t.after !== t.before)).toBe(true);
     // The training sequences: only positions predicting a model-written token carry an action.
     for (const e of eps) {
       for (const [j, ctx] of e.episode.contexts.entries()) {

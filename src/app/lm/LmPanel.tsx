@@ -5,7 +5,8 @@
  * adapters with the run config's settings, and the adapters saved in PEFT's format.
  */
 import { useEffect, useRef, useState } from 'react';
-import type { TextStepMetrics } from '../../core/rl/textGrpo';
+import type { TextStepAnatomy, TextStepMetrics } from '../../core/rl/textGrpo';
+import { deltaColour } from '../state/slowMotion';
 import { type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textTrace';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import type { EpisodeTrace } from '../../core/rollout/trace';
@@ -40,6 +41,63 @@ const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 /** A token's text as shown: whitespace made visible, so a piece that is only a space or a newline can be seen. */
 const visible = (piece: string) => piece.replace(/\n/g, '↵\n').replace(/^ $/, '␣');
+
+/**
+ * Slow motion of the last GRPO step, for its first prompt: the group's episodes side by side with
+ * their rewards, each context's credit, and each token the model wrote coloured by how the step's
+ * updates moved its log-probability (green up, red down).
+ */
+function StepAnatomyView({ anatomy, step }: { anatomy: TextStepAnatomy; step: number }) {
+  let scale = 0;
+  for (const e of anatomy.episodes)
+    for (const c of e.contexts) for (const t of c.tokens) if (t.before !== null && t.after !== null) scale = Math.max(scale, Math.abs(t.after - t.before));
+  return (
+    <details className="fold" open data-testid="lm-anatomy">
+      <summary>
+        Slow motion of GRPO step {step}: its first prompt <span className="mono">{anatomy.prompt}</span> = <span className="mono">{anatomy.truth}</span>{' '}
+        <span className="muted">(largest change of a token&apos;s log p: {scale.toFixed(3)})</span>
+      </summary>
+      <div className="slow-cols">
+        {anatomy.episodes.map((e, g) => (
+          <div key={g} className="slow-col" data-testid="lm-anatomy-episode">
+            <div className="small">
+              episode {g + 1}: answer <span className={`mono ${e.correct ? 'ok' : 'bad'}`}>{e.answer ?? '∅'}</span> · reward {e.reward.reward.toFixed(3)} (score{' '}
+              {e.reward.score.toFixed(3)})
+            </div>
+            {e.contexts.map((c, j) => (
+              <div key={j} className={`slow-ctx ${c.role}${c.credit.gated ? ' gated' : ''}`}>
+                <div className="small">
+                  {c.role === 'root' ? 'root' : `clone: ${c.objective ?? ''}`} · A {c.credit.advantage.toFixed(3)} · weight {c.credit.weight}
+                  {c.credit.gated ? ' · gated' : ''}
+                  {c.violation ? ` · ${c.violation}` : ''}
+                </div>
+                <div className="tokens slow-tokens">
+                  {c.tokens.map((t, k) => {
+                    const d = t.before !== null && t.after !== null ? t.after - t.before : null;
+                    return (
+                      <span
+                        key={k}
+                        className={`tok w-${t.writer}`}
+                        style={d === null ? undefined : { background: deltaColour(d, scale) }}
+                        title={
+                          d === null
+                            ? "not the model's token"
+                            : `log p ${(t.before as number).toFixed(3)} → ${(t.after as number).toFixed(3)} (Δ ${d.toFixed(4)})`
+                        }
+                      >
+                        {visible(t.piece)}
+                      </span>
+                    );
+                  })}
+                </div>
+              </div>
+            ))}
+          </div>
+        ))}
+      </div>
+    </details>
+  );
+}
 
 /** The stepped episode: every context so far token by token, the next token and its candidates. */
 function StepperView({ state }: { state: LmStepperState }) {
@@ -110,6 +168,7 @@ export function LmPanel() {
   const [dragging, setDragging] = useState(false);
   const [hubId, setHubId] = useState('');
   const [stepper, setStepper] = useState<LmStepperState | null>(null);
+  const [anatomy, setAnatomy] = useState<TextStepAnatomy | null>(null);
   const stepRef = useRef(0);
 
   useEffect(() => {
@@ -136,6 +195,7 @@ export function LmPanel() {
     setMetrics([]);
     setSelected(null);
     setStepper(null);
+    setAnatomy(null);
     stepRef.current = 0;
   };
   const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
@@ -329,6 +389,7 @@ export function LmPanel() {
                   const r = await lmClient().request({ kind: 'trainStep', config, lora, limits });
                   stepRef.current = r.metrics.step;
                   setMetrics((m) => [...m, r.metrics]);
+                  setAnatomy(r.anatomy);
                   add(r.traces, `GRPO step ${r.metrics.step}`);
                 })
               }
@@ -423,6 +484,7 @@ export function LmPanel() {
               </tbody>
             </table>
           )}
+          {anatomy && last && <StepAnatomyView anatomy={anatomy} step={last.step} />}
           {last && last.zeroVarianceFraction === 1 && (
             <p className="muted small">
               Every group&apos;s rewards were equal in the last step: no advantage, nothing trained (a larger group or temperature helps).

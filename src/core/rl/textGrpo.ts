@@ -113,6 +113,29 @@ export interface TextStepMetrics {
   wallSec: number;
 }
 
+/**
+ * What one step did to its first prompt's group (the slow-motion view): each episode's reward and
+ * each context's credit, and for every token the model wrote its log-probability before the
+ * step's updates (the behaviour policy's) and after them.
+ */
+export interface TextStepAnatomy {
+  prompt: string;
+  truth: string;
+  episodes: {
+    correct: boolean;
+    answer: string | null;
+    reward: RewardBreakdown;
+    contexts: {
+      role: 'root' | 'clone';
+      objective: string | null;
+      credit: ContextCredit;
+      violation: string | null;
+      /** The context's tokens from its first one the model wrote: each token's text, writer and (the model's) log-probs. */
+      tokens: { piece: string; writer: string; before: number | null; after: number | null }[];
+    }[];
+  }[];
+}
+
 /** What the reward reads of a text episode: its answer's verdict, rounds, and the tokens each context wrote. */
 export function rewardedTextEpisode(e: TextEpisode, correct: boolean): RewardedEpisode {
   const clones = e.contexts.filter((c) => c.role === 'clone');
@@ -178,7 +201,7 @@ export async function textGrpoStep<O>(
   step: number,
   /** Episodes rolled out of the step's B × G, as they finish. */
   onEpisode?: (done: number, total: number) => void,
-): Promise<{ metrics: TextStepMetrics; episodes: ScoredTextEpisode[] }> {
+): Promise<{ metrics: TextStepMetrics; episodes: ScoredTextEpisode[]; anatomy: TextStepAnatomy }> {
   const started = Date.now();
   const { model } = policy;
   const { grpo } = cfg;
@@ -213,6 +236,9 @@ export async function textGrpoStep<O>(
   const all = byPrompt.flat();
   const old = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature, model.adapters));
   all.forEach((s, k) => (s.oldLogprobs = old[k]));
+  // The first group's tokens before the updates (also those of a group that trains nothing), for the slow-motion view.
+  const firstGroup = (byPrompt[0] ?? []).map((q) => ({ ...q, weight: 1 }));
+  const before = await sequenceLogprobs(firstGroup, scoresOf(model.params, model.config, temperature, model.adapters));
   if (grpo.loss.beta > 0) {
     const ref = await sequenceLogprobs(all, scoresOf(policy.reference, model.config, temperature));
     all.forEach((s, k) => (s.refLogprobs = ref[k]));
@@ -274,6 +300,32 @@ export async function textGrpoStep<O>(
     }
   }
 
+  // The first group's tokens after the updates.
+  const after = await sequenceLogprobs(firstGroup, scoresOf(model.params, model.config, temperature, model.adapters));
+  let k = 0;
+  const anatomy: TextStepAnatomy = {
+    prompt: problems[0]?.prompt ?? '',
+    truth: problems[0]?.truth ?? '',
+    episodes: (groups[0] ?? []).map((i) => ({
+      correct: episodes[i].correct,
+      answer: episodes[i].episode.answer,
+      reward: rewards[i],
+      contexts: episodes[i].episode.contexts.map((ctx, j) => {
+        const q = firstGroup[k];
+        const a = after[k];
+        const b = before[k++];
+        const start = Math.max(0, ctx.writers.indexOf('g'));
+        const tokens = q.tokens.slice(start).map((id, o) => {
+          const pos = start + o;
+          // Position pos is predicted by row pos − 1 of the sequence's log-probs.
+          const own = pos > 0 && q.actions[pos - 1] === 1;
+          return { piece: model.tokenizer.decode([id]), writer: ctx.writers[pos], before: own ? b[pos - 1] : null, after: own ? a[pos - 1] : null };
+        });
+        return { role: ctx.role, objective: ctx.objective, credit: credits[i][j], violation: ctx.violation, tokens };
+      }),
+    })),
+  };
+
   const n = episodes.length;
   const mean = (f: (e: (typeof episodes)[number], i: number) => number) => episodes.reduce((s, e, i) => s + f(e, i), 0) / n;
   const violations: Record<string, number> = emptyViolationCounts();
@@ -312,5 +364,6 @@ export async function textGrpoStep<O>(
       wallSec: (Date.now() - started) / 1000,
     },
     episodes: scored,
+    anatomy,
   };
 }

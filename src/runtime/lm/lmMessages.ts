@@ -4,7 +4,7 @@
  * protocol and GRPO with LoRA on it. Request/reply and events as transport/rpc.ts carries them.
  */
 import type { LoraConfig } from '../../core/model/lora';
-import type { TextStepMetrics } from '../../core/rl/textGrpo';
+import type { TextStepAnatomy, TextStepMetrics } from '../../core/rl/textGrpo';
 import type { TextEpisodeTrace } from '../../core/rollout/textTrace';
 import type { TextLimits } from '../../core/rollout/textLimits';
 import type { RunConfig } from '../../core/runConfig';
@@ -54,7 +54,8 @@ export interface LmReplies {
   load: LmModelInfo;
   loadHub: LmModelInfo;
   rollout: { traces: TextEpisodeTrace[] };
-  trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[] };
+  /** The step's metrics, its episodes and what it did to its first prompt's group (slow motion). */
+  trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[]; anatomy: TextStepAnatomy };
   exportAdapter: { files: LmFiles };
   /** The episode where it stopped; at the end also its trace. */
   stepperStart: { state: LmStepperState; trace?: TextEpisodeTrace };

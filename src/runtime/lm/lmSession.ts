@@ -129,12 +129,18 @@ export class LmSession {
     this.optimizer ??= new AdamW(this.lora.params, { ...ADAM_MOMENTS, lr: grpo.lr, weightDecay: grpo.weightDecay, gradClip: grpo.gradClip });
     this.optimizer.cfg = { ...this.optimizer.cfg, lr: grpo.lr, weightDecay: grpo.weightDecay, gradClip: grpo.gradClip };
     const [{ task, opts }] = mix;
-    const { metrics, episodes } = await textGrpoStep(loraPolicy(model, this.lora), this.optimizer, task, opts, { grpo, limits }, this.step, (done, total) =>
-      this.onProgress('step', done, total),
+    const { metrics, episodes, anatomy } = await textGrpoStep(
+      loraPolicy(model, this.lora),
+      this.optimizer,
+      task,
+      opts,
+      { grpo, limits },
+      this.step,
+      (done, total) => this.onProgress('step', done, total),
     );
     this.step = metrics.step;
     const traces = episodes.map((e) => textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: e.reward, credits: e.credits }));
-    return { metrics, traces };
+    return { metrics, traces, anatomy };
   }
 
   /** A new episode of the config's task stepped token by token (LmStepper), stopped before its first token. */
