@@ -77,6 +77,16 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   await expect(metrics.locator('tbody tr td').first()).toHaveText('1');
   // Two prompts × two episodes of the step join the episode list.
   await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(7);
+  // The frontier: delegating and monolithic at two root limits, with intervals, drawn.
+  await panel.getByTestId('lm-frontier-limits').fill('4,8');
+  await panel.getByLabel('problems').fill('2');
+  await page.getByTestId('lm-frontier').click();
+  await expect(page.getByTestId('lm-frontier-chart').getByTestId('frontier-svg')).toBeVisible();
+  const points = page.getByTestId('lm-frontier-chart').getByTestId('frontier-point');
+  await expect(points).toHaveCount(4);
+  expect(
+    await points.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-method')}@${e.getAttribute('data-limit')} n${e.getAttribute('data-n')}`).sort()),
+  ).toEqual(['delegate@4 n2', 'delegate@8 n2', 'mono@4 n2', 'mono@8 n2']);
   // Slow motion of the step: its first prompt's group, each token coloured by how the update moved it.
   await expect(page.getByTestId('lm-anatomy-episode')).toHaveCount(2);
   await expect(page.getByTestId('lm-anatomy')).toContainText('Slow motion of GRPO step 1');

@@ -7,6 +7,8 @@
 import { useEffect, useRef, useState } from 'react';
 import type { TextStepAnatomy, TextStepMetrics } from '../../core/rl/textGrpo';
 import { deltaColour } from '../state/slowMotion';
+import type { FrontierPoint } from '../../core/eval/frontier';
+import { FrontierChart } from '../charts/FrontierChart';
 import { type TextEpisodeTrace, episodeTraceOfText } from '../../core/rollout/textTrace';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import type { EpisodeTrace } from '../../core/rollout/trace';
@@ -169,6 +171,10 @@ export function LmPanel() {
   const [hubId, setHubId] = useState('');
   const [stepper, setStepper] = useState<LmStepperState | null>(null);
   const [anatomy, setAnatomy] = useState<TextStepAnatomy | null>(null);
+  const [frontierLimits, setFrontierLimits] = useState('16,32,64');
+  const [frontierN, setFrontierN] = useState(8);
+  const [frontier, setFrontier] = useState<FrontierPoint[]>([]);
+  const frontierSvg = useRef<SVGSVGElement | null>(null);
   const stepRef = useRef(0);
 
   useEffect(() => {
@@ -196,6 +202,7 @@ export function LmPanel() {
     setSelected(null);
     setStepper(null);
     setAnatomy(null);
+    setFrontier([]);
     stepRef.current = 0;
   };
   const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
@@ -450,6 +457,51 @@ export function LmPanel() {
             ))}
           </div>
           {stepper && <StepperView state={stepper} />}
+          <div className="row small">
+            <span>Accuracy–cost frontier (greedy, held-out problems): root token limits</span>{' '}
+            <input type="text" size={12} data-testid="lm-frontier-limits" value={frontierLimits} onChange={(e) => setFrontierLimits(e.target.value)} />{' '}
+            <label>
+              problems{' '}
+              <input
+                type="number"
+                min={1}
+                max={500}
+                value={frontierN}
+                onChange={(e) => setFrontierN(Math.max(1, Math.min(500, Number(e.target.value) || 1)))}
+              />
+            </label>{' '}
+            <button
+              type="button"
+              data-testid="lm-frontier"
+              disabled={busy !== null}
+              onClick={() =>
+                void run('measuring the frontier', async () => {
+                  const rootLimits = frontierLimits.split(',').map((x) => Number(x.trim()));
+                  if (rootLimits.length === 0 || rootLimits.some((x) => !Number.isInteger(x) || x < 1 || x > 8192)) {
+                    throw new Error(`root token limits must be integers in [1, 8192], comma-separated (got ${JSON.stringify(frontierLimits)})`);
+                  }
+                  const { points } = await lmClient().request({
+                    kind: 'frontier',
+                    config,
+                    methods: ['delegate', 'mono'],
+                    rootLimits,
+                    n: frontierN,
+                    limits: { cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds },
+                  });
+                  setFrontier(
+                    points.map((p) => ({ ...p, checkpoint: `${info.folder || 'model'}${stepRef.current > 0 ? ` + LoRA step ${stepRef.current}` : ''}` })),
+                  );
+                })
+              }
+            >
+              Measure
+            </button>
+          </div>
+          {frontier.length > 0 && (
+            <div data-testid="lm-frontier-chart">
+              <FrontierChart points={frontier} cost="total" svgRef={frontierSvg} />
+            </div>
+          )}
           {metrics.length > 0 && (
             <table className="small lm-metrics" data-testid="lm-metrics">
               <thead>

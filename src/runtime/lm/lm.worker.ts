@@ -22,6 +22,8 @@ events.server = serveRpc<LmRequest, LmEvent>(webEndpoint(self as unknown as WebM
       return reply(await session.rollout(req.config, req.seed, req.n, req.temperature, req.limits));
     case 'trainStep':
       return reply(await session.trainStep(req.config, req.lora, req.limits));
+    case 'frontier':
+      return reply(await session.frontier(req.config, req.methods, req.rootLimits, req.n, req.limits));
     case 'stepperStart':
       return reply(await session.stepperStart(req.config, req.seed, req.temperature, req.limits));
     case 'stepperAdvance':

@@ -3,6 +3,7 @@
  * Hugging Face model (llama, qwen2, qwen3) picked from disk and runs the spawn_clone text
  * protocol and GRPO with LoRA on it. Request/reply and events as transport/rpc.ts carries them.
  */
+import type { FrontierPoint } from '../../core/eval/frontier';
 import type { LoraConfig } from '../../core/model/lora';
 import type { TextStepAnatomy, TextStepMetrics } from '../../core/rl/textGrpo';
 import type { TextEpisodeTrace } from '../../core/rollout/textTrace';
@@ -44,6 +45,8 @@ export type LmRequest =
   | { kind: 'stepperStart'; config: RunConfig; seed: number; temperature: number; limits: TextLimits }
   /** On to the next token, the first token of the next turn (a clone, the root again), or the end. */
   | { kind: 'stepperAdvance'; until: StepUntil }
+  /** Accuracy–cost points of the model as it decodes now, greedy, on `n` held-out problems (monitored split). */
+  | { kind: 'frontier'; config: RunConfig; methods: ('delegate' | 'mono')[]; rootLimits: number[]; n: number; limits: Omit<TextLimits, 'rootMaxTokens'> }
   /** The adapters in PEFT's format (adapter_config.json, adapter_model.safetensors). */
   | { kind: 'exportAdapter' }
   /** Drop the adapters and the optimizer: the model as loaded. */
@@ -57,10 +60,11 @@ export interface LmReplies {
   /** The step's metrics, its episodes and what it did to its first prompt's group (slow motion). */
   trainStep: { metrics: TextStepMetrics; traces: TextEpisodeTrace[]; anatomy: TextStepAnatomy };
   exportAdapter: { files: LmFiles };
+  frontier: { points: FrontierPoint[] };
   /** The episode where it stopped; at the end also its trace. */
   stepperStart: { state: LmStepperState; trace?: TextEpisodeTrace };
   stepperAdvance: { state: LmStepperState; trace?: TextEpisodeTrace };
   resetAdapters: null;
 }
 
-export type LmEvent = { kind: 'progress'; what: 'rollout' | 'step'; done: number; total: number };
+export type LmEvent = { kind: 'progress'; what: 'rollout' | 'step' | 'frontier'; done: number; total: number };

@@ -21,7 +21,11 @@ import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { TaskName } from '../../core/tasks';
 import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { rootChat } from '../../core/verl/dataset';
-import type { LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+import type { LmEvent, LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+import type { FrontierPoint } from '../../core/eval/frontier';
+import { heldOutProblems } from '../../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../../core/eval/splits';
+import { textFrontierPoint } from '../../core/eval/textEval';
 import { LmStepper, type LmStepperState, type StepUntil } from './lmStepper';
 
 /** A folder reader over files given by name (a folder's top level; nested paths are read by their last part). */
@@ -47,7 +51,7 @@ export class LmSession {
   private step = 0;
   private stepper: { stepper: LmStepper; finish: () => Promise<TextEpisodeTrace> } | null = null;
 
-  constructor(private readonly onProgress: (what: 'rollout' | 'step', done: number, total: number) => void = () => undefined) {}
+  constructor(private readonly onProgress: (what: LmEvent['what'], done: number, total: number) => void = () => undefined) {}
 
   /** A model from its folder's files by name. */
   load(files: LmFiles): Promise<LmModelInfo> {
@@ -141,6 +145,32 @@ export class LmSession {
     this.step = metrics.step;
     const traces = episodes.map((e) => textEpisodeTrace(e.episode, model.tokenizer, e.problem, e.correct, { reward: e.reward, credits: e.credits }));
     return { metrics, traces, anatomy };
+  }
+
+  /**
+   * The model's accuracy–cost points (delegate: the tool offered; mono: the whole problem in one
+   * message) at each root token limit, greedy, on `n` problems of the held-out monitored split.
+   */
+  async frontier(
+    config: RunConfig,
+    methods: readonly ('delegate' | 'mono')[],
+    rootLimits: readonly number[],
+    n: number,
+    limits: Omit<TextLimits, 'rootMaxTokens'>,
+  ): Promise<LmReplies['frontier']> {
+    await this.endStepper();
+    const model = this.policyModel();
+    const [{ task, opts }] = oneTask(config);
+    const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
+    const points: FrontierPoint[] = [];
+    const total = methods.length * rootLimits.length * n;
+    for (const method of methods) {
+      for (const limit of rootLimits) {
+        const done = points.length * n;
+        points.push(await textFrontierPoint(model, task, problems, method, limit, limits, (k) => this.onProgress('frontier', done + k, total)));
+      }
+    }
+    return { points };
   }
 
   /** A new episode of the config's task stepped token by token (LmStepper), stopped before its first token. */
