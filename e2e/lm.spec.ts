@@ -54,7 +54,10 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   const pieces = tree.getByTestId('text-only').locator('[data-writer="g"]');
   expect(await pieces.count()).toBeGreaterThan(0);
   expect(await pieces.count()).toBeLessThanOrEqual(16);
-  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(2);
+  await expect(page.getByTestId('lm-episode-row')).toHaveCount(2);
+  // Another row opens its episode's tree.
+  await page.getByTestId('lm-episode-row').nth(1).click();
+  await expect(page.getByTestId('lm-episode-row').nth(1)).toHaveClass(/selected/);
 
   // Step through an episode: the next token and its candidates, one token at a time, then to the end.
   await page.getByTestId('lm-step-start').click();
@@ -68,7 +71,7 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   await expect(rootGenerated).toHaveCount(2);
   await page.getByTestId('lm-step-end').click();
   await expect(page.getByTestId('lm-stepper')).toContainText('The episode ended');
-  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(3);
+  await expect(page.getByTestId('lm-episode-row')).toHaveCount(3);
   await panel.screenshot({ path: info.outputPath('lm-stepper.png') });
 
   await page.getByTestId('lm-train-step').click();
@@ -76,7 +79,7 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   await expect(metrics.locator('tbody tr')).toHaveCount(1);
   await expect(metrics.locator('tbody tr td').first()).toHaveText('1');
   // Two prompts × two episodes of the step join the episode list.
-  await expect(page.getByTestId('lm-episode').locator('option')).toHaveCount(7);
+  await expect(page.getByTestId('lm-episode-row')).toHaveCount(7);
   // The frontier: delegating and monolithic at two root limits, with intervals, drawn.
   await panel.getByTestId('lm-frontier-limits').fill('4,8');
   await panel.getByLabel('problems').fill('2');

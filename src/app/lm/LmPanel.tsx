@@ -544,16 +544,46 @@ export function LmPanel() {
           )}
           {episodes.length > 0 && (
             <>
-              <label className="row small">
-                episode{' '}
-                <select data-testid="lm-episode" value={selected ?? ''} onChange={(e) => (setSelected(Number(e.target.value)), setContext(0))}>
-                  {episodes.map((e) => (
-                    <option key={e.key} value={e.key}>
-                      {e.label}: {e.trace.correct ? 'correct' : 'wrong'}, {e.trace.contexts.length - 1} clone(s)
-                    </option>
-                  ))}
-                </select>
-              </label>
+              <div className="scroll lm-episodes">
+                <table className="dense rollout-table" data-testid="lm-episodes">
+                  <thead>
+                    <tr>
+                      <th>episode</th>
+                      <th>problem</th>
+                      <th className="num">ans / truth</th>
+                      <th className="num">reward</th>
+                      <th className="num" title="generated tokens: total / critical path">
+                        tokens
+                      </th>
+                      <th className="num">cl.</th>
+                      <th>violations</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {episodes.map((e) => (
+                      <tr
+                        key={e.key}
+                        data-testid="lm-episode-row"
+                        className={e.key === selected ? 'selected' : ''}
+                        onClick={() => (setSelected(e.key), setContext(0))}
+                      >
+                        <td>{e.label}</td>
+                        <td className="mono wrap">{e.trace.prompt}</td>
+                        <td className="mono num wrap">
+                          <span className={e.trace.correct ? 'ok' : 'bad'}>{e.trace.answer ?? '∅'}</span>
+                          {e.trace.correct ? '' : <span className="muted"> / {e.trace.truth}</span>}
+                        </td>
+                        <td className="num">{e.trace.reward ? e.trace.reward.reward.toFixed(3) : '—'}</td>
+                        <td className="num">
+                          {e.trace.tokens.total}/{e.trace.tokens.criticalPath}
+                        </td>
+                        <td className="num">{e.trace.contexts.length - 1}</td>
+                        <td className="small">{[...new Set(e.trace.violations.map((v) => v.violation))].join(', ')}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
               {current && (
                 <div data-testid="lm-tree">
                   <p className="small">
