@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { encodeSafetensors } from '../src/core/io/safetensors';
-import { type ChooseToken, DecoderCache, decoderConfigFromHf, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
+import { type ChooseToken, DecoderCache, decoderConfigFromHf, decoderForward, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
 import { sampleFromLogits } from '../src/core/model/sample';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
@@ -87,7 +87,8 @@ const problem = { task: 'arithmetic', id: 'p', prompt: '3*4+5+6', truth: '23', m
 const limits: TextLimits = { rootMaxTokens: 160, cloneBudget: 80, maxClones: 2, maxRounds: 2 };
 
 async function episode(scripts: (string | number)[], over: Partial<TextLimits> = {}): Promise<TextEpisode> {
-  return runTextEpisode(model, rootChat('arithmetic', problem), { ...limits, ...over }, { choose: scripted(scripts) });
+  // The script reads the contexts one after another: clones one by one.
+  return runTextEpisode(model, rootChat('arithmetic', problem), { ...limits, ...over }, { choose: scripted(scripts), batchClones: false });
 }
 
 const kinds = (e: TextEpisode) => [...new Set(e.violations.map((v) => v.violation))].sort();
@@ -133,6 +134,7 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     const m = await runTextEpisode(model, rootChat('multihop', mh), limits, {
       context: chunks,
       choose: scripted([call(`{"objectives": ["read it"], "shared_context": ["${key}", "nope"]}`) + END, 'Answer: 1' + END, 'Answer: 1' + END]),
+      batchClones: false,
     });
     expect(m.contexts[1].objective).toBe('read it');
     expect(m.contexts[1].messages[1].content).toBe(cloneUserMessage({ instruction: 'read it', sharedContextKeys: [key, 'nope'] }, chunks));
@@ -190,6 +192,35 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
       c.dispose();
     }
     expect(new Set(rows.ids.map((r) => r.join(','))).size).toBe(3);
+    // Left padding: a padded row's logits at its real positions equal its own forward's.
+    const short = prompt.slice(0, 5);
+    const long = prompt.slice(0, 9);
+    const padded = tf.tidy(() =>
+      decoderForward(
+        model.params,
+        model.config,
+        tf.tensor2d([[...new Array(4).fill(short[0]), ...short], long], [2, 9], 'int32'),
+        null,
+        undefined,
+        [4, 0],
+      ).logits.arraySync(),
+    );
+    const alone = tf.tidy(() => decoderForward(model.params, model.config, tf.tensor2d([short], [1, 5], 'int32'), null).logits.arraySync());
+    const full = tf.tidy(() => decoderForward(model.params, model.config, tf.tensor2d([long], [1, 9], 'int32'), null).logits.arraySync());
+    let worst = 0;
+    alone[0].forEach((row, t) => row.forEach((x, v) => (worst = Math.max(worst, Math.abs(x - padded[0][4 + t][v])))));
+    full[0].forEach((row, t) => row.forEach((x, v) => (worst = Math.max(worst, Math.abs(x - padded[1][t][v])))));
+    expect(worst).toBeLessThan(1e-4);
+    // A round's clones (prompts of different lengths) as one padded batch: the same tokens as one by one.
+    const forced = call('{"objectives": ["3*4", "a much longer objective: 5+6+7+8", "7-2"]}') + END;
+    const wide = { ...limits, maxClones: 3, cloneBudget: 10 };
+    const together = await runTextEpisode(model, messages, wide, { rootPrefix: forced });
+    const apart = await runTextEpisode(model, messages, wide, { rootPrefix: forced, batchClones: false });
+    expect(together.contexts).toHaveLength(4);
+    expect(together.contexts.map((c) => [c.tokens, c.writers, c.answer, c.violation])).toEqual(
+      apart.contexts.map((c) => [c.tokens, c.writers, c.answer, c.violation]),
+    );
+    expect(new Set(together.contexts.slice(1).map((c) => c.tokens.length - c.generatedTokens)).size).toBeGreaterThan(1);
     // Whole episodes: batched and one by one alike.
     const options = [11, 12, 13].map((seed) => ({ choose: sampler(seed) }));
     const grouped = await runTextEpisodeGroup(model, messages, { ...limits, rootMaxTokens: 20 }, options);

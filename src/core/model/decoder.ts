@@ -225,9 +225,16 @@ const ROTARY = new WeakMap<DecoderConfig, { positions: number; cos: Float32Array
  * as HF's `cat(freqs, freqs)`).
  */
 function rotaryTables(c: DecoderConfig, from: number, count: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  const t = rotaryArrays(c, from + count);
+  const rows = (a: Float32Array) => tf.tensor2d(a.subarray(from * c.headDim, (from + count) * c.headDim), [count, c.headDim]);
+  return { cos: rows(t.cos), sin: rows(t.sin) };
+}
+
+/** The config's cos and sin tables (positions × head dim, as arrays), computed once and grown to cover `upTo` positions. */
+function rotaryArrays(c: DecoderConfig, upTo: number): { positions: number; cos: Float32Array; sin: Float32Array } {
   let t = ROTARY.get(c);
-  if (!t || t.positions < from + count) {
-    const positions = Math.min(c.maxPositions, Math.max(from + count, 2 * (t?.positions ?? 64)));
+  if (!t || t.positions < upTo) {
+    const positions = Math.min(c.maxPositions, Math.max(upTo, 2 * (t?.positions ?? 64)));
     const inv = ropeInverseFrequencies(c);
     const half = inv.length;
     const cos = new Float32Array(positions * c.headDim);
@@ -242,8 +249,27 @@ function rotaryTables(c: DecoderConfig, from: number, count: number): { cos: tf.
     t = { positions, cos, sin };
     ROTARY.set(c, t);
   }
-  const rows = (a: Float32Array) => tf.tensor2d(a.subarray(from * c.headDim, (from + count) * c.headDim), [count, c.headDim]);
-  return { cos: rows(t.cos), sin: rows(t.sin) };
+  return t;
+}
+
+/**
+ * Rotary tables [B, 1, T, D] for rows left-padded by `pad[r]` tokens: row r's token at position
+ * past + t is its (past + t − pad[r])-th real token (a padding position takes position 0; it is
+ * never attended to).
+ */
+function rotaryRows(c: DecoderConfig, past: number, time: number, pad: readonly number[]): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+  const t = rotaryArrays(c, past + time);
+  const D = c.headDim;
+  const cos = new Float32Array(pad.length * time * D);
+  const sin = new Float32Array(pad.length * time * D);
+  pad.forEach((p, r) => {
+    for (let i = 0; i < time; i++) {
+      const pos = Math.max(0, past + i - p);
+      cos.set(t.cos.subarray(pos * D, (pos + 1) * D), (r * time + i) * D);
+      sin.set(t.sin.subarray(pos * D, (pos + 1) * D), (r * time + i) * D);
+    }
+  });
+  return { cos: tf.tensor4d(cos, [pad.length, 1, time, D]), sin: tf.tensor4d(sin, [pad.length, 1, time, D]) };
 }
 
 function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {
@@ -259,7 +285,7 @@ function linear(x: tf.Tensor, w: tf.Tensor, b?: tf.Tensor): tf.Tensor {
 }
 
 /** x·cos + rotate_half(x)·sin over the last axis, x [B, H, T, D]. */
-function rotate(x: tf.Tensor4D, cos: tf.Tensor2D, sin: tf.Tensor2D): tf.Tensor {
+function rotate(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
   const half = x.shape[3] / 2;
   const [x1, x2] = tf.split(x, [half, half], 3);
   const rotated = tf.concat([tf.neg(x2), x1], 3);
@@ -294,6 +320,8 @@ export function decoderForward(
   tokens: tf.Tensor2D,
   cache: readonly LayerKv[] | null,
   adapters?: Adapters,
+  /** Rows left-padded by this many tokens each (rows of different lengths decoded together); none: no padding. */
+  pad?: readonly number[],
 ): { logits: tf.Tensor3D; kv: LayerKv[] } {
   const [batch, time] = tokens.shape;
   const past = cache === null ? 0 : cache[0].k.shape[2];
@@ -316,10 +344,28 @@ export function decoderForward(
     const delta = adapters?.delta(m, x);
     return delta ? tf.add(y, delta) : y;
   };
-  const { cos, sin } = rotaryTables(c, past, time);
-  // Query i (position past + i) sees keys 0..past + i.
+  if (pad !== undefined && (pad.length !== batch || pad.some((p) => !Number.isInteger(p) || p < 0 || p >= total))) {
+    throw new Error(`decoder: pad must give each of the ${batch} rows a count in [0, ${total}) (got ${JSON.stringify(pad)})`);
+  }
+  const { cos, sin } = pad === undefined ? rotaryTables(c, past, time) : rotaryRows(c, past, time, pad);
+  // Query i (position past + i) sees keys 0..past + i; a padded row, none of its padding.
   const mask = tf.linalg.bandPart(tf.ones([time, total]), -1, past);
-  const negative = tf.mul(tf.sub(1, mask), -1e9);
+  const negative =
+    pad === undefined
+      ? tf.mul(tf.sub(1, mask), -1e9)
+      : tf.mul(
+          tf.sub(
+            1,
+            tf.mul(
+              tf.reshape(mask, [1, 1, time, total]),
+              tf.tensor4d(
+                pad.flatMap((p) => Array.from({ length: total }, (_, j) => (j >= p ? 1 : 0))),
+                [batch, 1, 1, total],
+              ),
+            ),
+          ),
+          -1e9,
+        );
   const group = c.heads / c.kvHeads;
   let x: tf.Tensor = tf.reshape(tf.gather(get('model.embed_tokens.weight'), tf.reshape(tokens, [-1])), [batch, time, c.hiddenSize]);
   const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
@@ -412,6 +458,8 @@ export const argmaxToken: ChooseToken = argmaxId;
  */
 export class DecoderCache {
   private kv: LayerKv[] | null = null;
+  /** Left padding of each row (generatePadded); null: rows of one length. */
+  private pad: number[] | null = null;
 
   constructor(
     private readonly params: DecoderParams,
@@ -442,6 +490,7 @@ export class DecoderCache {
         ),
         old,
         this.adapters,
+        this.pad ?? undefined,
       );
       r.kv.forEach((l) => (tf.keep(l.k), tf.keep(l.v)));
       tf.keep(r.logits);
@@ -551,6 +600,56 @@ export class DecoderCache {
     return { ids, cut, rowCaches };
   }
 
+  /**
+   * Prompts of different lengths continued together: each row left-padded to the longest (the
+   * padding masked out of attention, positions counted from each row's first real token), then
+   * decoded in lockstep, row r picking with `chooses[r]` until a stop id or `maxes[r]` tokens.
+   * Returns each row's tokens and whether its limit ended it; the cache is emptied.
+   */
+  async generatePadded(
+    prompts: readonly (readonly number[])[],
+    maxes: readonly number[],
+    stop: ReadonlySet<number>,
+    chooses: readonly ChooseToken[],
+  ): Promise<{ ids: number[][]; cut: boolean[] }> {
+    if (this.kv !== null) throw new Error('DecoderCache.generatePadded starts from an empty cache');
+    const rows = prompts.length;
+    const V = this.config.vocabSize;
+    const longest = Math.max(...prompts.map((p) => p.length));
+    this.pad = prompts.map((p) => longest - p.length);
+    const ids: number[][] = prompts.map(() => []);
+    const stopped = prompts.map(() => false);
+    const done = maxes.map((m) => m <= 0);
+    try {
+      // Padding repeats a row's first token (any id would do: it is never attended to).
+      let out = this.feed(prompts.map((p, r) => [...new Array<number>((this.pad as number[])[r]).fill(p[0]), ...p]));
+      let at = longest - 1;
+      if (done.every((d) => d)) out.dispose();
+      while (done.some((d) => !d)) {
+        const last = tf.tidy(() => tf.reshape(tf.slice(out, [0, at, 0], [rows, 1, V]), [rows * V]));
+        const logits = (await last.data()) as Float32Array;
+        last.dispose();
+        out.dispose();
+        const next: number[] = [];
+        for (let r = 0; r < rows; r++) {
+          if (!done[r]) {
+            const id = await chooses[r](logits.subarray(r * V, (r + 1) * V));
+            ids[r].push(id);
+            if (stop.has(id)) stopped[r] = done[r] = true;
+            else if (ids[r].length >= maxes[r]) done[r] = true;
+          }
+          next.push(ids[r].at(-1) ?? prompts[r][prompts[r].length - 1]);
+        }
+        if (done.every((d) => d)) break;
+        out = this.feed(next.map((t) => [t]));
+        at = 0;
+      }
+    } finally {
+      this.dispose();
+    }
+    return { ids, cut: stopped.map((s) => !s) };
+  }
+
   /** `generate` with the most likely token each time. */
   greedy(first: readonly number[], max: number, stop: ReadonlySet<number>): Promise<{ ids: number[]; cut: boolean }> {
     return this.generate(first, max, stop, argmaxToken);
@@ -559,5 +658,6 @@ export class DecoderCache {
   dispose(): void {
     this.kv?.forEach((l) => (l.k.dispose(), l.v.dispose()));
     this.kv = null;
+    this.pad = null;
   }
 }

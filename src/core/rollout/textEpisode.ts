@@ -44,6 +44,12 @@ export interface TextEpisodeOptions {
    * contexts and the context with every token it holds so far (a stepper shows them).
    */
   onTurn?: (index: number, context: TextContext) => void;
+  /**
+   * Decode a round's clones together as one padded batch (default, unless `onTurn` watches each
+   * turn). `choose` is then asked for the clones' tokens interleaved, not clone after clone: a
+   * scripted chooser that reads its contexts in order needs false.
+   */
+  batchClones?: boolean;
 }
 
 export interface TextContext {
@@ -175,6 +181,7 @@ async function runEpisodeFrom(
 ): Promise<TextEpisode> {
   const { tokenizer, config } = model;
   const { rootPrefix = '', choose = argmaxToken, context = {}, onTurn, offerTool = true } = options;
+  const batchClones = options.batchClones ?? onTurn === undefined;
   const stop = new Set(tokenizer.stopIds());
   const tools = offerTool ? [SPAWN_CLONE_TOOL] : undefined;
   const root: TextContext = {
@@ -259,20 +266,31 @@ async function runEpisodeFrom(
       stats.repairedToolCalls += spawns.filter((c) => c.repaired).length;
       // The clones of this round, the calls' objectives in order, at most maxClones a call.
       const answers: string[] = [];
+      const round: { objective: string; message: string }[] = [];
       for (const call of spawns) {
         const { requests, rejected } = cloneRequests(call.arguments);
         const over = Math.max(0, requests.length - limits.maxClones);
         stats.rejectedObjectives += rejected.length + over;
         for (const r of rejected) violate(0, 'malformed_spawn', `an objective was rejected: ${r.reason}`);
         if (over > 0) violate(0, 'too_many_clones', `${requests.length} objectives in one call, at most ${limits.maxClones}`);
-        for (const r of requests.slice(0, limits.maxClones)) {
-          const clone = await runClone(model, r.instruction, cloneUserMessage(r, context), limits.cloneBudget, stop, choose, rounds, (c) =>
-            onTurn?.(contexts.length, c),
-          );
-          contexts.push(clone);
-          if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
-          answers.push(clone.answer ?? 'failed: no answer within the budget');
-        }
+        for (const r of requests.slice(0, limits.maxClones)) round.push({ objective: r.instruction, message: cloneUserMessage(r, context) });
+      }
+      // The round's clones run side by side (one padded batch), or one by one when a stepper watches each turn.
+      const clones =
+        batchClones && round.length > 1
+          ? await runClonesTogether(model, round, limits.cloneBudget, stop, choose, rounds)
+          : await (async () => {
+              const one: TextContext[] = [];
+              for (const r of round)
+                one.push(
+                  await runClone(model, r.objective, r.message, limits.cloneBudget, stop, choose, rounds, (c) => onTurn?.(contexts.length + one.length, c)),
+                );
+              return one;
+            })();
+      for (const clone of clones) {
+        contexts.push(clone);
+        if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
+        answers.push(clone.answer ?? 'failed: no answer within the budget');
       }
       // The tool message as the template renders it after the root's turn: its tokens are injected.
       const rootText = tokenizer.decode(root.tokens);
@@ -307,18 +325,8 @@ function cloneDetail(c: TextContext): string {
   return 'the clone ended without an answer';
 }
 
-/** A clone: its own chat (system and objective), decoded up to its budget. */
-async function runClone(
-  model: TextModel,
-  objective: string,
-  instruction: string,
-  budget: number,
-  stop: ReadonlySet<number>,
-  choose: ChooseToken,
-  round: number,
-  onTurn: (c: TextContext) => void,
-): Promise<TextContext> {
-  const { tokenizer, config } = model;
+/** A clone's context before it generates: its chat (the clone system prompt and its message) rendered. */
+function newClone(model: TextModel, objective: string, instruction: string, budget: number, round: number): TextContext {
   const clone: TextContext = {
     role: 'clone',
     messages: [
@@ -335,28 +343,68 @@ async function runClone(
     round,
     objective,
   };
-  clone.tokens = tokenizer.chatIds(clone.messages, true);
+  clone.tokens = model.tokenizer.chatIds(clone.messages, true);
   clone.writers = 'p'.repeat(clone.tokens.length);
-  const cache = new DecoderCache(model.params, config, model.adapters);
+  return clone;
+}
+
+/** A clone's context with what it generated: its answer, and the violation, if any. */
+function finishClone(model: TextModel, clone: TextContext, got: { ids: number[]; cut: boolean }): TextContext {
+  const { tokenizer } = model;
+  clone.tokens.push(...got.ids);
+  clone.writers += 'g'.repeat(got.ids.length);
+  clone.generatedTokens = got.ids.length;
+  clone.overBudget = got.cut;
+  const text = tokenizer.decode(got.ids, true);
+  // A clone cut at its budget without an answer line has no answer (the reference gates it).
+  clone.answer = answerOf(text) ?? (got.cut ? null : text.trim() || null);
+  // With its special tokens (the tool-call markers are special in most tokenizers).
+  const raw = tokenizer.decode(got.ids);
+  if (extractToolCalls(raw).calls.some((c) => c.name === SPAWN_CLONE)) clone.violation = 'clone_spawn';
+  else if (writesToolResponse(raw)) clone.violation = 'reserved_token';
+  else if (clone.answer === null) clone.violation = got.cut ? 'clone_over_budget' : 'clone_no_answer';
+  return clone;
+}
+
+/** A round's clones decoded together: their prompts left-padded into one batch (DecoderCache.generatePadded). */
+async function runClonesTogether(
+  model: TextModel,
+  round: readonly { objective: string; message: string }[],
+  budget: number,
+  stop: ReadonlySet<number>,
+  choose: ChooseToken,
+  index: number,
+): Promise<TextContext[]> {
+  const clones = round.map((r) => newClone(model, r.objective, r.message, budget, index));
+  const cache = new DecoderCache(model.params, model.config, model.adapters);
+  const got = await cache.generatePadded(
+    clones.map((c) => c.tokens),
+    clones.map((c) => Math.min(budget, model.config.maxPositions - c.tokens.length)),
+    stop,
+    clones.map(() => choose),
+  );
+  return clones.map((c, r) => finishClone(model, c, { ids: got.ids[r], cut: got.cut[r] }));
+}
+
+/** A clone: its own chat (system and objective), decoded up to its budget. */
+async function runClone(
+  model: TextModel,
+  objective: string,
+  instruction: string,
+  budget: number,
+  stop: ReadonlySet<number>,
+  choose: ChooseToken,
+  round: number,
+  onTurn: (c: TextContext) => void,
+): Promise<TextContext> {
+  const clone = newClone(model, objective, instruction, budget, round);
+  const cache = new DecoderCache(model.params, model.config, model.adapters);
   try {
     onTurn(clone);
-    const got = await cache.generate(clone.tokens, Math.min(budget, config.maxPositions - clone.tokens.length), stop, choose);
-    clone.tokens.push(...got.ids);
-    clone.writers += 'g'.repeat(got.ids.length);
-    clone.generatedTokens = got.ids.length;
-    clone.overBudget = got.cut;
-    const text = tokenizer.decode(got.ids, true);
-    // A clone cut at its budget without an answer line has no answer (the reference gates it).
-    clone.answer = answerOf(text) ?? (got.cut ? null : text.trim() || null);
-    // With its special tokens (the tool-call markers are special in most tokenizers).
-    const raw = tokenizer.decode(got.ids);
-    if (extractToolCalls(raw).calls.some((c) => c.name === SPAWN_CLONE)) clone.violation = 'clone_spawn';
-    else if (writesToolResponse(raw)) clone.violation = 'reserved_token';
-    else if (clone.answer === null) clone.violation = got.cut ? 'clone_over_budget' : 'clone_no_answer';
+    return finishClone(model, clone, await cache.generate(clone.tokens, Math.min(budget, model.config.maxPositions - clone.tokens.length), stop, choose));
   } finally {
     cache.dispose();
   }
-  return clone;
 }
 
 /** A text episode as its trace. */
