@@ -21,8 +21,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
 import { encodeSafetensors } from '../src/core/io/safetensors';
-import { type ChooseToken, DecoderCache, decoderConfigFromHf, decoderForward, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
-import { sampleFromLogits } from '../src/core/model/sample';
+import {
+  type ChooseToken,
+  DecoderCache,
+  decoderConfigFromHf,
+  decoderForward,
+  decoderParams,
+  decoderTargetScores,
+  samplingChooser,
+} from '../src/core/model/decoder';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import { VIOLATIONS } from '../src/core/protocol/violations';
@@ -170,8 +177,7 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
     // The decoder: rows in lockstep against single rows, then each row's cache against a fresh forward.
     const prompt = model.tokenizer.chatIds(messages, true);
     const sampler = (seed: number) => {
-      const rng = new Rng(seed);
-      return (logits: Float32Array) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature: 3, topK: 0 }, rng).id;
+      return samplingChooser(model.config.vocabSize, 3, new Rng(seed));
     };
     const rows = await new DecoderCache(model.params, model.config).generateRows(prompt, 12, stop, [1, 2, 3].map(sampler));
     for (const [r, seed] of [1, 2, 3].entries()) {

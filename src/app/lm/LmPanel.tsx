@@ -41,6 +41,41 @@ function lmClient(): LmClient {
 
 const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
+/** A number input kept within [min, max]; what cannot be read as a number reads `fallback`. */
+function NumberField({
+  label,
+  value,
+  min,
+  max,
+  step,
+  fallback = min,
+  title,
+  onChange,
+}: {
+  label: string;
+  value: number;
+  min: number;
+  max: number;
+  step?: number;
+  fallback?: number;
+  title?: string;
+  onChange: (v: number) => void;
+}) {
+  return (
+    <label title={title}>
+      {label}{' '}
+      <input
+        type="number"
+        min={min}
+        max={max}
+        step={step}
+        value={value}
+        onChange={(e) => onChange(Math.max(min, Math.min(max, Number(e.target.value) || fallback)))}
+      />
+    </label>
+  );
+}
+
 /** A token's text as shown: whitespace made visible, so a piece that is only a space or a newline can be seen. */
 const visible = (piece: string) => piece.replace(/\n/g, '↵\n').replace(/^ $/, '␣');
 
@@ -175,7 +210,6 @@ export function LmPanel() {
   const [frontierN, setFrontierN] = useState(8);
   const [frontier, setFrontier] = useState<FrontierPoint[]>([]);
   const frontierSvg = useRef<SVGSVGElement | null>(null);
-  const stepRef = useRef(0);
 
   useEffect(() => {
     if (!info) return;
@@ -203,7 +237,6 @@ export function LmPanel() {
     setStepper(null);
     setAnatomy(null);
     setFrontier([]);
-    stepRef.current = 0;
   };
   const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
   const load = (folder: string, files: File[]) =>
@@ -228,8 +261,10 @@ export function LmPanel() {
       .map((t) => t.trim())
       .filter((t) => t !== ''),
   };
-  const add = (traces: TextEpisodeTrace[], label: string) => {
-    const rows = traces.map((t, i) => ({ key: nextKey++, label: `${label} #${i + 1}`, trace: episodeTraceOfText(t, stepRef.current) }));
+  /** The GRPO steps the adapters have taken (none yet, or since a reset or a new model: 0). */
+  const policyStep = metrics.at(-1)?.step ?? 0;
+  const add = (traces: TextEpisodeTrace[], label: string, step = policyStep) => {
+    const rows = traces.map((t, i) => ({ key: nextKey++, label: `${label} #${i + 1}`, trace: episodeTraceOfText(t, step) }));
     setEpisodes((old) => [...rows, ...old].slice(0, MAX_EPISODES));
     setSelected(rows[0]?.key ?? null);
     setContext(0);
@@ -323,48 +358,14 @@ export function LmPanel() {
       {info && (
         <>
           <div className="row small">
-            <label>
-              episodes <input type="number" min={1} max={32} value={n} onChange={(e) => setN(Math.max(1, Math.min(32, Number(e.target.value) || 1)))} />
-            </label>{' '}
-            <label title="0 decodes greedily">
-              temperature{' '}
-              <input
-                type="number"
-                min={0}
-                max={5}
-                step={0.1}
-                value={temperature}
-                onChange={(e) => setTemperature(Math.max(0, Math.min(5, Number(e.target.value) || 0)))}
-              />
-            </label>{' '}
-            <label>
-              root tokens{' '}
-              <input
-                type="number"
-                min={1}
-                max={8192}
-                value={rootTokens}
-                onChange={(e) => setRootTokens(Math.max(1, Math.min(8192, Number(e.target.value) || 1)))}
-              />
-            </label>{' '}
-            <label>
-              clone budget{' '}
-              <input
-                type="number"
-                min={1}
-                max={8192}
-                value={cloneBudget}
-                onChange={(e) => setCloneBudget(Math.max(1, Math.min(8192, Number(e.target.value) || 1)))}
-              />
-            </label>
+            <NumberField label="episodes" value={n} min={1} max={32} onChange={setN} />{' '}
+            <NumberField label="temperature" title="0 decodes greedily" value={temperature} min={0} max={5} step={0.1} onChange={setTemperature} />{' '}
+            <NumberField label="root tokens" value={rootTokens} min={1} max={8192} onChange={setRootTokens} />{' '}
+            <NumberField label="clone budget" value={cloneBudget} min={1} max={8192} onChange={setCloneBudget} />
           </div>
           <div className="row small">
-            <label>
-              LoRA r <input type="number" min={1} max={256} value={loraR} onChange={(e) => setLoraR(Math.max(1, Math.min(256, Number(e.target.value) || 1)))} />
-            </label>{' '}
-            <label>
-              alpha <input type="number" min={0.1} max={1024} value={loraAlpha} onChange={(e) => setLoraAlpha(Math.max(0.1, Number(e.target.value) || 1))} />
-            </label>{' '}
+            <NumberField label="LoRA r" value={loraR} min={1} max={256} onChange={setLoraR} />{' '}
+            <NumberField label="alpha" value={loraAlpha} min={0.1} max={1024} fallback={1} onChange={setLoraAlpha} />{' '}
             <label>
               targets <input type="text" value={targets} size={28} onChange={(e) => setTargets(e.target.value)} />
             </label>
@@ -394,10 +395,9 @@ export function LmPanel() {
                   // The worker ends a stepped episode before the step changes the adapters.
                   setStepper(null);
                   const r = await lmClient().request({ kind: 'trainStep', config, lora, limits });
-                  stepRef.current = r.metrics.step;
                   setMetrics((m) => [...m, r.metrics]);
                   setAnatomy(r.anatomy);
-                  add(r.traces, `GRPO step ${r.metrics.step}`);
+                  add(r.traces, `GRPO step ${r.metrics.step}`, r.metrics.step);
                 })
               }
             >
@@ -424,7 +424,6 @@ export function LmPanel() {
                 void run('resetting', async () => {
                   setStepper(null);
                   await lmClient().request({ kind: 'resetAdapters' });
-                  stepRef.current = 0;
                   setMetrics([]);
                 })
               }
@@ -460,16 +459,7 @@ export function LmPanel() {
           <div className="row small">
             <span>Accuracy–cost frontier (greedy, held-out problems): root token limits</span>{' '}
             <input type="text" size={12} data-testid="lm-frontier-limits" value={frontierLimits} onChange={(e) => setFrontierLimits(e.target.value)} />{' '}
-            <label>
-              problems{' '}
-              <input
-                type="number"
-                min={1}
-                max={500}
-                value={frontierN}
-                onChange={(e) => setFrontierN(Math.max(1, Math.min(500, Number(e.target.value) || 1)))}
-              />
-            </label>{' '}
+            <NumberField label="problems" value={frontierN} min={1} max={500} onChange={setFrontierN} />{' '}
             <button
               type="button"
               data-testid="lm-frontier"
@@ -488,9 +478,7 @@ export function LmPanel() {
                     n: frontierN,
                     limits: { cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds },
                   });
-                  setFrontier(
-                    points.map((p) => ({ ...p, checkpoint: `${info.folder || 'model'}${stepRef.current > 0 ? ` + LoRA step ${stepRef.current}` : ''}` })),
-                  );
+                  setFrontier(points.map((p) => ({ ...p, checkpoint: `${info.folder || 'model'}${policyStep > 0 ? ` + LoRA step ${policyStep}` : ''}` })));
                 })
               }
             >

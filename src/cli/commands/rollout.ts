@@ -12,7 +12,7 @@ import { MODEL_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel
 import { runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
 import { formatTextEpisode } from '../../core/rollout/textTrace';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { sampleFromLogits } from '../../core/model/sample';
+import { samplingChooser } from '../../core/model/decoder';
 import { rootChat } from '../../core/verl/dataset';
 import type { Task } from '../../core/tasks/types';
 import type { TaskName } from '../../core/tasks';
@@ -87,7 +87,7 @@ async function textRollout<O>(
     },
     {
       context: problem.context ?? {},
-      ...(f.greedy ? {} : { choose: (logits: Float32Array) => sampleFromLogits(logits, 0, vocab, { temperature: f.temperature, topK: 0 }, rng).id }),
+      choose: samplingChooser(vocab, f.greedy ? 0 : f.temperature, rng),
     },
   );
   const trace = textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct);

@@ -20,7 +20,9 @@ import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { type TextPolicy, fullPolicy, loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { textEpisodeTrace } from '../../core/rollout/textEpisode';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { evaluateText } from '../../core/eval/textEval';
+import { textFrontierPoint } from '../../core/eval/textEval';
+import { heldOutProblems } from '../../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../../core/eval/splits';
 
 const RECIPES = ['project', 'reference'] as const;
 
@@ -168,7 +170,8 @@ export const trainLm = defineRunCommand(
       tokensSeen += episodes.reduce((n, e) => n + e.episode.contexts.reduce((k, c) => k + c.generatedTokens, 0), 0);
       const row: Record<string, unknown> = { ...metrics };
       if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        const e = await evaluateText(policy.model, task, opts, rc.evalN, limits);
+        const problems = heldOutProblems(task, opts, rc.evalN, HELD_OUT_SEED, 'monitor');
+        const e = await textFrontierPoint(policy.model, task, problems, 'delegate', limits.rootMaxTokens, limits);
         Object.assign(row, { evalAccuracy: e.accuracy, evalDelegationRate: e.delegationRate, evalMeanTokens: e.meanTokens });
       }
       pendingMetrics.push(row);

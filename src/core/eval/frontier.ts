@@ -9,7 +9,7 @@ import type { RolloutConfig } from '../rollout/config';
 import { checkField, fieldOf } from '../runConfig';
 import { defaultRolloutConfig } from '../runConfigTargets';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
-import type { EpisodeTrace } from '../rollout/trace';
+import type { EpisodeTrace, TokenCounts } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
 import { majorityVote, paretoSet, wilsonInterval } from './stats';
 import { type RewardConfig, episodeReward } from '../rl/reward';
@@ -147,21 +147,46 @@ export async function frontierPoint<O>(
   const k = samplesOf(method);
   const cfg = configFor(method, limit, spec.temperature, task.name, spec.rollout ?? {});
   const groups = await runSamples(decoder, task, problems, k, cfg, spec.seed, spec.batch, encode, onProgress);
+  let reward = 0;
+  let episodes = 0;
+  if (spec.reward) {
+    const r = spec.reward;
+    groups.forEach((traces, i) => {
+      for (const t of traces) reward += episodeReward(t, task.verify(problems[i], t.answer), r).reward;
+      episodes += traces.length;
+    });
+  }
+  return { ...pointOf(task, problems, method, limit, groups), ...(spec.reward ? { meanReward: episodes === 0 ? 0 : reward / episodes } : {}) };
+}
+
+/** What a point reads of an episode (an episode trace, or a real model's text episode). */
+export interface PointEpisode {
+  answer: string | null;
+  /** The root first; each context's tokens, prompt included. */
+  contexts: readonly { tokens: { readonly length: number } }[];
+  tokens: Pick<TokenCounts, 'total' | 'criticalPath' | 'root'>;
+}
+
+/**
+ * A point from the episodes of each problem (several for self-consistency, voted): accuracy with
+ * its Wilson interval, and the costs per problem.
+ */
+export function pointOf<O>(
+  task: Task<O>,
+  problems: readonly Problem[],
+  method: Method,
+  limit: number,
+  groups: readonly (readonly PointEpisode[])[],
+): FrontierPoint {
   let correct = 0;
   let tokens = 0;
   let critical = 0;
   let root = 0;
   let rootContext = 0;
   let delegated = 0;
-  let reward = 0;
-  let episodes = 0;
   groups.forEach((traces, i) => {
-    if (spec.reward) {
-      for (const t of traces) reward += episodeReward(t, task.verify(problems[i], t.answer), spec.reward).reward;
-      episodes += traces.length;
-    }
     if (traces.some((t) => t.contexts.length > 1)) delegated++;
-    const answer = k === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
+    const answer = traces.length === 1 ? traces[0].answer : majorityVote(traces.map((t) => t.answer));
     if (task.verify(problems[i], answer).correct) correct++;
     tokens += traces.reduce((a, t) => a + t.tokens.total, 0);
     critical += Math.max(...traces.map((t) => t.tokens.criticalPath));
@@ -181,7 +206,6 @@ export async function frontierPoint<O>(
     meanRootTokens: mean(root),
     meanRootContextTokens: mean(rootContext),
     delegationRate: mean(delegated),
-    ...(spec.reward ? { meanReward: episodes === 0 ? 0 : reward / episodes } : {}),
   };
 }
 

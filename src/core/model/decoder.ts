@@ -17,6 +17,8 @@
  * (`rope_theta`, `rope_scaling`), and the rope types `default`, `linear` and `llama3`; anything
  * else is refused by name rather than run differently from the reference.
  */
+import type { Rng } from '../rng';
+import { sampleFromLogits } from './sample';
 import * as tf from '@tensorflow/tfjs';
 import type { DecodedTensor } from '../io/safetensors';
 
@@ -449,6 +451,11 @@ export function argmaxId(logits: Float32Array): number {
 
 /** Greedy choice, as a ChooseToken. */
 export const argmaxToken: ChooseToken = argmaxId;
+
+/** Sampling at `temperature` from the whole distribution with `rng` (temperature 0: greedy), as a ChooseToken. */
+export function samplingChooser(vocab: number, temperature: number, rng: Rng): ChooseToken {
+  return temperature > 0 ? (logits) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id : argmaxToken;
+}
 
 /**
  * Cached decoding of a batch of rows that advance together (the same length): `feed` runs only

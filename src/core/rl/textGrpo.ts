@@ -16,15 +16,15 @@
  * base model (the adapters off), as with LoRA in verl, else a frozen copy of the first weights.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type DecoderConfig, type DecoderParams, decoderTargetScores } from '../model/decoder';
+import { type DecoderConfig, type DecoderParams, decoderTargetScores, samplingChooser } from '../model/decoder';
 import type { Lora } from '../model/lora';
-import { sampleFromLogits } from '../model/sample';
 import type { AdamW } from '../optim/adamw';
 import { emptyViolationCounts } from '../protocol/violations';
 import { Rng } from '../rng';
 import { drawProblem } from '../eval/splits';
 import { type TextEpisode, type TextModel, runTextEpisodeGroup } from '../rollout/textEpisode';
-import { type TextLimits } from '../rollout/textLimits';
+import type { TextLimits } from '../rollout/textLimits';
+import { textTokenCounts } from '../rollout/textTrace';
 import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
 import type { TaskName } from '../tasks';
@@ -43,7 +43,7 @@ import {
   surrogateLoss,
   tokenMeans,
 } from './ppoLoss';
-import { type RewardedEpisode, episodeReward } from './reward';
+import { episodeReward } from './reward';
 
 /** A model being trained, and what of it trains. */
 export interface TextPolicy {
@@ -136,20 +136,6 @@ export interface TextStepAnatomy {
   }[];
 }
 
-/** What the reward reads of a text episode: its answer's verdict, rounds, and the tokens each context wrote. */
-export function rewardedTextEpisode(e: TextEpisode, correct: boolean): RewardedEpisode {
-  const clones = e.contexts.filter((c) => c.role === 'clone');
-  const longestClonePerRound = Array.from({ length: e.rounds }, (_, r) =>
-    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
-  );
-  return {
-    correct,
-    rounds: e.rounds,
-    tokens: { root: e.contexts[0].generatedTokens, longestClonePerRound, total: e.contexts.reduce((n, c) => n + c.generatedTokens, 0) },
-    contexts: e.contexts,
-  };
-}
-
 /** A context as one sequence of the update: positions predicting the model's own tokens train. */
 export function textSequence(ctx: TextEpisode['contexts'][number], credit: ContextCredit): RlSequence {
   // Up to the model's last token: what follows (a tool response that ended the episode) trains nothing
@@ -166,12 +152,19 @@ function scoresOf(params: DecoderParams, config: DecoderConfig, temperature: num
   return (inputs: tf.Tensor2D, targets: tf.Tensor2D) => decoderTargetScores(params, config, inputs, targets, temperature, adapters);
 }
 
-/** Per-position log-probs of every sequence's own tokens (0 elsewhere), without gradients. */
-async function sequenceLogprobs(seqs: readonly RlSequence[], score: ReturnType<typeof scoresOf>): Promise<number[][]> {
+/**
+ * Per-position log-probs of the sequences' own tokens (0 elsewhere), without gradients, for the
+ * sequences `include` names (by default those that train; the rest read 0).
+ */
+async function sequenceLogprobs(
+  seqs: readonly RlSequence[],
+  score: ReturnType<typeof scoresOf>,
+  include: (s: RlSequence, k: number) => boolean = (s) => s.weight > 0,
+): Promise<number[][]> {
   const out: number[][] = [];
-  for (const s of seqs) {
+  for (const [k, s] of seqs.entries()) {
     const n = s.tokens.length - 1;
-    if (s.weight === 0 || n <= 0) {
+    if (!include(s, k) || n <= 0) {
       out.push(s.actions.map(() => 0));
       continue;
     }
@@ -213,7 +206,7 @@ export async function textGrpoStep<O>(
     // The group's G episodes, each sampling from its own stream; their first root turns decoded as one batch.
     const options = Array.from({ length: grpo.group }, (_, g) => {
       const rng = Rng.stream(grpo.seed, 'text-grpo-episode', step, i, g);
-      return { context: problem.context ?? {}, choose: (logits: Float32Array) => sampleFromLogits(logits, 0, vocab, { temperature, topK: 0 }, rng).id };
+      return { context: problem.context ?? {}, choose: samplingChooser(vocab, temperature, rng) };
     });
     for (const episode of await runTextEpisodeGroup(model, rootChat(task.name as TaskName, problem), cfg.limits, options)) {
       const verdict = task.verify(problem, episode.answer);
@@ -222,7 +215,10 @@ export async function textGrpoStep<O>(
     onEpisode?.(episodes.length, problems.length * grpo.group);
   }
   const reward = rewardAt(grpo, step);
-  const rewards = episodes.map((e) => episodeReward(rewardedTextEpisode(e.episode, e.correct), e.verdict, reward));
+  const counts = episodes.map((e) => textTokenCounts(e.episode.contexts, e.episode.rounds));
+  const rewards = episodes.map((e, i) =>
+    episodeReward({ correct: e.correct, rounds: e.episode.rounds, tokens: counts[i], contexts: e.episode.contexts }, e.verdict, reward),
+  );
   const groups = problems.map((_, i) => Array.from({ length: grpo.group }, (_, g) => i * grpo.group + g));
   const { credits, stats } = computeAdvantages(
     episodes.map((e) => ({ contexts: e.episode.contexts })),
@@ -234,11 +230,11 @@ export async function textGrpoStep<O>(
   // Sequences, by prompt, with the behaviour and (β > 0) reference log-probs.
   const byPrompt = groups.map((g) => g.flatMap((i) => episodes[i].episode.contexts.map((ctx, j) => textSequence(ctx, credits[i][j]))));
   const all = byPrompt.flat();
-  const old = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature, model.adapters));
+  // Also the first group's when it trains nothing: the slow-motion view shows them (`all` starts with that group).
+  const firstGroup = byPrompt[0] ?? [];
+  const old = await sequenceLogprobs(all, scoresOf(model.params, model.config, temperature, model.adapters), (s, k) => s.weight > 0 || k < firstGroup.length);
   all.forEach((s, k) => (s.oldLogprobs = old[k]));
-  // The first group's tokens before the updates (also those of a group that trains nothing), for the slow-motion view.
-  const firstGroup = (byPrompt[0] ?? []).map((q) => ({ ...q, weight: 1 }));
-  const before = await sequenceLogprobs(firstGroup, scoresOf(model.params, model.config, temperature, model.adapters));
+  const before = old.slice(0, firstGroup.length);
   if (grpo.loss.beta > 0) {
     const ref = await sequenceLogprobs(all, scoresOf(policy.reference, model.config, temperature));
     all.forEach((s, k) => (s.refLogprobs = ref[k]));
@@ -301,7 +297,7 @@ export async function textGrpoStep<O>(
   }
 
   // The first group's tokens after the updates.
-  const after = await sequenceLogprobs(firstGroup, scoresOf(model.params, model.config, temperature, model.adapters));
+  const after = await sequenceLogprobs(firstGroup, scoresOf(model.params, model.config, temperature, model.adapters), () => true);
   let k = 0;
   const anatomy: TextStepAnatomy = {
     prompt: problems[0]?.prompt ?? '',
@@ -343,9 +339,9 @@ export async function textGrpoStep<O>(
       step: step + 1,
       meanReward: mean((_, i) => rewards[i].reward),
       accuracy: mean((e) => (e.correct ? 1 : 0)),
-      meanRootTokens: mean((e) => e.episode.contexts[0].generatedTokens),
-      meanCloneTokens: mean((e) => e.episode.contexts.slice(1).reduce((s, c) => s + c.generatedTokens, 0)),
-      meanTotalTokens: mean((e) => e.episode.contexts.reduce((s, c) => s + c.generatedTokens, 0)),
+      meanRootTokens: mean((_, i) => counts[i].root),
+      meanCloneTokens: mean((_, i) => counts[i].clonesTotal),
+      meanTotalTokens: mean((_, i) => counts[i].total),
       clonesPerEpisode: mean((e) => e.episode.contexts.length - 1),
       delegationRate: mean((e) => (e.episode.rounds > 0 ? 1 : 0)),
       toolCallsRepaired: episodes.reduce((s, e) => s + e.episode.repairedToolCalls, 0),

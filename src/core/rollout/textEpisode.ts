@@ -16,7 +16,7 @@ import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extract
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 import type { ContextCredit, RewardBreakdown } from './trace';
-import { TEXT_TRACE_SCHEMA, type TextEpisodeTrace } from './textTrace';
+import { TEXT_TRACE_SCHEMA, type TextEpisodeOutcome, type TextEpisodeTrace } from './textTrace';
 import type { TextLimits } from './textLimits';
 
 export interface TextModel {
@@ -75,16 +75,8 @@ export interface TextContext {
   objective: string | null;
 }
 
-export interface TextEpisode {
+export interface TextEpisode extends TextEpisodeOutcome {
   contexts: TextContext[];
-  answer: string | null;
-  rounds: number;
-  toolCalls: number;
-  repairedToolCalls: number;
-  droppedToolCalls: number;
-  rejectedObjectives: number;
-  /** Every violation, with the context (index into `contexts`) and what happened. */
-  violations: { violation: Violation; context: number; detail: string }[];
 }
 
 /**
@@ -426,7 +418,7 @@ export function textEpisodeTrace(
     repairedToolCalls: e.repairedToolCalls,
     droppedToolCalls: e.droppedToolCalls,
     rejectedObjectives: e.rejectedObjectives,
-    violations: e.violations,
+    violations: e.violations.map((v) => ({ ...v })),
     ...(scored ? { reward: { ...scored.reward } } : {}),
     contexts: e.contexts.map((c, j) => ({
       role: c.role,

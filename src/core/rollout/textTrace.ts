@@ -6,7 +6,7 @@
  */
 import type { Violation } from '../protocol/violations';
 import { VIOLATIONS } from '../protocol/violations';
-import { type ContextCredit, type EpisodeTrace, type RewardBreakdown, TRACE_SCHEMA, type Writer } from './trace';
+import { type ContextCredit, type EpisodeTrace, type RewardBreakdown, TRACE_SCHEMA, type TokenCounts, type Writer } from './trace';
 
 /** The schema of a text episode's trace: what train-lm writes to traces.jsonl and views read. */
 export const TEXT_TRACE_SCHEMA = 'selfcest-text-episode/1';
@@ -30,19 +30,24 @@ export interface TextContextTrace {
   credit?: ContextCredit;
 }
 
-export interface TextEpisodeTrace {
-  schema: typeof TEXT_TRACE_SCHEMA;
-  /** The task's name (its verdict and prompts). */
-  task: string;
-  problem: { id: string; prompt: string; truth: string };
+/** How a text episode went, as the loop records it and its trace keeps it. */
+export interface TextEpisodeOutcome {
   answer: string | null;
-  correct: boolean;
   rounds: number;
   toolCalls: number;
   repairedToolCalls: number;
   droppedToolCalls: number;
   rejectedObjectives: number;
+  /** Every violation, with the context (index into `contexts`) and what happened. */
   violations: { violation: Violation; context: number; detail: string }[];
+}
+
+export interface TextEpisodeTrace extends TextEpisodeOutcome {
+  schema: typeof TEXT_TRACE_SCHEMA;
+  /** The task's name (its verdict and prompts). */
+  task: string;
+  problem: { id: string; prompt: string; truth: string };
+  correct: boolean;
   reward?: RewardBreakdown;
   contexts: TextContextTrace[];
 }
@@ -95,18 +100,27 @@ export function formatTextEpisode(t: TextEpisodeTrace): string {
 }
 
 /**
+ * The tokens a text episode's contexts generated (the root first; clones by the round, 1, 2, …,
+ * that started them), as an episode trace counts them: what the reward, the frontier and the
+ * views read.
+ */
+export function textTokenCounts(contexts: readonly { role: 'root' | 'clone'; round: number; generatedTokens: number }[], rounds: number): TokenCounts {
+  const clones = contexts.filter((c) => c.role === 'clone');
+  const longestClonePerRound = Array.from({ length: rounds }, (_, r) =>
+    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
+  );
+  const root = contexts[0]?.generatedTokens ?? 0;
+  const clonesTotal = clones.reduce((n, c) => n + c.generatedTokens, 0);
+  return { root, clonesTotal, longestClonePerRound, criticalPath: root + longestClonePerRound.reduce((a, b) => a + b, 0), total: root + clonesTotal };
+}
+
+/**
  * A text episode as an episode trace (trace.ts) whose contexts are text-only: each token one span
  * with its writer, so the views that draw episodes (tree, rollout table, context view) show the
  * model's own token strings. `policyVersion`: the GRPO steps the weights had taken.
  */
 export function episodeTraceOfText(t: TextEpisodeTrace, policyVersion: number): EpisodeTrace {
   const detail = (j: number) => t.violations.find((v) => v.context === j)?.detail ?? null;
-  const clones = t.contexts.filter((c) => c.role === 'clone');
-  const longestClonePerRound = Array.from({ length: t.rounds }, (_, r) =>
-    clones.filter((c) => c.round === r + 1).reduce((m, c) => Math.max(m, c.generatedTokens), 0),
-  );
-  const root = t.contexts[0]?.generatedTokens ?? 0;
-  const clonesTotal = clones.reduce((n, c) => n + c.generatedTokens, 0);
   return {
     schema: TRACE_SCHEMA,
     policyVersion,
@@ -138,7 +152,7 @@ export function episodeTraceOfText(t: TextEpisodeTrace, policyVersion: number): 
     })),
     events: [],
     violations: t.violations.map((v) => ({ ...v })),
-    tokens: { root, clonesTotal, longestClonePerRound, criticalPath: root + longestClonePerRound.reduce((a, b) => a + b, 0), total: root + clonesTotal },
+    tokens: textTokenCounts(t.contexts, t.rounds),
     ...(t.reward ? { reward: { ...t.reward } } : {}),
   };
 }

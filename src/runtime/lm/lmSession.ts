@@ -9,7 +9,7 @@ import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
 import { decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
-import { sampleFromLogits } from '../../core/model/sample';
+import { samplingChooser } from '../../core/model/decoder';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { Rng } from '../../core/rng';
@@ -107,12 +107,9 @@ export class LmSession {
     const traces = [];
     for (let i = 0; i < n; i++) {
       const problem = task.generate(rng, opts, `lm-${seed}-${i}`);
-      const episodeRng = rng.fork();
       const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, {
         context: problem.context ?? {},
-        ...(temperature > 0
-          ? { choose: (logits: Float32Array) => sampleFromLogits(logits, 0, model.config.vocabSize, { temperature, topK: 0 }, episodeRng).id }
-          : {}),
+        choose: samplingChooser(model.config.vocabSize, temperature, rng.fork()),
       });
       traces.push(textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct));
       this.onProgress('rollout', i + 1, n);

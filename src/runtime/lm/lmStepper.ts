@@ -5,8 +5,8 @@
  * and the next token's most likely candidates with their probabilities at the sampling
  * temperature, the one picked among them.
  */
-import { argmaxId } from '../../core/model/decoder';
-import { sampleFromLogits, topKProbs } from '../../core/model/sample';
+import { samplingChooser } from '../../core/model/decoder';
+import { topKProbs } from '../../core/model/sample';
 import type { Rng } from '../../core/rng';
 import { type TextContext, type TextEpisode, type TextEpisodeOptions, type TextModel } from '../../core/rollout/textEpisode';
 
@@ -51,6 +51,7 @@ export class LmStepper {
   constructor(model: TextModel, run: (options: Pick<TextEpisodeOptions, 'choose' | 'onTurn'>) => Promise<TextEpisode>, temperature: number, rng: Rng) {
     const V = model.config.vocabSize;
     const piece = (id: number) => model.tokenizer.decode([id]);
+    const pick = samplingChooser(V, temperature, rng);
     this.episode = run({
       onTurn: (index, ctx) => {
         this.current = index;
@@ -59,7 +60,7 @@ export class LmStepper {
         this.contexts[index] = { ctx, shown };
       },
       choose: async (logits) => {
-        const id = temperature > 0 ? sampleFromLogits(logits, 0, V, { temperature, topK: 0 }, rng).id : argmaxId(logits);
+        const id = await pick(logits);
         const pause = this.until === 'token' || (this.until === 'turn' && this.turnStarted);
         this.turnStarted = false;
         if (pause) {
