@@ -227,16 +227,9 @@ const ROTARY = new WeakMap<DecoderConfig, { positions: number; cos: Float32Array
  * as HF's `cat(freqs, freqs)`).
  */
 function rotaryTables(c: DecoderConfig, from: number, count: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
-  const t = rotaryArrays(c, from + count);
-  const rows = (a: Float32Array) => tf.tensor2d(a.subarray(from * c.headDim, (from + count) * c.headDim), [count, c.headDim]);
-  return { cos: rows(t.cos), sin: rows(t.sin) };
-}
-
-/** The config's cos and sin tables (positions × head dim, as arrays), computed once and grown to cover `upTo` positions. */
-function rotaryArrays(c: DecoderConfig, upTo: number): { positions: number; cos: Float32Array; sin: Float32Array } {
   let t = ROTARY.get(c);
-  if (!t || t.positions < upTo) {
-    const positions = Math.min(c.maxPositions, Math.max(upTo, 2 * (t?.positions ?? 64)));
+  if (!t || t.positions < from + count) {
+    const positions = Math.min(c.maxPositions, Math.max(from + count, 2 * (t?.positions ?? 64)));
     const inv = ropeInverseFrequencies(c);
     const half = inv.length;
     const cos = new Float32Array(positions * c.headDim);
@@ -251,27 +244,8 @@ function rotaryArrays(c: DecoderConfig, upTo: number): { positions: number; cos:
     t = { positions, cos, sin };
     ROTARY.set(c, t);
   }
-  return t;
-}
-
-/**
- * Rotary tables [B, 1, T, D] for rows left-padded by `pad[r]` tokens: row r's token at position
- * past + t is its (past + t − pad[r])-th real token (a padding position takes position 0; it is
- * never attended to).
- */
-function rotaryRows(c: DecoderConfig, past: number, time: number, pad: readonly number[]): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
-  const t = rotaryArrays(c, past + time);
-  const D = c.headDim;
-  const cos = new Float32Array(pad.length * time * D);
-  const sin = new Float32Array(pad.length * time * D);
-  pad.forEach((p, r) => {
-    for (let i = 0; i < time; i++) {
-      const pos = Math.max(0, past + i - p);
-      cos.set(t.cos.subarray(pos * D, (pos + 1) * D), (r * time + i) * D);
-      sin.set(t.sin.subarray(pos * D, (pos + 1) * D), (r * time + i) * D);
-    }
-  });
-  return { cos: tf.tensor4d(cos, [pad.length, 1, time, D]), sin: tf.tensor4d(sin, [pad.length, 1, time, D]) };
+  const rows = (a: Float32Array) => tf.tensor2d(a.subarray(from * c.headDim, (from + count) * c.headDim), [count, c.headDim]);
+  return { cos: rows(t.cos), sin: rows(t.sin) };
 }
 
 function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {
@@ -287,7 +261,7 @@ function linear(x: tf.Tensor, w: tf.Tensor, b?: tf.Tensor): tf.Tensor {
 }
 
 /** x·cos + rotate_half(x)·sin over the last axis, x [B, H, T, D]. */
-function rotate(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
+function rotate(x: tf.Tensor4D, cos: tf.Tensor2D, sin: tf.Tensor2D): tf.Tensor {
   const half = x.shape[3] / 2;
   const [x1, x2] = tf.split(x, [half, half], 3);
   const rotated = tf.concat([tf.neg(x2), x1], 3);
@@ -349,7 +323,9 @@ export function decoderForward(
   if (pad !== undefined && (pad.length !== batch || pad.some((p) => !Number.isInteger(p) || p < 0 || p >= total))) {
     throw new Error(`decoder: pad must give each of the ${batch} rows a count in [0, ${total}) (got ${JSON.stringify(pad)})`);
   }
-  const { cos, sin } = pad === undefined ? rotaryTables(c, past, time) : rotaryRows(c, past, time, pad);
+  // Padded rows share the positions: rotary attention depends only on the distance between a
+  // query and a key, so a row whose real tokens start at position pad[r] attends as it would from 0.
+  const { cos, sin } = rotaryTables(c, past, time);
   // Query i (position past + i) sees keys 0..past + i; a padded row, none of its padding.
   const mask = tf.linalg.bandPart(tf.ones([time, total]), -1, past);
   const negative =
@@ -609,7 +585,8 @@ export class DecoderCache {
 
   /**
    * Prompts of different lengths continued together: each row left-padded to the longest (the
-   * padding masked out of attention, positions counted from each row's first real token), then
+   * padding masked out of attention; rotary attention reads only distances, so a row's start does
+   * not matter), then
    * decoded in lockstep, row r picking with `chooses[r]` until a stop id or `maxes[r]` tokens.
    * Returns each row's tokens and whether its limit ended it; the cache is emptied.
    */
