@@ -8,6 +8,7 @@
  *   train     a LoRA step (rank 8 on q/k/v/o; the base frozen): forward and backward of the mean
  *             next-token cross-entropy over 1 × TRAIN tokens (tokens/s)
  *   memory    peak bytes the backend held in each (tf.profile), and the process's peak resident set
+ *   16-bit    the weights as bfloat16 held 16-bit: their bytes, and decoding with each matrix widened where read
  *
  * PyTorch (bench/lm_torch.py, in $SELFCEST_PYTHON or python3 with torch, transformers and peft)
  * runs the same work on one thread, then on every core; the ratios are printed against both.
@@ -17,7 +18,16 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { parseFlags } from '../src/cli/args';
-import { DecoderCache, argmaxToken, decoderConfigFromHf, decoderForward, decoderTensorSpecs } from '../src/core/model/decoder';
+import {
+  DecoderCache,
+  type DecoderParams,
+  argmaxToken,
+  decoderConfigFromHf,
+  decoderForward,
+  decoderParamBytes,
+  decoderTensorSpecs,
+} from '../src/core/model/decoder';
+import { packedHalfTensor } from '../src/core/model/halfWeights';
 import { Lora } from '../src/core/model/lora';
 import { Rng } from '../src/core/rng';
 import type { BackendName } from '../src/runtime/backend';
@@ -73,8 +83,8 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
   const prompt = Array.from({ length: f.prompt }, () => rng.int(0, config.vocabSize - 1));
 
   // Decode: prefill, then NEW tokens one at a time (timed), best-of median over three runs after a warm-up.
-  const decodeOnce = async () => {
-    const cache = new DecoderCache(params, config);
+  const decodeOnce = async (weights: DecoderParams = params) => {
+    const cache = new DecoderCache(weights, config);
     const first = cache.feed([prompt]);
     first.dispose();
     const t0 = performance.now();
@@ -94,6 +104,28 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
     decodeRates.push(rate);
     decodePeak = Math.max(decodePeak, prof.peakBytes);
   }
+
+  // The same weights as bfloat16 held 16-bit (halfWeights.ts): what they take, and decoding with each matrix widened where read.
+  const half: DecoderParams = new Map();
+  for (const [name, t] of params) {
+    if (t.rank !== 2) half.set(name, t);
+    else {
+      const v = (await t.data()) as Float32Array;
+      half.set(
+        name,
+        packedHalfTensor(
+          Uint16Array.from(new Uint32Array(v.buffer, v.byteOffset, v.length), (w) => w >>> 16),
+          t.shape,
+          'bf16',
+        ),
+      );
+    }
+  }
+  await decodeOnce(half);
+  const halfRates: number[] = [];
+  for (let i = 0; i < 3; i++) halfRates.push(await decodeOnce(half));
+  const [fullBytes, halfBytes] = [decoderParamBytes(params).bytes, decoderParamBytes(half).bytes];
+  half.forEach((t, name) => t !== params.get(name) && t.dispose());
 
   // A group's first turns: ROWS continuations of the prompt decoded together (the prompt read once).
   const groupOnce = async () => {
@@ -161,6 +193,9 @@ export async function runLmBench(args: string[], backend: BackendName): Promise<
   );
   console.log(
     `  batched: ${f.rows} rows decoded together (the prompt read once, prefill included) ${median(groupRates).toFixed(2)} tokens/s, ${(median(groupRates) / ours.decode).toFixed(2)}× one row's`,
+  );
+  console.log(
+    `  16-bit held (bfloat16): weights ${(halfBytes / 1e6).toFixed(0)} MB against ${(fullBytes / 1e6).toFixed(0)} MB as float32; decode ${median(halfRates).toFixed(2)} tokens/s, ${(median(halfRates) / ours.decode).toFixed(2)}× float32's`,
   );
   for (const [label, t] of [
     ['PyTorch CPU, 1 thread', one],

@@ -7,9 +7,10 @@
  * tokenizers and transformers.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import { pythonWith } from '../test/python/python';
 import { expect, test } from './chromium';
 
@@ -143,4 +144,49 @@ test('a Hub model id is fetched by the worker from the Hub (here a mirror answer
   // The model loaded before stays.
   await expect(page.getByTestId('lm-info')).toContainText('tiny/qwen2: qwen2, ');
   expect(consoleErrors.filter((e) => !e.includes('404'))).toEqual([]);
+});
+
+test('on WebGPU a bfloat16 checkpoint stays 16-bit in GPU memory and rolls out with its tree drawn', async ({
+  page,
+  backend,
+  openApp,
+  consoleErrors,
+}, info) => {
+  test.skip(py.python === null, `no Python with torch, tokenizers and transformers: ${py.why}`);
+  test.skip(backend !== 'webgpu', 'the WebGPU widening of 16-bit weights');
+  test.setTimeout(300_000);
+  // The fixture's weights truncated to bfloat16, as checkpoints are usually saved.
+  const bf16 = join(dir, 'tiny-qwen2-bf16');
+  mkdirSync(bf16, { recursive: true });
+  for (const name of readdirSync(join(dir, 'tiny-qwen2'))) {
+    const bytes = new Uint8Array(readFileSync(join(dir, 'tiny-qwen2', name)));
+    if (name !== 'model.safetensors') writeFileSync(join(bf16, name), bytes);
+    else {
+      const tensors = [...decodeSafetensors(bytes).tensors].map(([n, t]) => ({
+        name: n,
+        shape: t.shape,
+        dtype: 'BF16' as const,
+        bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
+      }));
+      writeFileSync(join(bf16, name), encodeSafetensors(tensors));
+    }
+  }
+  await openApp('backend=webgpu');
+  const panel = page.getByTestId('lm-panel');
+  await panel.scrollIntoViewIfNeeded();
+  await expect(page.getByTestId('lm-storage')).toHaveValue('auto');
+  await page.getByTestId('lm-folder').setInputFiles(bf16);
+  await expect(page.getByTestId('lm-info')).toContainText('held by webgpu');
+  // Every matrix (embedding, 7 projections × 2 layers) is held 16-bit: half its float32 bytes.
+  await expect(page.getByTestId('lm-info')).toContainText('(15 matrices 16-bit)');
+  await panel.getByLabel('root tokens').fill('6');
+  await panel.getByLabel('clone budget').fill('4');
+  await panel.getByLabel('episodes').fill('1');
+  await page.getByTestId('lm-rollout').click();
+  const tree = page.getByTestId('lm-tree');
+  await expect(tree.getByTestId('tree-svg')).toBeVisible({ timeout: 240_000 });
+  await expect(tree.locator('[data-role="root"]')).toHaveCount(1);
+  expect(await tree.getByTestId('text-only').locator('[data-writer="g"]').count()).toBeGreaterThan(0);
+  await panel.screenshot({ path: info.outputPath('lm-webgpu-bf16.png') });
+  expect(consoleErrors).toEqual([]);
 });

@@ -12,7 +12,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeSafetensors } from '../src/core/io/safetensors';
+import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 import { parseTracesJsonl, tracesToJsonl } from '../src/core/io/traces';
 import { episodeTraceOfText } from '../src/core/rollout/textTrace';
 import { PAGE_DEFAULTS } from '../src/core/runConfig';
@@ -105,5 +105,48 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
     await expect(session.stepperAdvance('token')).rejects.toThrow('no episode is being stepped');
     expect(tf.memory().numTensors).toBe(tensors);
     await session.dispose();
+  }, 120_000);
+
+  it('keeps a bfloat16 checkpoint 16-bit when asked (by default only on WebGPU), with the episodes and steps of the widened model', async () => {
+    // The fixture's float32 weights truncated to bfloat16, in the folder's own safetensors.
+    const files: Record<string, ArrayBuffer> = {};
+    for (const name of await readdir(dir)) {
+      let b: Uint8Array = await readFile(join(dir, name));
+      if (name === 'model.safetensors') {
+        const tensors = [...decodeSafetensors(b).tensors].map(([n, t]) => ({
+          name: n,
+          shape: t.shape,
+          dtype: 'BF16' as const,
+          bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
+        }));
+        b = encodeSafetensors(tensors);
+      }
+      files[name] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    }
+    const limits = { rootMaxTokens: 10, cloneBudget: 5, maxClones: 2, maxRounds: 1 };
+    const config = { ...PAGE_DEFAULTS, batch: 2, miniBatch: 1, group: 2, temperature: 3 };
+    const run = async (storage?: 'half' | 'float32') => {
+      const session = new LmSession();
+      try {
+        const info = await session.load(files, storage);
+        const { traces } = await session.rollout(PAGE_DEFAULTS, 2, 2, 0, limits);
+        const step = await session.trainStep(config, { r: 2, alpha: 4, targetModules: ['q_proj', 'down_proj'] }, limits);
+        const { wallSec: _, ...metrics } = step.metrics;
+        return { info, tokens: traces.map((t) => t.contexts.map((c) => c.tokens)), metrics };
+      } finally {
+        await session.dispose();
+      }
+    };
+    const wide = await run('float32');
+    const half = await run('half');
+    expect(wide.info.halfTensors).toBe(0);
+    expect(half.info.halfTensors).toBeGreaterThan(0);
+    expect(half.info.heldMegabytes).toBeLessThan(wide.info.heldMegabytes * 0.6);
+    expect(half.info.megabytes).toBe(wide.info.megabytes);
+    expect(half.tokens).toEqual(wide.tokens);
+    expect(half.metrics).toEqual(wide.metrics);
+    // On wasm the default widens (keeping 16-bit is WebGPU's default).
+    expect((await run()).info.halfTensors).toBe(0);
+    await expect(new LmSession().load(files, 'f16' as 'half')).rejects.toThrow('weight storage "f16" is not one of auto, half, float32');
   }, 120_000);
 });

@@ -22,6 +22,11 @@ import { ZERO_COUNTERS } from '../src/core/io/provenance';
 import { TrainerModel } from '../src/runtime/engine/trainerModel';
 import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
+import { widenBits } from '../src/core/io/safetensors';
+import { type WeightStorage, decoderLogits, decoderParamBytes, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
+import { packHalves, widenHalf } from '../src/core/model/halfWeights';
+import { Lora } from '../src/core/model/lora';
+import { TINY as HALF_TINY, randomHalfTensors } from './halfDecoder';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();
@@ -58,15 +63,18 @@ interface ErrorEventTarget {
 }
 let watched: ErrorEventTarget | null = null;
 
+/** Collects the active webgpu device's validation errors into gpuErrors. */
+function watchErrors(): void {
+  const device = (tf.backend() as unknown as { device: ErrorEventTarget }).device;
+  if (device !== watched) device.addEventListener('uncapturederror', (ev) => gpuErrors.push(ev.error.message.split('\n')[0]));
+  watched = device;
+}
+
 /** Runs `f` on a backend with the shared weights as fresh variables there. */
 async function on<T>(backend: Backend, f: (p: GPTParams) => Promise<T>): Promise<T> {
   const arrays = await sharpWeights();
   await initBackend(backend);
-  if (backend === 'webgpu') {
-    const device = (tf.backend() as unknown as { device: ErrorEventTarget }).device;
-    if (device !== watched) device.addEventListener('uncapturederror', (ev) => gpuErrors.push(ev.error.message.split('\n')[0]));
-    watched = device;
-  }
+  if (backend === 'webgpu') watchErrors();
   const params = paramsFromArrays(config, arrays);
   try {
     return await f(params);
@@ -291,6 +299,63 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
     const gpu = await after('webgpu', true);
     const wasm = await after('wasm', false);
     for (const [name, w] of wasm) expect(maxAbsDiff(gpu.get(name) as Float32Array, w), name).toBeLessThan(1e-5);
+    expect(gpuErrors).toEqual([]);
+  });
+
+  it('16-bit weights held 16-bit on webgpu: every pattern widens exactly, and the decoder gives wasm float32 logits and LoRA gradients', async () => {
+    await initBackend('webgpu');
+    watchErrors();
+    const all = Uint16Array.from({ length: 65536 }, (_, i) => i);
+    for (const [format, dtype] of [
+      ['f16', 'F16'],
+      ['bf16', 'BF16'],
+    ] as const) {
+      const packed = tf.tensor1d(packHalves(all), 'int32');
+      const wide = widenHalf(packed, format);
+      const got = (await wide.data()) as Float32Array;
+      tf.dispose([packed, wide]);
+      const want = widenBits(dtype, all);
+      const wrong = [...want.keys()].filter((i) => !(Object.is(got[i], want[i]) || (Number.isNaN(got[i]) && Number.isNaN(want[i]))));
+      expect(wrong.slice(0, 5).map((i) => `0x${i.toString(16)}: ${got[i]} not ${want[i]}`)).toEqual([]);
+    }
+    const rng = new Rng(4);
+    const ids = Array.from({ length: 2 }, () => Array.from({ length: 6 }, () => rng.int(0, HALF_TINY.vocabSize - 1)));
+    const run = async (backend: Backend, storage: WeightStorage) => {
+      await initBackend(backend);
+      const params = decoderParams(HALF_TINY, randomHalfTensors(HALF_TINY, 'BF16', 6), storage);
+      const lora = Lora.init(HALF_TINY, { r: 2, alpha: 4, targetModules: ['q_proj', 'up_proj'] }, 2);
+      try {
+        const out = tf.tidy(() => {
+          const x = tf.tensor2d(
+            ids.map((r) => r.slice(0, -1)),
+            undefined,
+            'int32',
+          );
+          const y = tf.tensor2d(
+            ids.map((r) => r.slice(1)),
+            undefined,
+            'int32',
+          );
+          const logits = decoderLogits(params, HALF_TINY, x);
+          const { grads } = tf.variableGrads(() => tf.sum(decoderTargetScores(params, HALF_TINY, x, y, 1, lora).logp) as tf.Scalar, [...lora.params.values()]);
+          return { logits, grads: Object.values(grads) };
+        });
+        const read = async (t: tf.Tensor) => (await t.data()) as Float32Array;
+        const values = { logits: await read(out.logits), grads: await Promise.all(out.grads.map(read)) };
+        tf.dispose([out.logits, ...out.grads]);
+        return { ...values, held: decoderParamBytes(params) };
+      } finally {
+        lora.dispose();
+        params.forEach((t) => t.dispose());
+      }
+    };
+    const wasm = await run('wasm', 'float32');
+    const gpu = await run('webgpu', 'half');
+    expect(gpu.held.halfTensors).toBeGreaterThan(0);
+    expect(gpu.held.bytes).toBeLessThan(wasm.held.bytes * 0.55);
+    expect(maxAbs(wasm.logits)).toBeGreaterThan(0.5);
+    expect(maxAbsDiff(gpu.logits, wasm.logits)).toBeLessThan(1e-4 * maxAbs(wasm.logits) + 1e-4);
+    gpu.grads.forEach((g, i) => expect(maxAbsDiff(g, wasm.grads[i])).toBeLessThan(1e-4 * maxAbs(wasm.grads[i]) + 1e-5));
     expect(gpuErrors).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { registerAdamWKernels } from './kernels/adamw';
 import { registerCacheWriteKernels } from './kernels/cacheWrite';
+import { registerWidenHalfKernels } from './kernels/widenHalf';
 import { installFastBatchMatMul } from './wasmKernels/batchMatMul';
 import { installDecodeKernels } from './wasmKernels/decodeLayer';
 
@@ -46,10 +47,11 @@ export async function initBackend(name: BackendName, opts: InitBackendOptions = 
   } else if (name === 'webgpu') {
     await import('@tensorflow/tfjs-backend-webgpu');
   }
-  // The project's fused kernels (AdamW) for every backend and the in-place cache write for cpu
-  // and wasm, before the backend's setup runs.
+  // The project's fused kernels (AdamW) and the widening of 16-bit weights for every backend, and
+  // the in-place cache write for cpu and wasm, before the backend's setup runs.
   registerAdamWKernels();
   registerCacheWriteKernels();
+  registerWidenHalfKernels();
   // '@tensorflow/tfjs' registers cpu (and webgl) itself.
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`backend ${name} could not be initialised on this platform`);

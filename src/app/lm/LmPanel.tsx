@@ -14,7 +14,7 @@ import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import type { EpisodeTrace } from '../../core/rollout/trace';
 import { isHubId } from '../../core/io/hubFolder';
 import { LmClient } from '../../runtime/lm/lmClient';
-import type { LmModelInfo } from '../../runtime/lm/lmMessages';
+import type { LmModelInfo, WeightStoragePreference } from '../../runtime/lm/lmMessages';
 import type { LmStepperState } from '../../runtime/lm/lmStepper';
 import { download } from '../files/download';
 import { ContextView, WriterLegend } from '../panels/ContextView';
@@ -204,6 +204,7 @@ export function LmPanel() {
   const [targets, setTargets] = useState('q_proj,k_proj,v_proj,o_proj');
   const [dragging, setDragging] = useState(false);
   const [hubId, setHubId] = useState('');
+  const [storage, setStorage] = useState<WeightStoragePreference>('auto');
   const [stepper, setStepper] = useState<LmStepperState | null>(null);
   const [anatomy, setAnatomy] = useState<TextStepAnatomy | null>(null);
   const [frontierLimits, setFrontierLimits] = useState('16,32,64');
@@ -243,13 +244,13 @@ export function LmPanel() {
     run('loading', async () => {
       if (files.length === 0) throw new Error(`${folder || 'the folder'} has none of a model's files (config.json, *.safetensors, tokenizer.json)`);
       const { backend } = await started();
-      loaded(folder, await lmClient().request({ kind: 'load', files: await readFolderFiles(files) }), backend);
+      loaded(folder, await lmClient().request({ kind: 'load', files: await readFolderFiles(files), storage }), backend);
     });
   const loadHub = (id: string) =>
     run(`fetching ${id} from the Hub`, async () => {
       if (!isHubId(id)) throw new Error(`${JSON.stringify(id)} is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M-Instruct)`);
       const { backend } = await started();
-      loaded(id, await lmClient().request({ kind: 'loadHub', id }), backend);
+      loaded(id, await lmClient().request({ kind: 'loadHub', id, storage }), backend);
     });
 
   const limits = { rootMaxTokens: rootTokens, cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds };
@@ -303,6 +304,14 @@ export function LmPanel() {
         lr, clip, credit, gating, reward).
       </p>
       <label className="row">
+        16-bit weights{' '}
+        <select data-testid="lm-storage" value={storage} disabled={busy !== null} onChange={(e) => setStorage(e.target.value as WeightStoragePreference)}>
+          <option value="auto">auto: kept 16-bit on WebGPU, float32 elsewhere</option>
+          <option value="half">kept 16-bit (half the memory, widened where read)</option>
+          <option value="float32">widened to float32 at load</option>
+        </select>
+      </label>
+      <label className="row">
         Model folder{' '}
         <input
           type="file"
@@ -341,8 +350,9 @@ export function LmPanel() {
       {info && (
         <p className="small" data-testid="lm-info">
           <b>{info.folder || 'model'}</b>: {info.family}, {info.parameters.toLocaleString('en')} parameters ({info.layers} layers, width {info.hiddenSize},{' '}
-          {info.heads} heads over {info.kvHeads} key/value heads, vocabulary {info.vocabSize.toLocaleString('en')}) · {info.megabytes} MB as float32,{' '}
-          {info.backendMegabytes} MB held by {info.backend} · loaded in {info.loadMs} ms{info.chatTemplate ? '' : ' · no chat template'}
+          {info.heads} heads over {info.kvHeads} key/value heads, vocabulary {info.vocabSize.toLocaleString('en')}) · {info.megabytes} MB as float32
+          {info.halfTensors > 0 ? `, ${info.heldMegabytes} MB as held (${info.halfTensors} matrices 16-bit)` : ''}, {info.backendMegabytes} MB held by{' '}
+          {info.backend} · loaded in {info.loadMs} ms{info.chatTemplate ? '' : ' · no chat template'}
         </p>
       )}
       {busy && (

@@ -95,6 +95,33 @@ describe('encodeSafetensors / decodeSafetensors', () => {
     expect(Array.from(t?.data ?? [])).toEqual([1, -3, 0.333984375, 3.140625, -Infinity]);
   });
 
+  it('writes F16 and BF16 patterns as given, and reads back the patterns and their values', () => {
+    const h = Uint16Array.of(0x3c00, 0xc000, 0x0001, 0x7c00);
+    const b = Uint16Array.of(0x3f80, 0xc040, 0x3eab, 0x4049);
+    const file = encodeSafetensors([
+      { name: 'h', shape: [2, 2], dtype: 'F16', bits: h },
+      { name: 'f', shape: [1], data: Float32Array.of(0.5) },
+      { name: 'b', shape: [4], dtype: 'BF16', bits: b },
+    ]);
+    const t = decodeSafetensors(file).tensors;
+    expect(t.get('h')).toMatchObject({ dtype: 'F16', shape: [2, 2] });
+    expect(Array.from(t.get('h')?.bits ?? [])).toEqual(Array.from(h));
+    expect(Array.from(t.get('h')?.data ?? [])).toEqual([1, -2, 2 ** -24, Infinity]);
+    expect(t.get('f')?.bits).toBeUndefined();
+    expect(Array.from(t.get('b')?.data ?? [])).toEqual([1, -3, 0.333984375, 3.140625]);
+    expect(() => encodeSafetensors([{ name: 'x', shape: [3], dtype: 'F16', bits: h }])).toThrow('holds 3 values but data has 4');
+  });
+
+  it('copies each tensor out of a Node Buffer (whose slice is a view of a shared pool)', () => {
+    const file = encodeSafetensors([
+      { name: 'a', shape: [2], data: Float32Array.of(1, 2) },
+      { name: 'b', shape: [2], dtype: 'BF16', bits: Uint16Array.of(0x3f80, 0x4040) },
+    ]);
+    const t = decodeSafetensors(Buffer.from(file)).tensors;
+    expect(Array.from(t.get('a')?.data ?? [])).toEqual([1, 2]);
+    expect(Array.from(t.get('b')?.data ?? [])).toEqual([1, 3]);
+  });
+
   it('accepts mixed dtypes in one file with offsets in any header order', () => {
     const f32 = new Uint8Array(Float32Array.of(4).buffer);
     const file = rawFile(

@@ -4,8 +4,9 @@
  * Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON mapping each tensor name
  * to {dtype, shape, data_offsets: [begin, end]} (offsets relative to the first data byte) plus
  * an optional "__metadata__" string→string map, then the tensors' bytes, row-major,
- * little-endian. We write F32 only; we read F32, F16 and BF16 (the dtypes HF checkpoints are
- * usually saved in) and widen to Float32Array.
+ * little-endian. We write F32 values, or F16/BF16 patterns as given; we read F32, F16 and BF16
+ * (the dtypes HF checkpoints are usually saved in), F16/BF16 kept as their patterns and widened to
+ * Float32Array when read as values.
  *
  * The reader treats the file as hostile: every number in the header is checked before it is
  * used, and the byte ranges must tile the data section exactly (no overlap, no gap, nothing
@@ -14,17 +15,31 @@
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
+/** A tensor to write as F32. */
 export interface TensorToEncode {
   name: string;
   shape: number[];
   data: Float32Array;
 }
 
+/** A tensor to write as F16 or BF16: its 16-bit patterns, written as given. */
+export interface HalfTensorToEncode {
+  name: string;
+  shape: number[];
+  dtype: 'F16' | 'BF16';
+  bits: Uint16Array;
+}
+
+const valuesOf = (t: TensorToEncode | HalfTensorToEncode): Float32Array | Uint16Array => ('bits' in t ? t.bits : t.data);
+
 export interface DecodedTensor {
   /** The dtype stored in the file; `data` is always widened to f32. */
   dtype: SafetensorsDtype;
   shape: number[];
-  data: Float32Array;
+  /** The values as f32 (for F16 and BF16 widened on first read, so a reader of `bits` alone never holds them twice). */
+  readonly data: Float32Array;
+  /** F16 and BF16: the stored 16-bit patterns, element by element. */
+  bits?: Uint16Array;
 }
 
 export interface DecodedSafetensors {
@@ -58,7 +73,7 @@ const shapeText = (shape: readonly number[]) => `[${shape.join(', ')}]`;
 // ---------------------------------------------------------------------------------------------
 // Encode
 
-export function encodeSafetensors(tensors: readonly TensorToEncode[], metadata?: Record<string, string>): Uint8Array {
+export function encodeSafetensors(tensors: readonly (TensorToEncode | HalfTensorToEncode)[], metadata?: Record<string, string>): Uint8Array {
   const header: Record<string, unknown> = {};
   if (metadata !== undefined) {
     for (const [k, v] of Object.entries(metadata)) {
@@ -75,11 +90,12 @@ export function encodeSafetensors(tensors: readonly TensorToEncode[], metadata?:
     if (!t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       fail(`tensor ${t.name}: shape ${shapeText(t.shape)} must be non-negative integers`);
     }
-    if (elementCount(t.shape) !== t.data.length) {
-      fail(`tensor ${t.name}: shape ${shapeText(t.shape)} holds ${elementCount(t.shape)} values but data has ${t.data.length}`);
+    const values = valuesOf(t);
+    if (elementCount(t.shape) !== values.length) {
+      fail(`tensor ${t.name}: shape ${shapeText(t.shape)} holds ${elementCount(t.shape)} values but data has ${values.length}`);
     }
-    const end = offset + t.data.length * 4;
-    header[t.name] = { dtype: 'F32', shape: [...t.shape], data_offsets: [offset, end] };
+    const end = offset + values.byteLength;
+    header[t.name] = { dtype: 'bits' in t ? t.dtype : 'F32', shape: [...t.shape], data_offsets: [offset, end] };
     offset = end;
   }
 
@@ -98,12 +114,15 @@ export function encodeSafetensors(tensors: readonly TensorToEncode[], metadata?:
   out.set(json, 8);
   let pos = 8 + json.length;
   for (const t of tensors) {
+    const values = valuesOf(t);
     if (LITTLE_ENDIAN_HOST) {
-      out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), pos);
+      out.set(new Uint8Array(values.buffer, values.byteOffset, values.byteLength), pos);
+    } else if (values instanceof Uint16Array) {
+      for (let i = 0; i < values.length; i++) view.setUint16(pos + 2 * i, values[i], true);
     } else {
-      for (let i = 0; i < t.data.length; i++) view.setFloat32(pos + 4 * i, t.data[i], true);
+      for (let i = 0; i < values.length; i++) view.setFloat32(pos + 4 * i, values[i], true);
     }
-    pos += t.data.byteLength;
+    pos += values.byteLength;
   }
   return out;
 }
@@ -163,7 +182,7 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
 
   const tensors = new Map<string, DecodedTensor>();
   for (const e of entries) {
-    tensors.set(e.name, { dtype: e.dtype, shape: e.shape, data: toFloat32(e.dtype, data.subarray(e.begin, e.end)) });
+    tensors.set(e.name, decodedTensor(e.dtype, e.shape, data.subarray(e.begin, e.end)));
   }
   return { tensors, metadata };
 }
@@ -260,22 +279,34 @@ function checkTiling(entries: Entry[], dataLength: number): void {
   }
 }
 
-function toFloat32(dtype: SafetensorsDtype, raw: Uint8Array): Float32Array {
+/** A tensor's entry: F32 read at once; F16 and BF16 kept as their 16-bit patterns and widened to f32 when `data` is first read. */
+function decodedTensor(dtype: SafetensorsDtype, shape: number[], raw: Uint8Array): DecodedTensor {
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   if (dtype === 'F32') {
-    // slice() copies into a fresh, aligned buffer the result owns.
-    if (LITTLE_ENDIAN_HOST) return new Float32Array(raw.slice().buffer);
+    // A copy into a fresh, aligned buffer the result owns (new Uint8Array, not slice(): a Node
+    // Buffer's slice is a view of the whole file).
+    if (LITTLE_ENDIAN_HOST) return { dtype, shape, data: new Float32Array(new Uint8Array(raw).buffer) };
     const out = new Float32Array(raw.length / 4);
     for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(4 * i, true);
-    return out;
+    return { dtype, shape, data: out };
   }
-  const out = new Float32Array(raw.length / 2);
+  const bits = LITTLE_ENDIAN_HOST
+    ? new Uint16Array(new Uint8Array(raw).buffer)
+    : Uint16Array.from({ length: raw.length / 2 }, (_, i) => view.getUint16(2 * i, true));
+  let data: Float32Array | null = null;
+  const entry = { dtype, shape, bits } as { dtype: SafetensorsDtype; shape: number[]; bits: Uint16Array; data: Float32Array };
+  return Object.defineProperty(entry, 'data', { enumerable: true, get: () => (data ??= widenBits(dtype, bits)) });
+}
+
+/** 16-bit patterns of F16 or BF16 as f32 values (exact: every one is representable). */
+export function widenBits(dtype: 'F16' | 'BF16', bits: Uint16Array): Float32Array {
+  const out = new Float32Array(bits.length);
   if (dtype === 'BF16') {
     // bfloat16 is the top half of an f32: shift the bits back into place.
-    const bits = new Uint32Array(out.buffer);
-    for (let i = 0; i < out.length; i++) bits[i] = view.getUint16(2 * i, true) << 16;
+    const wide = new Uint32Array(out.buffer);
+    for (let i = 0; i < out.length; i++) wide[i] = bits[i] << 16;
   } else {
-    for (let i = 0; i < out.length; i++) out[i] = halfToFloat(view.getUint16(2 * i, true));
+    for (let i = 0; i < out.length; i++) out[i] = halfToFloat(bits[i]);
   }
   return out;
 }

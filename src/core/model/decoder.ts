@@ -11,7 +11,9 @@
  * One layer, in HF's order:  h = x + o(attn(rope(norm_q(q(n1(x)))), rope(norm_k(k(n1(x)))), v(n1(x))))
  *                            y = h + down(silu(gate(n2(h))) · up(n2(h)))
  * and logits = lm_head(norm(y)), lm_head = embed_tokens when tied. Weights stay as the checkpoint
- * holds them ([out, in]); a linear layer is x·Wᵀ (+ b). Everything in float32.
+ * holds them ([out, in]); a linear layer is x·Wᵀ (+ b). Everything is computed in float32; with
+ * `storage: 'half'` the float16/bfloat16 matrices of a checkpoint stay 16-bit in memory and are
+ * widened where a forward reads them (halfWeights.ts).
  *
  * The config reads both the layout of transformers 5 (`rope_parameters`) and the older one
  * (`rope_theta`, `rope_scaling`), and the rope types `default`, `linear` and `llama3`; anything
@@ -21,6 +23,7 @@ import type { Rng } from '../rng';
 import { sampleFromLogits } from './sample';
 import * as tf from '@tensorflow/tfjs';
 import type { DecodedTensor } from '../io/safetensors';
+import { asFloat, halfFormatOf, halfStorageAvailable, packedHalfTensor, widenHalf } from './halfWeights';
 
 export type DecoderFamily = 'llama' | 'qwen2' | 'qwen3';
 export const DECODER_FAMILIES: readonly DecoderFamily[] = ['llama', 'qwen2', 'qwen3'];
@@ -175,13 +178,22 @@ export function decoderTensorSpecs(c: DecoderConfig): { name: string; shape: num
   return specs;
 }
 
+/** A checkpoint's weights by HF name; with half storage its 16-bit matrices are packed (halfWeights.ts): read them through `asFloat`. */
 export type DecoderParams = Map<string, tf.Tensor>;
+
+/**
+ * How weights are held: `float32`, or `half`: a matrix the checkpoint stores as F16 or BF16 stays
+ * 16-bit (packed, half the memory) and is widened where a forward reads it; F32 tensors, and
+ * vectors (norms, biases), are float32 either way.
+ */
+export type WeightStorage = 'float32' | 'half';
 
 /**
  * The weights of a checkpoint's tensors as tfjs tensors, after checking that every tensor the
  * config needs is there with its shape; extra tensors (rotary caches some exports keep) are left.
  */
-export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, DecodedTensor>): DecoderParams {
+export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, DecodedTensor>, storage: WeightStorage = 'float32'): DecoderParams {
+  if (storage === 'half' && !halfStorageAvailable()) throw new Error(`backend ${tf.getBackend()} has no kernel to widen 16-bit weights: load them as float32`);
   const params: DecoderParams = new Map();
   try {
     for (const { name, shape } of decoderTensorSpecs(c)) {
@@ -190,13 +202,25 @@ export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, Dec
       if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
         throw new DecoderWeightsError(`${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
       }
-      params.set(name, tf.tensor(t.data, shape, 'float32'));
+      const packed = storage === 'half' && t.bits !== undefined && shape.length === 2 && shape[1] % 2 === 0;
+      params.set(name, packed ? packedHalfTensor(t.bits as Uint16Array, shape, t.dtype === 'BF16' ? 'bf16' : 'f16') : tf.tensor(t.data, shape, 'float32'));
     }
   } catch (e) {
     params.forEach((t) => t.dispose());
     throw e;
   }
   return params;
+}
+
+/** Bytes the weights take in memory, and how many of them are held 16-bit. */
+export function decoderParamBytes(params: DecoderParams): { bytes: number; halfTensors: number } {
+  let bytes = 0;
+  let halfTensors = 0;
+  params.forEach((t) => {
+    bytes += t.size * 4;
+    if (halfFormatOf(t) !== null) halfTensors++;
+  });
+  return { bytes, halfTensors };
 }
 
 /** The rotary inverse frequencies of a config (HF's `_compute_*_parameters`), float64. */
@@ -308,12 +332,17 @@ export function decoderForward(
       `decoder: the cache holds ${cache.length} layers of ${cache[0]?.k.shape[0]} rows, the model ${c.layers} layers and the input ${batch} rows`,
     );
   }
-  const get = (name: string) => {
+  // A weight as float32 (a 16-bit matrix widened here, inside the caller's tidy).
+  const stored = (name: string) => {
     const t = params.get(name);
     if (!t) throw new Error(`decoder: no weight ${name}`);
     return t;
   };
-  const opt = (name: string) => params.get(name);
+  const get = (name: string) => asFloat(stored(name));
+  const opt = (name: string) => {
+    const t = params.get(name);
+    return t === undefined ? undefined : asFloat(t);
+  };
   // A linear layer of module `m` (HF name without .weight), with its adapter's low-rank term where it has one.
   const lin = (x: tf.Tensor, m: string) => {
     const y = linear(x, get(`${m}.weight`), opt(`${m}.bias`));
@@ -345,7 +374,11 @@ export function decoderForward(
           -1e9,
         );
   const group = c.heads / c.kvHeads;
-  let x: tf.Tensor = tf.reshape(tf.gather(get('model.embed_tokens.weight'), tf.reshape(tokens, [-1])), [batch, time, c.hiddenSize]);
+  // Embedding rows: of a 16-bit table, only the rows gathered are widened.
+  const table = stored('model.embed_tokens.weight');
+  const rows = tf.gather(table, tf.reshape(tokens, [-1]));
+  const format = halfFormatOf(table);
+  let x: tf.Tensor = tf.reshape(format === null ? rows : widenHalf(rows, format), [batch, time, c.hiddenSize]);
   const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
   const kv: LayerKv[] = [];
   for (let l = 0; l < c.layers; l++) {

@@ -7,6 +7,7 @@
  * `base_model.model.<module>.lora_A.weight` / `lora_B.weight`.
  */
 import * as tf from '@tensorflow/tfjs';
+import { asFloat } from './halfWeights';
 import type { DecodedTensor, TensorToEncode } from '../io/safetensors';
 import { Rng } from '../rng';
 import { type Adapters, type DecoderConfig, decoderTensorSpecs } from './decoder';
@@ -174,7 +175,7 @@ export class Lora implements Adapters {
       const m = name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : null;
       const a = m && this.params.get(`${m}.lora_A`);
       const b = m && this.params.get(`${m}.lora_B`);
-      const w = a && b ? tf.tidy(() => tf.add(t, tf.mul(tf.matMul(b, a), this.scale))) : t;
+      const w = tf.tidy(() => (a && b ? tf.add(asFloat(t), tf.mul(tf.matMul(b, a), this.scale)) : asFloat(t)));
       out.set(name, (await w.data()) as Float32Array);
       if (w !== t) w.dispose();
     }

@@ -17,6 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type DecoderConfig, type DecoderParams, decoderTargetScores, samplingChooser } from '../model/decoder';
+import { asFloat } from '../model/halfWeights';
 import type { Lora } from '../model/lora';
 import type { AdamW } from '../optim/adamw';
 import { emptyViolationCounts } from '../protocol/violations';
@@ -65,7 +66,17 @@ export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
  * frozen reference, sharing their memory until the first update).
  */
 export function fullPolicy(model: TextModel): TextPolicy {
-  const trainable = new Map([...model.params].map(([k, t]) => [k, tf.variable(t, true, `full.${k}`)]));
+  // Variables are float32: a 16-bit matrix is widened once here.
+  const trainable = new Map(
+    [...model.params].map(([k, t]) => [
+      k,
+      tf.variable(
+        tf.tidy(() => asFloat(t)),
+        true,
+        `full.${k}`,
+      ),
+    ]),
+  );
   return { model: { config: model.config, tokenizer: model.tokenizer, params: trainable }, trainable, reference: model.params };
 }
 

@@ -15,9 +15,9 @@ events.server = serveRpc<LmRequest, LmEvent>(webEndpoint(self as unknown as WebM
       return reply({ backend: r.backend });
     }
     case 'load':
-      return reply(await session.load(req.files));
+      return reply(await session.load(req.files, req.storage));
     case 'loadHub':
-      return reply(await session.loadHub(req.id, req.endpoint));
+      return reply(await session.loadHub(req.id, req.endpoint, req.storage));
     case 'rollout':
       return reply(await session.rollout(req.config, req.seed, req.n, req.temperature, req.limits));
     case 'trainStep':

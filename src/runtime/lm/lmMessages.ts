@@ -20,6 +20,10 @@ export interface LmModelInfo {
   parameters: number;
   /** The weights as float32, MB. */
   megabytes: number;
+  /** The weights as held (16-bit matrices at 2 bytes a value), MB. */
+  heldMegabytes: number;
+  /** How many weight matrices are held 16-bit (float16 or bfloat16, as the checkpoint stores them). */
+  halfTensors: number;
   /** What the backend holds after loading, MB. */
   backendMegabytes: number;
   loadMs: number;
@@ -32,11 +36,18 @@ export interface LmModelInfo {
   chatTemplate: boolean;
 }
 
+/**
+ * How a checkpoint's float16/bfloat16 matrices are held: `auto` keeps them 16-bit on WebGPU and
+ * widens them to float32 elsewhere; `half` keeps them 16-bit on any backend; `float32` widens.
+ */
+export type WeightStoragePreference = 'auto' | 'half' | 'float32';
+export const WEIGHT_STORAGE_PREFERENCES: readonly WeightStoragePreference[] = ['auto', 'half', 'float32'];
+
 export type LmRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
-  | { kind: 'load'; files: LmFiles }
+  | { kind: 'load'; files: LmFiles; storage?: WeightStoragePreference }
   /** A model from the Hub by id (owner/name), fetched by the worker from `endpoint` (default the Hub's). */
-  | { kind: 'loadHub'; id: string; endpoint?: string }
+  | { kind: 'loadHub'; id: string; endpoint?: string; storage?: WeightStoragePreference }
   /** `n` episodes of the config's task, the problems from `seed`; temperature 0 decodes greedily. */
   | { kind: 'rollout'; config: RunConfig; seed: number; n: number; temperature: number; limits: TextLimits }
   /** One GRPO step with the run config's settings over LoRA adapters (made at the first step, or when `lora` changes). */

@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import { readHfConfig, readHfWeights, type FolderReader } from '../../core/io/hfFolder';
 import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
-import { decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
+import { decoderConfigFromHf, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
 import { samplingChooser } from '../../core/model/decoder';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
@@ -21,7 +21,7 @@ import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { TaskName } from '../../core/tasks';
 import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { rootChat } from '../../core/verl/dataset';
-import type { LmEvent, LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+import { type LmEvent, type LmFiles, type LmModelInfo, type LmReplies, WEIGHT_STORAGE_PREFERENCES, type WeightStoragePreference } from './lmMessages';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
@@ -36,6 +36,9 @@ export function filesReader(files: LmFiles): FolderReader {
     return b === undefined ? null : new Uint8Array(b);
   };
 }
+
+/** Bytes as MB to three significant digits. */
+const megabytes = (bytes: number): number => Number((bytes / 1e6).toPrecision(3));
 
 /** The config's one task with its options (a mix is refused). */
 function oneTask(config: RunConfig) {
@@ -54,29 +57,38 @@ export class LmSession {
   constructor(private readonly onProgress: (what: LmEvent['what'], done: number, total: number) => void = () => undefined) {}
 
   /** A model from its folder's files by name. */
-  load(files: LmFiles): Promise<LmModelInfo> {
-    return this.loadFrom(filesReader(files));
+  load(files: LmFiles, storage: WeightStoragePreference = 'auto'): Promise<LmModelInfo> {
+    return this.loadFrom(filesReader(files), storage);
   }
 
   /** A model from the Hub (or a mirror serving its paths) by id. */
-  loadHub(id: string, endpoint?: string): Promise<LmModelInfo> {
-    return this.loadFrom(hubFolderReader(id, endpoint === undefined ? {} : { endpoint }));
+  loadHub(id: string, endpoint?: string, storage: WeightStoragePreference = 'auto'): Promise<LmModelInfo> {
+    return this.loadFrom(hubFolderReader(id, endpoint === undefined ? {} : { endpoint }), storage);
   }
 
-  private async loadFrom(read: FolderReader): Promise<LmModelInfo> {
+  private async loadFrom(read: FolderReader, storage: WeightStoragePreference): Promise<LmModelInfo> {
+    if (!(WEIGHT_STORAGE_PREFERENCES as readonly string[]).includes(storage)) {
+      throw new Error(`weight storage ${JSON.stringify(storage)} is not one of ${WEIGHT_STORAGE_PREFERENCES.join(', ')}`);
+    }
     await this.endStepper();
     const t0 = performance.now();
     const config = decoderConfigFromHf(await readHfConfig(read));
     const tokenizer = await HfTokenizer.fromFolder(read);
-    const params = decoderParams(config, await readHfWeights(read));
+    // 16-bit matrices stay 16-bit where asked, or by default on WebGPU (GPU memory is the limit there;
+    // on wasm widening every matrix for each decoded token would cost more than the matMul).
+    const half = storage === 'half' || (storage === 'auto' && tf.getBackend() === 'webgpu');
+    const params = decoderParams(config, await readHfWeights(read), half ? 'half' : 'float32');
     await this.dispose();
     this.model = { config, params, tokenizer };
     const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    const held = decoderParamBytes(params);
     return {
       family: config.family,
       parameters,
-      megabytes: Math.round((parameters * 4) / 1e5) / 10,
-      backendMegabytes: Math.round(tf.memory().numBytes / 1e5) / 10,
+      megabytes: megabytes(parameters * 4),
+      heldMegabytes: megabytes(held.bytes),
+      halfTensors: held.halfTensors,
+      backendMegabytes: megabytes(tf.memory().numBytes),
       loadMs: Math.round(performance.now() - t0),
       layers: config.layers,
       hiddenSize: config.hiddenSize,

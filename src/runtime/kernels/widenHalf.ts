@@ -1,0 +1,100 @@
+/**
+ * The widening of packed float16/bfloat16 patterns to float32 (`SelfcestWidenHalf`,
+ * src/core/model/halfWeights.ts) for each backend: on cpu and wasm one loop, on WebGPU one
+ * program that reads each pattern from its int32 element and builds the f32 bits (no
+ * shader-f16 feature needed). `registerWidenHalfKernels` runs once, from initBackend.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { WebGPUProgram } from '@tensorflow/tfjs-backend-webgpu';
+import { type HalfFormat, WIDEN_HALF_KERNEL, widenHalfArrays } from '../../core/model/halfWeights';
+import { registerOnce } from './register';
+
+type Args = { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap };
+
+interface CpuBackend {
+  readSync(dataId: object): Int32Array;
+  makeTensorInfo(shape: number[], dtype: tf.DataType, values: Float32Array): tf.TensorInfo;
+}
+
+interface WasmBackend {
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  typedArrayFromHeap(t: tf.TensorInfo): Float32Array | Int32Array;
+}
+
+interface WebgpuBackend {
+  runWebGPUProgram(program: WebGPUProgram, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+function parts({ inputs, attrs }: Args): { x: tf.TensorInfo; format: HalfFormat; shape: number[] } {
+  const x = inputs.x as tf.TensorInfo;
+  const format = (attrs as { format?: unknown } | undefined)?.format;
+  if (x.dtype !== 'int32' || x.shape.length === 0)
+    throw new Error(`${WIDEN_HALF_KERNEL}: needs int32 packed patterns of rank ≥ 1 (got ${x.dtype} [${x.shape}])`);
+  if (format !== 'f16' && format !== 'bf16') throw new Error(`${WIDEN_HALF_KERNEL}: format must be f16 or bf16 (got ${JSON.stringify(format)})`);
+  return { x, format, shape: [...x.shape.slice(0, -1), 2 * (x.shape[x.shape.length - 1] as number)] };
+}
+
+function cpuWiden(args: Args): tf.TensorInfo {
+  const { x, format, shape } = parts(args);
+  const b = args.backend as CpuBackend;
+  const out = new Float32Array(tf.util.sizeFromShape(shape));
+  widenHalfArrays(b.readSync(x.dataId), format, out);
+  return b.makeTensorInfo(shape, 'float32', out);
+}
+
+function wasmWiden(args: Args): tf.TensorInfo {
+  const { x, format, shape } = parts(args);
+  const b = args.backend as WasmBackend;
+  const out = b.makeOutput(shape, 'float32');
+  // The input view after the allocation: an allocation may grow (and so move) the heap.
+  widenHalfArrays(b.typedArrayFromHeap(x) as Int32Array, format, b.typedArrayFromHeap(out) as Float32Array);
+  return out;
+}
+
+/** One f32 from one 16-bit pattern, in WGSL: bfloat16 is the top half of an f32; binary16 is rebuilt field by field. */
+const WIDEN_WGSL: Record<HalfFormat, string> = {
+  bf16: 'fn widen(h : u32) -> f32 { return bitcast<f32>(h << 16u); }',
+  f16: `fn widen(h : u32) -> f32 {
+        let sign = (h & 0x8000u) << 16u;
+        let e = (h >> 10u) & 0x1fu;
+        let m = h & 0x3ffu;
+        if (e == 0u) {
+          // Zero or subnormal: m · 2^-24, a normal f32 (or zero), with the sign.
+          return bitcast<f32>(sign | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
+        }
+        if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }
+        return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+      }`,
+};
+
+function webgpuWiden(args: Args): tf.TensorInfo {
+  const { x, format, shape } = parts(args);
+  const size = tf.util.sizeFromShape(shape);
+  const workgroupSize: [number, number, number] = [64, 1, 1];
+  const program: WebGPUProgram = {
+    variableNames: ['X'],
+    workgroupSize,
+    size: true,
+    outputShape: [size],
+    // A flat layout (the backend spreads a dispatch too large for one dimension over y and z).
+    dispatchLayout: { x: [0] },
+    dispatch: [Math.ceil(size / workgroupSize[0]), 1, 1],
+    shaderKey: `selfcest_widen_${format}`,
+    getUserCode: () => `
+      ${WIDEN_WGSL[format]}
+      fn main(index : i32) {
+        if (index < uniforms.size) {
+          let word = bitcast<u32>(X[index / 2]);
+          let h = select(word & 0xffffu, word >> 16u, (index & 1) == 1);
+          setOutputAtIndex(index, widen(h));
+        }
+      }`,
+  } as unknown as WebGPUProgram;
+  const out = (args.backend as WebgpuBackend).runWebGPUProgram(program, [{ ...x, shape: [x.shape.reduce((a, b) => a * b, 1)] }], 'float32');
+  return { ...out, shape };
+}
+
+/** Registers `SelfcestWidenHalf` for cpu, wasm and webgpu. */
+export function registerWidenHalfKernels(): void {
+  registerOnce(WIDEN_HALF_KERNEL, { cpu: cpuWiden, wasm: wasmWiden, webgpu: webgpuWiden });
+}
