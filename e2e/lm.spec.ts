@@ -190,3 +190,32 @@ test('on WebGPU a bfloat16 checkpoint stays 16-bit in GPU memory and rolls out w
   await panel.screenshot({ path: info.outputPath('lm-webgpu-bf16.png') });
   expect(consoleErrors).toEqual([]);
 });
+
+test('a GPT-2 folder runs in the same panel: its c_attn as the LoRA target, its episodes drawn, a GRPO step', async ({
+  page,
+  backend,
+  openApp,
+  consoleErrors,
+}) => {
+  test.skip(py.python === null, `no Python with torch, tokenizers and transformers: ${py.why}`);
+  test.skip(backend !== 'wasm', 'the language model runs on wasm here');
+  test.setTimeout(300_000);
+  const gpt2 = join(dir, 'tiny-gpt2');
+  const r = spawnSync(py.python as string, ['test/python/hf_tokenizer_fixture.py', gpt2, 'model', 'gpt2'], { encoding: 'utf8', timeout: 240_000 });
+  expect(r.status, r.stderr).toBe(0);
+  await openApp('batch=2&miniBatch=1&group=2&backend=wasm');
+  const panel = page.getByTestId('lm-panel');
+  await panel.scrollIntoViewIfNeeded();
+  await page.getByTestId('lm-folder').setInputFiles(gpt2);
+  await expect(page.getByTestId('lm-info')).toContainText('tiny-gpt2: gpt2, ');
+  await expect(panel.getByLabel('targets')).toHaveValue('c_attn');
+  await panel.getByLabel('root tokens').fill('10');
+  await panel.getByLabel('clone budget').fill('6');
+  await page.getByTestId('lm-rollout').click();
+  const tree = page.getByTestId('lm-tree');
+  await expect(tree.getByTestId('tree-svg')).toBeVisible();
+  await expect(tree.getByTestId('context-view')).toContainText('Calculate the value of');
+  await page.getByTestId('lm-train-step').click();
+  await expect(page.getByTestId('lm-metrics').locator('tbody tr')).toHaveCount(1);
+  expect(consoleErrors).toEqual([]);
+});

@@ -1,9 +1,9 @@
 /**
- * Llama-family decoders (llama, qwen2, qwen3) read from Hugging Face folders give transformers'
- * logits. test/python/hf_decoder_fixture.py makes tiny random checkpoints of each family with
+ * Decoders of every family (gpt2, llama, qwen2, qwen3) read from Hugging Face folders give
+ * transformers' logits. test/python/hf_decoder_fixture.py makes tiny random checkpoints of each family with
  * transformers and save_pretrained (grouped-query attention in all three; llama3 rope scaling and
  * an untied head in llama; q/k/v biases and tied embeddings in qwen2; q/k norms and a head_dim
- * that is not hidden / heads in qwen3), with transformers' own logits; our forward must match
+ * that is not hidden / heads in qwen3; an MLP width other than 4 × n_embd in gpt2), with transformers' own logits; our forward must match
  * them within 1e-4. Skipped, naming what is missing, without torch and transformers.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -39,12 +39,12 @@ afterAll(async () => {
 });
 
 describe.skipIf(py.python === null)(`Llama-family decoders against transformers${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
-  for (const family of ['llama', 'qwen2', 'qwen3'] as const) {
+  for (const family of ['gpt2', 'llama', 'qwen2', 'qwen3'] as const) {
     it(`${family}: logits, full and cached, equal transformers' within 1e-4`, async () => {
       const read = folder(join(dir, family));
       const config = decoderConfigFromHf(await readHfConfig(read));
       expect(config.family).toBe(family);
-      expect(config.kvHeads).toBeLessThan(config.heads);
+      if (family !== 'gpt2') expect(config.kvHeads).toBeLessThan(config.heads);
       const params = decoderParams(config, await readHfWeights(read));
       const ref = JSON.parse(await readFile(join(dir, family, 'reference_logits.json'), 'utf8')) as { tokens: number[][]; logits: number[][][] };
       const got = tf.tidy(() => decoderLogits(params, config, tf.tensor2d(ref.tokens, undefined, 'int32')).arraySync());

@@ -1,5 +1,5 @@
 /**
- * LoRA over the Llama-family decoders, against PEFT and torch: test/python/hf_lora_fixture.py puts
+ * LoRA over the decoders (GPT-2's Conv1D layers included, PEFT's fan_in_fan_out), against PEFT and torch: test/python/hf_lora_fixture.py puts
  * PEFT adapters (random A and B) on the decoder fixtures and records autograd's gradients of the
  * causal-LM loss; ours must equal them within 1e-4 relative. Then an adapter changed here is
  * exported in PEFT's format and as merged weights in the model's own format, and PEFT and
@@ -64,12 +64,12 @@ function causalLmLoss(params: DecoderParams, config: ReturnType<typeof decoderCo
 }
 
 describe.skipIf(py.python === null)(`LoRA against PEFT and torch${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
-  for (const family of ['llama', 'qwen2'] as const) {
+  for (const family of ['llama', 'qwen2', 'gpt2'] as const) {
     it(`${family}: the loss and every adapter gradient equal torch autograd's; PEFT and transformers load the exports to our logits`, async () => {
       const config = decoderConfigFromHf(await readHfConfig(folder(join(dir, family))));
       const params = decoderParams(config, await readHfWeights(folder(join(dir, family))));
       const adapterDir = join(dir, `${family}-lora`);
-      const l = loraConfigFromPeft(JSON.parse(await readFile(join(adapterDir, 'adapter_config.json'), 'utf8')));
+      const l = loraConfigFromPeft(JSON.parse(await readFile(join(adapterDir, 'adapter_config.json'), 'utf8')), config);
       const lora = Lora.fromPeft(config, l, decodeSafetensors(new Uint8Array(await readFile(join(adapterDir, 'adapter_model.safetensors')))).tensors);
       const ref = JSON.parse(await readFile(join(adapterDir, 'reference_grads.json'), 'utf8')) as {
         tokens: number[][];
@@ -95,7 +95,7 @@ describe.skipIf(py.python === null)(`LoRA against PEFT and torch${py.python === 
       const out = join(dir, `${family}-export`);
       await mkdir(join(out, 'adapter'), { recursive: true });
       await mkdir(join(out, 'merged'), { recursive: true });
-      await writeFile(join(out, 'adapter', 'adapter_config.json'), JSON.stringify(peftAdapterConfig(l, join(dir, family))));
+      await writeFile(join(out, 'adapter', 'adapter_config.json'), JSON.stringify(peftAdapterConfig(l, config, join(dir, family))));
       await writeFile(join(out, 'adapter', 'adapter_model.safetensors'), encodeSafetensors(await lora.peftTensors()));
       const merged = await lora.merged(params);
       await writeFile(
@@ -126,12 +126,17 @@ describe.skipIf(py.python === null)(`LoRA against PEFT and torch${py.python === 
 
 describe('adapter_config.json', () => {
   const base = { peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj'] };
+  const LLAMA = { family: 'llama' } as const;
   it('reads what PEFT writes and refuses what would compute otherwise, by name', () => {
-    expect(loraConfigFromPeft(base)).toEqual({ r: 4, alpha: 8, targetModules: ['q_proj'] });
-    expect(() => loraConfigFromPeft({ ...base, use_rslora: true })).toThrow('use_rslora true is not supported');
-    expect(() => loraConfigFromPeft({ ...base, target_modules: '.*proj' })).toThrow(LoraConfigError);
-    expect(() => loraConfigFromPeft({ ...base, rank_pattern: { q_proj: 8 } })).toThrow('rank_pattern');
-    expect(() => loraConfigFromPeft({ ...base, r: 0 })).toThrow('r must be a positive integer (got 0)');
-    expect(() => loraConfigFromPeft({ ...base, peft_type: 'IA3' })).toThrow('peft_type "IA3" is not LORA');
+    // fan_in_fan_out says how the base stores its weights: [out, in] (false), GPT-2's Conv1D [in, out] (true).
+    expect(() => loraConfigFromPeft({ ...base, fan_in_fan_out: true }, LLAMA)).toThrow('fan_in_fan_out true is not supported');
+    expect(() => loraConfigFromPeft({ ...base, target_modules: ['c_attn'] }, { family: 'gpt2' })).toThrow('fan_in_fan_out undefined is not supported');
+    expect(loraConfigFromPeft({ ...base, fan_in_fan_out: true }, { family: 'gpt2' }).r).toBe(4);
+    expect(loraConfigFromPeft(base, LLAMA)).toEqual({ r: 4, alpha: 8, targetModules: ['q_proj'] });
+    expect(() => loraConfigFromPeft({ ...base, use_rslora: true }, LLAMA)).toThrow('use_rslora true is not supported');
+    expect(() => loraConfigFromPeft({ ...base, target_modules: '.*proj' }, LLAMA)).toThrow(LoraConfigError);
+    expect(() => loraConfigFromPeft({ ...base, rank_pattern: { q_proj: 8 } }, LLAMA)).toThrow('rank_pattern');
+    expect(() => loraConfigFromPeft({ ...base, r: 0 }, LLAMA)).toThrow('r must be a positive integer (got 0)');
+    expect(() => loraConfigFromPeft({ ...base, peft_type: 'IA3' }, LLAMA)).toThrow('peft_type "IA3" is not LORA');
   });
 });

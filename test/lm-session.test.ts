@@ -149,4 +149,46 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
     expect((await run()).info.halfTensors).toBe(0);
     await expect(new LmSession().load(files, 'f16' as 'half')).rejects.toThrow('weight storage "f16" is not one of auto, half, float32');
   }, 120_000);
+
+  it('runs a GPT-2 folder through the same session: rollouts, stepping, a GRPO step over its c_attn adapters, a PEFT export', async () => {
+    const gpt2 = join(dir, 'gpt2');
+    const r = spawnSync(py.python as string, ['test/python/hf_tokenizer_fixture.py', gpt2, 'model', 'gpt2'], { encoding: 'utf8', timeout: 240_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const files: Record<string, ArrayBuffer> = {};
+    for (const name of await readdir(gpt2)) {
+      const b = await readFile(join(gpt2, name));
+      files[name] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    }
+    const session = new LmSession();
+    try {
+      const info = await session.load(files);
+      expect(info).toMatchObject({ family: 'gpt2', layers: 2, hiddenSize: 32, heads: 4, kvHeads: 4, chatTemplate: true, attentionTargets: ['c_attn'] });
+      const limits = { rootMaxTokens: 10, cloneBudget: 5, maxClones: 2, maxRounds: 1 };
+      const { traces } = await session.rollout(PAGE_DEFAULTS, 3, 2, 0.8, limits);
+      const episodes = traces.map((t) => episodeTraceOfText(t, 0));
+      expect(parseTracesJsonl(tracesToJsonl(episodes))).toEqual(episodes);
+      expect(episodes.every((e) => e.contexts[0].generatedTokens > 0 && e.contexts[0].generatedTokens <= 10)).toBe(true);
+      const start = await session.stepperStart(PAGE_DEFAULTS, 5, 0, limits);
+      const end = await session.stepperAdvance('end');
+      expect(start.state.next?.candidates).toHaveLength(5);
+      const { traces: atOnce } = await session.rollout(PAGE_DEFAULTS, 5, 1, 0, limits);
+      expect(end.trace?.contexts[0].tokens).toEqual(atOnce[0].contexts[0].tokens);
+      const step = await session.trainStep(
+        { ...PAGE_DEFAULTS, batch: 2, miniBatch: 1, group: 2, temperature: 3 },
+        { r: 2, alpha: 4, targetModules: info.attentionTargets },
+        limits,
+      );
+      expect(step.metrics.step).toBe(1);
+      const { files: adapter } = await session.exportAdapter();
+      expect(JSON.parse(new TextDecoder().decode(adapter['adapter_config.json']))).toMatchObject({ target_modules: ['c_attn'], fan_in_fan_out: true });
+      expect([...decodeSafetensors(new Uint8Array(adapter['adapter_model.safetensors'])).tensors.keys()].sort()).toEqual([
+        'base_model.model.transformer.h.0.attn.c_attn.lora_A.weight',
+        'base_model.model.transformer.h.0.attn.c_attn.lora_B.weight',
+        'base_model.model.transformer.h.1.attn.c_attn.lora_A.weight',
+        'base_model.model.transformer.h.1.attn.c_attn.lora_B.weight',
+      ]);
+    } finally {
+      await session.dispose();
+    }
+  }, 300_000);
 });

@@ -280,7 +280,7 @@ describe.skipIf(py.python === null)(`the text protocol and GRPO with LoRA${py.py
       return r.loss;
     }, vars);
     await mkdir(join(dir, 'adapter'), { recursive: true });
-    await writeFile(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify(peftAdapterConfig(lora.config, join(dir, 'model'))));
+    await writeFile(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify(peftAdapterConfig(lora.config, model.config, join(dir, 'model'))));
     await writeFile(join(dir, 'adapter', 'adapter_model.safetensors'), encodeSafetensors(await lora.peftTensors()));
     const batchFile = join(dir, 'batch.json');
     const plain = (a: ArrayLike<number> | null) => (a === null ? null : Array.from(a));

@@ -21,7 +21,7 @@ import { isRecord } from '../core/io/savedConfig';
 export const MODEL_FLAG = {
   type: 'string',
   required: true,
-  help: 'a Hugging Face model folder (llama, qwen2, qwen3): config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json; or a Hub model id (owner/name), fetched from $HF_ENDPOINT (default https://huggingface.co) into $SELFCEST_HUB_CACHE (default ~/.cache/selfcest/hub)',
+  help: 'a Hugging Face model folder (gpt2, llama, qwen2, qwen3): config.json, model.safetensors (or an index of shards), tokenizer.json, tokenizer_config.json; or a Hub model id (owner/name), fetched from $HF_ENDPOINT (default https://huggingface.co) into $SELFCEST_HUB_CACHE (default ~/.cache/selfcest/hub)',
 } as const;
 
 /**
@@ -107,7 +107,7 @@ export async function loadAdapter(flag: string, dir: string, model: TextModel): 
     fail('adapter_model.safetensors', (e as Error).message);
   }
   try {
-    return Lora.fromPeft(model.config, loraConfigFromPeft(raw), decodeSafetensors(bytes as Uint8Array).tensors);
+    return Lora.fromPeft(model.config, loraConfigFromPeft(raw, model.config), decodeSafetensors(bytes as Uint8Array).tensors);
   } catch (e) {
     if (e instanceof LoraConfigError) throw new UsageError(`--${flag} ${dir}: ${e.message}`);
     return fail('adapter_model.safetensors', (e as Error).message);
@@ -126,7 +126,7 @@ export function modelSummary(m: LoadedTextModel): string {
 export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, baseDir: string): RunWeights<Lora> {
   return {
     files: async (lora) => [
-      ['adapter_config.json', new TextEncoder().encode(JSON.stringify(peftAdapterConfig(loraConfig, baseDir), null, 1) + '\n')],
+      ['adapter_config.json', new TextEncoder().encode(JSON.stringify(peftAdapterConfig(loraConfig, model.config, baseDir), null, 1) + '\n')],
       ['adapter_model.safetensors', encodeSafetensors(await lora.peftTensors())],
     ],
     // As saved (a resume with other LoRA settings is refused by the run config's check).

@@ -1,9 +1,9 @@
-"""Tiny random decoder checkpoints of the Llama, Qwen2 and Qwen3 families, saved as Hugging Face
+"""Tiny random decoder checkpoints of the GPT-2, Llama, Qwen2 and Qwen3 families, saved as Hugging Face
 folders (config.json + model.safetensors), with transformers' logits on fixed token ids: the
 reference the project's forward must match. Usage: hf_decoder_fixture.py OUT_DIR"""
 import json, os, sys
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config, Qwen3Config
 
 out = sys.argv[1]
 common = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
@@ -17,6 +17,9 @@ families = {
     "qwen2": Qwen2Config(**common, tie_word_embeddings=True, rope_theta=1000.0),
     # q/k norms, a head_dim that is not hidden / heads
     "qwen3": Qwen3Config(**common, head_dim=16, tie_word_embeddings=False, rope_theta=1000000.0),
+    # LayerNorm, learned positions, fused c_attn (Conv1D), an MLP width that is not 4 x n_embd
+    "gpt2": GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=64, n_inner=80, layer_norm_epsilon=1e-5,
+                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
 }
 tokens = [[1, 5, 9, 33, 2, 77, 95, 0, 14, 60, 61, 3], [7, 7, 8, 40, 41, 90, 12, 13, 50, 51, 52, 53]]
 for name, cfg in families.items():
@@ -26,7 +29,7 @@ for name, cfg in families.items():
     with torch.no_grad():
         # Random biases (zero at init) and norm weights (one at init), so that they matter.
         for n, p in model.named_parameters():
-            if n.endswith("bias") or "norm" in n:
+            if n.endswith("bias") or "norm" in n or ".ln_" in n:
                 p.add_(torch.randn_like(p) * 0.1)
         logits = model(torch.tensor(tokens)).logits
     d = os.path.join(out, name)

@@ -8,7 +8,9 @@ from transformers import AutoModelForCausalLM
 
 root = sys.argv[1]
 tokens = torch.tensor([[1, 5, 9, 33, 2, 77, 95, 0, 14, 60], [7, 7, 8, 40, 41, 90, 12, 13, 50, 51]])
-for family, targets in [("llama", ["q_proj", "v_proj", "down_proj"]), ("qwen2", ["k_proj", "o_proj", "gate_proj", "up_proj"])]:
+# gpt2's layers are Conv1D: PEFT sets fan_in_fan_out itself (and says so); c_proj is the attention's and the MLP's.
+for family, targets in [("llama", ["q_proj", "v_proj", "down_proj"]), ("qwen2", ["k_proj", "o_proj", "gate_proj", "up_proj"]),
+                        ("gpt2", ["c_attn", "c_proj", "c_fc"])]:
     torch.manual_seed(3)
     base = AutoModelForCausalLM.from_pretrained(os.path.join(root, family), dtype=torch.float32).eval()
     # init_lora_weights=False: B is random too, so that A has a gradient.

@@ -1,7 +1,7 @@
 """A byte-level BPE tokenizer trained with `tokenizers` on a few kilobytes of task text, saved as a
 Hugging Face tokenizer (tokenizer.json, tokenizer_config.json with a ChatML chat template), with
 transformers' ids for plain texts and for chats: the reference the project's loading must match.
-Usage: hf_tokenizer_fixture.py OUT_DIR [model]: with `model`, also a tiny random Qwen2 of the
+Usage: hf_tokenizer_fixture.py OUT_DIR [model [gpt2]]: with `model`, also a tiny random Qwen2 (or GPT-2) of the
 tokenizer's vocabulary in the same folder, a whole model folder."""
 import json, os, random, sys
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -49,11 +49,16 @@ with open(os.path.join(out, "reference_tokens.json"), "w") as f:
     json.dump(ref, f, ensure_ascii=False)
 if len(sys.argv) > 2 and sys.argv[2] == "model":
     import torch
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM, GPT2Config, Qwen2Config
     torch.manual_seed(11)
-    cfg = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True,
-                      eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"), initializer_range=0.4)
+    eos = fast.convert_tokens_to_ids("<|im_end|>")
+    if len(sys.argv) > 3 and sys.argv[3] == "gpt2":
+        cfg = GPT2Config(vocab_size=len(fast), n_embd=32, n_layer=2, n_head=4, n_positions=1024, bos_token_id=eos,
+                         eos_token_id=eos, initializer_range=0.4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    else:
+        cfg = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True,
+                          eos_token_id=eos, initializer_range=0.4)
     cfg.dtype = torch.float32
     AutoModelForCausalLM.from_config(cfg).save_pretrained(out, safe_serialization=True)
 print("ok")

@@ -1,5 +1,5 @@
 /**
- * A real language model in the page: a Hugging Face folder (llama, qwen2, qwen3) picked from disk
+ * A real language model in the page: a Hugging Face folder (gpt2, llama, qwen2, qwen3) picked from disk
  * or dropped, loaded in a worker of its own (src/runtime/lm/), its episodes under the spawn_clone
  * text protocol drawn as delegation trees with the model's own token strings, GRPO steps over LoRA
  * adapters with the run config's settings, and the adapters saved in PEFT's format.
@@ -232,6 +232,7 @@ export function LmPanel() {
 
   const loaded = (folder: string, got: LmModelInfo, backend: string) => {
     setInfo({ ...got, folder, backend });
+    setTargets(got.attentionTargets.join(','));
     setEpisodes([]);
     setMetrics([]);
     setSelected(null);
@@ -299,9 +300,9 @@ export function LmPanel() {
     >
       <h2>Language model</h2>
       <p className="muted small">
-        A Hugging Face model folder (Llama, Qwen2, Qwen3: config.json, model.safetensors, tokenizer.json with its chat template), picked or dropped here. It
-        runs in a worker of its own under the spawn_clone text protocol; training updates LoRA adapters with the run config&apos;s GRPO settings (group, batch,
-        lr, clip, credit, gating, reward).
+        A Hugging Face model folder (GPT-2, Llama, Qwen2, Qwen3: config.json, model.safetensors, tokenizer.json with its chat template), picked or dropped here.
+        It runs in a worker of its own under the spawn_clone text protocol; training updates LoRA adapters with the run config&apos;s GRPO settings (group,
+        batch, lr, clip, credit, gating, reward).
       </p>
       <label className="row">
         16-bit weights{' '}

@@ -1,5 +1,5 @@
 /**
- * A Hugging Face model folder (llama, qwen2 or qwen3) through the reference's text protocol, one
+ * A Hugging Face model folder (gpt2, llama, qwen2 or qwen3) through the reference's text protocol, one
  * root turn: the chat template with the spawn_clone tool offered, greedy cached decoding, then the
  * tool calls the text holds and the clone requests they make. What loading took is printed first.
  */
@@ -13,7 +13,7 @@ import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '
 
 export const generate = defineCommand(
   'generate',
-  'One root turn of a Hugging Face model (llama, qwen2, qwen3 folder) under the spawn_clone protocol: chat template with the tool, greedy decoding, the tool calls found.',
+  'One root turn of a Hugging Face model (gpt2, llama, qwen2, qwen3 folder) under the spawn_clone protocol: chat template with the tool, greedy decoding, the tool calls found.',
   {
     model: MODEL_FLAG,
     prompt: { type: 'string', required: true, help: 'the user\'s message, e.g. "Calculate the value of 3*4+5."' },

@@ -1,5 +1,5 @@
 /**
- * GRPO on a Hugging Face model (llama, qwen2, qwen3) under the reference's text protocol: LoRA
+ * GRPO on a Hugging Face model (gpt2, llama, qwen2, qwen3) under the reference's text protocol: LoRA
  * adapters over frozen weights (`--lora-r` > 0), or every weight (`--lora-r 0`). The run config is
  * train's (the table's fields: group, batch, lr, loss, credit, gating, reward, spawn limits), the
  * loop core/rl/textGrpo.ts. The run directory is resumable as train's is (runDir.ts): each save
@@ -15,7 +15,7 @@ import { RunDir, type RunWeights, checkOutDir, checkResumeConfig, formatDuration
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { fieldOf, flagName } from '../../core/runConfig';
 import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
-import { Lora, type LoraConfig, linearModules } from '../../core/model/lora';
+import { Lora, type LoraConfig, attentionTargets, linearModules } from '../../core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { type TextPolicy, fullPolicy, loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { textEpisodeTrace } from '../../core/rollout/textEpisode';
@@ -43,8 +43,7 @@ export const trainLm = defineRunCommand(
     'lora-alpha': { type: 'number', default: 16, min: 1e-6, max: 1e6, help: 'LoRA alpha (the update is scaled by alpha / r)' },
     'lora-targets': {
       type: 'string',
-      default: 'q_proj,k_proj,v_proj,o_proj',
-      help: 'the linear layers adapted, by the last part of their name (comma-separated)',
+      help: "the linear layers adapted, by the last part of their name (comma-separated; default the attention's: q_proj,k_proj,v_proj,o_proj, GPT-2's c_attn)",
     },
     'root-tokens': {
       type: 'int',
@@ -90,10 +89,13 @@ export const trainLm = defineRunCommand(
       maxRounds: rc.maxRounds,
     };
     const full = f['lora-r'] === 0;
-    const targets = f['lora-targets']
-      .split(',')
-      .map((t) => t.trim())
-      .filter((t) => t !== '');
+    const targets =
+      f['lora-targets'] === undefined
+        ? attentionTargets(model.config)
+        : f['lora-targets']
+            .split(',')
+            .map((t) => t.trim())
+            .filter((t) => t !== '');
     const modules = new Set([...linearModules(model.config).keys()].map((m) => m.split('.').at(-1) as string));
     const unknown = targets.filter((t) => !modules.has(t));
     if (!full && (targets.length === 0 || unknown.length > 0)) {

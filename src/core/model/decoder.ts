@@ -1,6 +1,9 @@
 /**
- * Decoder-only language models of the Llama family as Hugging Face defines them (modeling_llama,
- * modeling_qwen2, modeling_qwen3): RMSNorm before attention and MLP, rotary positions, grouped-query
+ * Decoder-only language models as Hugging Face defines them: one interface (config, weights by HF
+ * name, forward, cached decoding, LoRA) over four families. GPT-2 (modeling_gpt2, the playground's
+ * own model's architecture): LayerNorm, learned positions, a fused q/k/v projection and a gelu_new
+ * MLP, with Conv1D weights stored [in, out]. The Llama family (modeling_llama, modeling_qwen2,
+ * modeling_qwen3): RMSNorm before attention and MLP, rotary positions, grouped-query
  * attention, a SwiGLU MLP, tied or untied embeddings, and the biases and norms each family adds:
  *
  *   llama   q/k/v/o biases when `attention_bias`, MLP biases when `mlp_bias`
@@ -21,12 +24,13 @@
  */
 import type { Rng } from '../rng';
 import { sampleFromLogits } from './sample';
+import { geluNew } from './gpt';
 import * as tf from '@tensorflow/tfjs';
 import type { DecodedTensor } from '../io/safetensors';
 import { asFloat, halfFormatOf, halfStorageAvailable, packedHalfTensor, widenHalf } from './halfWeights';
 
-export type DecoderFamily = 'llama' | 'qwen2' | 'qwen3';
-export const DECODER_FAMILIES: readonly DecoderFamily[] = ['llama', 'qwen2', 'qwen3'];
+export type DecoderFamily = 'gpt2' | 'llama' | 'qwen2' | 'qwen3';
+export const DECODER_FAMILIES: readonly DecoderFamily[] = ['gpt2', 'llama', 'qwen2', 'qwen3'];
 
 export type RopeScaling =
   | { type: 'default' }
@@ -42,7 +46,9 @@ export interface DecoderConfig {
   heads: number;
   kvHeads: number;
   headDim: number;
-  rmsNormEps: number;
+  /** The epsilon of every norm (RMSNorm, or GPT-2's LayerNorm). */
+  normEps: number;
+  /** Rotary positions (the Llama family; GPT-2 learns a position table instead and ignores them). */
   ropeTheta: number;
   rope: RopeScaling;
   maxPositions: number;
@@ -81,6 +87,7 @@ export function decoderConfigFromHf(raw: unknown): DecoderConfig {
   if (typeof family !== 'string' || !(DECODER_FAMILIES as readonly string[]).includes(family)) {
     throw new DecoderConfigError(`model_type ${JSON.stringify(family)} is not one of ${DECODER_FAMILIES.join(', ')}`);
   }
+  if (family === 'gpt2') return gpt2Config(raw);
   const int = (key: string, fallback?: number): number => {
     const v = raw[key] ?? fallback;
     if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive integer (got ${JSON.stringify(v)})`);
@@ -129,7 +136,7 @@ export function decoderConfigFromHf(raw: unknown): DecoderConfig {
     heads,
     kvHeads,
     headDim,
-    rmsNormEps: num('rms_norm_eps', raw.rms_norm_eps ?? 1e-6),
+    normEps: num('rms_norm_eps', raw.rms_norm_eps ?? 1e-6),
     ropeTheta,
     rope,
     maxPositions: int('max_position_embeddings'),
@@ -141,8 +148,90 @@ export function decoderConfigFromHf(raw: unknown): DecoderConfig {
   };
 }
 
+/** GPT-2's config.json (GPT2Config's names), refusing the switches that would change the forward pass. */
+function gpt2Config(raw: Record<string, unknown>): DecoderConfig {
+  const int = (key: string, fallback?: number): number => {
+    const v = raw[key] ?? fallback;
+    if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  const act = raw.activation_function ?? 'gelu_new';
+  // gelu_pytorch_tanh is the same tanh approximation as gelu_new.
+  if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') throw new DecoderConfigError(`activation_function ${JSON.stringify(act)} is not gelu_new`);
+  for (const [key, refused] of [
+    ['scale_attn_weights', false],
+    ['scale_attn_by_inverse_layer_idx', true],
+    ['add_cross_attention', true],
+  ] as const) {
+    if (raw[key] === refused) throw new DecoderConfigError(`${key} ${refused} is not supported`);
+  }
+  const hiddenSize = int('n_embd');
+  const heads = int('n_head');
+  if (hiddenSize % heads !== 0) throw new DecoderConfigError(`n_embd ${hiddenSize} is not a multiple of n_head ${heads}`);
+  const eps = raw.layer_norm_epsilon ?? 1e-5;
+  if (!(typeof eps === 'number' && Number.isFinite(eps) && eps > 0))
+    throw new DecoderConfigError(`layer_norm_epsilon must be a positive number (got ${JSON.stringify(eps)})`);
+  const tie = raw.tie_word_embeddings ?? true;
+  if (typeof tie !== 'boolean') throw new DecoderConfigError(`tie_word_embeddings must be true or false (got ${JSON.stringify(tie)})`);
+  return {
+    family: 'gpt2',
+    vocabSize: int('vocab_size'),
+    hiddenSize,
+    intermediateSize: raw.n_inner === null || raw.n_inner === undefined ? 4 * hiddenSize : int('n_inner'),
+    layers: int('n_layer'),
+    heads,
+    kvHeads: heads,
+    headDim: hiddenSize / heads,
+    normEps: eps,
+    ropeTheta: 10000,
+    rope: { type: 'default' },
+    maxPositions: int('n_positions'),
+    tieEmbeddings: tie,
+    qkvBias: true,
+    oBias: true,
+    mlpBias: true,
+    qkNorm: false,
+  };
+}
+
+/** GPT-2's tensors (Conv1D weights [in, out]), named as GPT2LMHeadModel saves them. */
+function gpt2TensorSpecs(c: DecoderConfig): { name: string; shape: number[] }[] {
+  const H = c.hiddenSize;
+  const specs = [
+    { name: 'transformer.wte.weight', shape: [c.vocabSize, H] },
+    { name: 'transformer.wpe.weight', shape: [c.maxPositions, H] },
+  ];
+  for (let l = 0; l < c.layers; l++) {
+    const p = `transformer.h.${l}`;
+    specs.push(
+      { name: `${p}.ln_1.weight`, shape: [H] },
+      { name: `${p}.ln_1.bias`, shape: [H] },
+      { name: `${p}.attn.c_attn.weight`, shape: [H, 3 * H] },
+      { name: `${p}.attn.c_attn.bias`, shape: [3 * H] },
+      { name: `${p}.attn.c_proj.weight`, shape: [H, H] },
+      { name: `${p}.attn.c_proj.bias`, shape: [H] },
+      { name: `${p}.ln_2.weight`, shape: [H] },
+      { name: `${p}.ln_2.bias`, shape: [H] },
+      { name: `${p}.mlp.c_fc.weight`, shape: [H, c.intermediateSize] },
+      { name: `${p}.mlp.c_fc.bias`, shape: [c.intermediateSize] },
+      { name: `${p}.mlp.c_proj.weight`, shape: [c.intermediateSize, H] },
+      { name: `${p}.mlp.c_proj.bias`, shape: [H] },
+    );
+  }
+  specs.push({ name: 'transformer.ln_f.weight', shape: [H] }, { name: 'transformer.ln_f.bias', shape: [H] });
+  if (!c.tieEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, H] });
+  return specs;
+}
+
+/** Whether a family stores its linear layers as Conv1D, [in, out] (GPT-2), rather than [out, in]. */
+export const conv1dWeights = (c: Pick<DecoderConfig, 'family'>): boolean => c.family === 'gpt2';
+
+/** The embedding table's HF name. */
+export const embeddingName = (c: Pick<DecoderConfig, 'family'>): string => (c.family === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight');
+
 /** The checkpoint's tensors a config needs, with their shapes (HF names). */
 export function decoderTensorSpecs(c: DecoderConfig): { name: string; shape: number[] }[] {
+  if (c.family === 'gpt2') return gpt2TensorSpecs(c);
   const specs: { name: string; shape: number[] }[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, c.hiddenSize] }];
   const q = c.heads * c.headDim;
   const kv = c.kvHeads * c.headDim;
@@ -197,7 +286,8 @@ export function decoderParams(c: DecoderConfig, tensors: ReadonlyMap<string, Dec
   const params: DecoderParams = new Map();
   try {
     for (const { name, shape } of decoderTensorSpecs(c)) {
-      const t = tensors.get(name);
+      // GPT-2 checkpoints saved from GPT2Model (the Hub's own gpt2) lack the `transformer.` prefix.
+      const t = tensors.get(name) ?? (c.family === 'gpt2' ? tensors.get(name.replace(/^transformer\./, '')) : undefined);
       if (!t) throw new DecoderWeightsError(`the weights lack ${name} (shape [${shape.join(', ')}])`);
       if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
         throw new DecoderWeightsError(`${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
@@ -277,10 +367,16 @@ function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
 }
 
-function linear(x: tf.Tensor, w: tf.Tensor, b?: tf.Tensor): tf.Tensor {
+function layerNorm(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, eps: number): tf.Tensor {
+  const centred = tf.sub(x, tf.mean(x, -1, true));
+  return tf.add(tf.mul(tf.mul(centred, tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), eps))), w), b);
+}
+
+/** x·Wᵀ (+ b) for W [out, in]; x·W for a Conv1D weight [in, out] (`conv1d`). */
+function linear(x: tf.Tensor, w: tf.Tensor, b?: tf.Tensor, conv1d = false): tf.Tensor {
   const shape = x.shape;
-  const y = tf.matMul(tf.reshape(x, [-1, shape[shape.length - 1]]), w, false, true);
-  const out = tf.reshape(y, [...shape.slice(0, -1), w.shape[0]]);
+  const y = tf.matMul(tf.reshape(x, [-1, shape[shape.length - 1]]), w, false, !conv1d);
+  const out = tf.reshape(y, [...shape.slice(0, -1), w.shape[conv1d ? 1 : 0] as number]);
   return b ? tf.add(out, b) : out;
 }
 
@@ -343,18 +439,17 @@ export function decoderForward(
     const t = params.get(name);
     return t === undefined ? undefined : asFloat(t);
   };
-  // A linear layer of module `m` (HF name without .weight), with its adapter's low-rank term where it has one.
-  const lin = (x: tf.Tensor, m: string) => {
-    const y = linear(x, get(`${m}.weight`), opt(`${m}.bias`));
-    const delta = adapters?.delta(m, x);
-    return delta ? tf.add(y, delta) : y;
-  };
   if (pad !== undefined && (pad.length !== batch || pad.some((p) => !Number.isInteger(p) || p < 0 || p >= total))) {
     throw new Error(`decoder: pad must give each of the ${batch} rows a count in [0, ${total}) (got ${JSON.stringify(pad)})`);
   }
-  // Padded rows share the positions: rotary attention depends only on the distance between a
-  // query and a key, so a row whose real tokens start at position pad[r] attends as it would from 0.
-  const { cos, sin } = rotaryTables(c, past, time);
+  const gpt2 = c.family === 'gpt2';
+  // A linear layer of module `m` (HF name without .weight), with its adapter's low-rank term where
+  // it has one; GPT-2's Conv1D weights are [in, out].
+  const lin = (x: tf.Tensor, m: string) => {
+    const y = linear(x, get(`${m}.weight`), opt(`${m}.bias`), gpt2);
+    const delta = adapters?.delta(m, x);
+    return delta ? tf.add(y, delta) : y;
+  };
   // Query i (position past + i) sees keys 0..past + i; a padded row, none of its padding.
   const mask = tf.linalg.bandPart(tf.ones([time, total]), -1, past);
   const negative =
@@ -373,26 +468,48 @@ export function decoderForward(
           ),
           -1e9,
         );
-  const group = c.heads / c.kvHeads;
   // Embedding rows: of a 16-bit table, only the rows gathered are widened.
-  const table = stored('model.embed_tokens.weight');
-  const rows = tf.gather(table, tf.reshape(tokens, [-1]));
-  const format = halfFormatOf(table);
-  let x: tf.Tensor = tf.reshape(format === null ? rows : widenHalf(rows, format), [batch, time, c.hiddenSize]);
+  const embed = (name: string, ids: tf.Tensor) => {
+    const table = stored(name);
+    const rows = tf.gather(table, tf.reshape(ids, [-1]));
+    const format = halfFormatOf(table);
+    return tf.reshape(format === null ? rows : widenHalf(rows, format), [batch, time, c.hiddenSize]);
+  };
+  let x: tf.Tensor = embed(embeddingName(c), tokens);
+  // Rotary positions (the Llama family): padded rows share them, since rotary attention depends
+  // only on the distance between a query and a key, so a row whose real tokens start at pad[r]
+  // attends as it would from 0. Learned positions (GPT-2) are absolute: each padded row counts its
+  // own from its first real token.
+  const rotary = gpt2 ? null : rotaryTables(c, past, time);
+  if (gpt2) {
+    const positions = Array.from({ length: batch }, (_, r) => Array.from({ length: time }, (_, t) => Math.max(0, past + t - (pad?.[r] ?? 0))));
+    x = tf.add(x, embed('transformer.wpe.weight', tf.tensor2d(positions, [batch, time], 'int32')));
+  }
+  const norm = (t: tf.Tensor, name: string) =>
+    gpt2 ? layerNorm(t, get(`${name}.weight`), get(`${name}.bias`), c.normEps) : rmsNorm(t, get(`${name}.weight`), c.normEps);
+  const group = c.heads / c.kvHeads;
   const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
   const kv: LayerKv[] = [];
   for (let l = 0; l < c.layers; l++) {
-    const p = `model.layers.${l}`;
-    const h = rmsNorm(x, get(`${p}.input_layernorm.weight`), c.rmsNormEps);
-    let q = heads(lin(h, `${p}.self_attn.q_proj`), c.heads);
-    let k = heads(lin(h, `${p}.self_attn.k_proj`), c.kvHeads);
-    let v = heads(lin(h, `${p}.self_attn.v_proj`), c.kvHeads);
-    if (c.qkNorm) {
-      q = rmsNorm(q, get(`${p}.self_attn.q_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
-      k = rmsNorm(k, get(`${p}.self_attn.k_norm.weight`), c.rmsNormEps) as tf.Tensor4D;
+    let q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D;
+    const p = gpt2 ? `transformer.h.${l}` : `model.layers.${l}`;
+    const attnModule = gpt2 ? `${p}.attn` : `${p}.self_attn`;
+    const h = norm(x, gpt2 ? `${p}.ln_1` : `${p}.input_layernorm`);
+    if (gpt2) {
+      const [q0, k0, v0] = tf.split(lin(h, `${attnModule}.c_attn`), 3, 2);
+      [q, k, v] = [heads(q0, c.heads), heads(k0, c.heads), heads(v0, c.heads)];
+    } else {
+      q = heads(lin(h, `${attnModule}.q_proj`), c.heads);
+      k = heads(lin(h, `${attnModule}.k_proj`), c.kvHeads);
+      v = heads(lin(h, `${attnModule}.v_proj`), c.kvHeads);
+      if (c.qkNorm) {
+        q = rmsNorm(q, get(`${attnModule}.q_norm.weight`), c.normEps) as tf.Tensor4D;
+        k = rmsNorm(k, get(`${attnModule}.k_norm.weight`), c.normEps) as tf.Tensor4D;
+      }
+      const { cos, sin } = rotary as { cos: tf.Tensor2D; sin: tf.Tensor2D };
+      q = rotate(q, cos, sin) as tf.Tensor4D;
+      k = rotate(k, cos, sin) as tf.Tensor4D;
     }
-    q = rotate(q, cos, sin) as tf.Tensor4D;
-    k = rotate(k, cos, sin) as tf.Tensor4D;
     if (cache !== null) {
       k = tf.concat([cache[l].k, k], 2);
       v = tf.concat([cache[l].v, v], 2);
@@ -413,14 +530,17 @@ export function decoderForward(
     const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
     const attended = tf.matMul(tf.softmax(scores, -1), v);
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
-    x = tf.add(x, lin(merged, `${p}.self_attn.o_proj`));
-    const h2 = rmsNorm(x, get(`${p}.post_attention_layernorm.weight`), c.rmsNormEps);
-    const gate = lin(h2, `${p}.mlp.gate_proj`);
-    const up = lin(h2, `${p}.mlp.up_proj`);
-    x = tf.add(x, lin(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), `${p}.mlp.down_proj`));
+    x = tf.add(x, lin(merged, gpt2 ? `${attnModule}.c_proj` : `${attnModule}.o_proj`));
+    const h2 = norm(x, gpt2 ? `${p}.ln_2` : `${p}.post_attention_layernorm`);
+    if (gpt2) x = tf.add(x, lin(geluNew(lin(h2, `${p}.mlp.c_fc`)), `${p}.mlp.c_proj`));
+    else {
+      const gate = lin(h2, `${p}.mlp.gate_proj`);
+      const up = lin(h2, `${p}.mlp.up_proj`);
+      x = tf.add(x, lin(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), `${p}.mlp.down_proj`));
+    }
   }
-  const final = rmsNorm(x, get('model.norm.weight'), c.rmsNormEps);
-  const head = c.tieEmbeddings ? get('model.embed_tokens.weight') : get('lm_head.weight');
+  const final = norm(x, gpt2 ? 'transformer.ln_f' : 'model.norm');
+  const head = c.tieEmbeddings ? get(embeddingName(c)) : get('lm_head.weight');
   return { logits: linear(final, head) as tf.Tensor3D, kv };
 }
 

@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { asFloat } from './halfWeights';
 import type { DecodedTensor, TensorToEncode } from '../io/safetensors';
 import { Rng } from '../rng';
-import { type Adapters, type DecoderConfig, decoderTensorSpecs } from './decoder';
+import { type Adapters, type DecoderConfig, conv1dWeights, decoderTensorSpecs } from './decoder';
 
 export interface LoraConfig {
   r: number;
@@ -26,20 +26,30 @@ export class LoraConfigError extends Error {
   }
 }
 
-/** The linear layers a decoder has, by module name (HF, without .weight), with [out, in]. */
+/** The linear layers a decoder has, by module name (HF, without .weight), with [out, in] (GPT-2's Conv1D weights are stored [in, out]). */
 export function linearModules(c: DecoderConfig): Map<string, [number, number]> {
   const out = new Map<string, [number, number]>();
+  const conv1d = conv1dWeights(c);
   for (const { name, shape } of decoderTensorSpecs(c)) {
-    if (!name.startsWith('model.layers.') || !name.endsWith('_proj.weight')) continue;
-    out.set(name.slice(0, -'.weight'.length), [shape[0], shape[1]]);
+    const linear = conv1d ? name.startsWith('transformer.h.') && shape.length === 2 : name.startsWith('model.layers.') && name.endsWith('_proj.weight');
+    if (!linear) continue;
+    out.set(name.slice(0, -'.weight'.length), conv1d ? [shape[1], shape[0]] : [shape[0], shape[1]]);
   }
   return out;
 }
 
+/** The attention projections of a family, the default LoRA targets: q/k/v/o, or GPT-2's fused c_attn (its `c_proj` would also take the MLP's). */
+export function attentionTargets(c: Pick<DecoderConfig, 'family'>): string[] {
+  return c.family === 'gpt2' ? ['c_attn'] : ['q_proj', 'k_proj', 'v_proj', 'o_proj'];
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** PEFT's adapter_config.json, refusing what this implementation would compute differently. */
-export function loraConfigFromPeft(raw: unknown): LoraConfig {
+/**
+ * PEFT's adapter_config.json, refusing what this implementation would compute differently.
+ * `fan_in_fan_out` must say how the model stores its weights: true for GPT-2's Conv1D, as PEFT sets it.
+ */
+export function loraConfigFromPeft(raw: unknown, c: Pick<DecoderConfig, 'family'>): LoraConfig {
   if (!isObject(raw)) throw new LoraConfigError('must be a JSON object');
   if (raw.peft_type !== undefined && raw.peft_type !== 'LORA') throw new LoraConfigError(`peft_type ${JSON.stringify(raw.peft_type)} is not LORA`);
   const r = raw.r;
@@ -54,7 +64,7 @@ export function loraConfigFromPeft(raw: unknown): LoraConfig {
   for (const [key, ok] of [
     ['use_rslora', (v: unknown) => v === undefined || v === false],
     ['use_dora', (v: unknown) => v === undefined || v === false],
-    ['fan_in_fan_out', (v: unknown) => v === undefined || v === false],
+    ['fan_in_fan_out', (v: unknown) => (conv1dWeights(c) ? v === true : v === undefined || v === false)],
     ['bias', (v: unknown) => v === undefined || v === 'none'],
     ['lora_bias', (v: unknown) => v === undefined || v === false],
     ['rank_pattern', (v: unknown) => v === undefined || v === null || (isObject(v) && Object.keys(v).length === 0)],
@@ -68,7 +78,7 @@ export function loraConfigFromPeft(raw: unknown): LoraConfig {
 }
 
 /** PEFT's adapter_config.json for a config (what `save_pretrained` writes, the fields PEFT needs to load it). */
-export function peftAdapterConfig(l: LoraConfig, baseModel: string | null): Record<string, unknown> {
+export function peftAdapterConfig(l: LoraConfig, c: Pick<DecoderConfig, 'family'>, baseModel: string | null): Record<string, unknown> {
   return {
     peft_type: 'LORA',
     task_type: 'CAUSAL_LM',
@@ -78,7 +88,7 @@ export function peftAdapterConfig(l: LoraConfig, baseModel: string | null): Reco
     lora_dropout: 0,
     target_modules: l.targetModules,
     bias: 'none',
-    fan_in_fan_out: false,
+    fan_in_fan_out: conv1dWeights(c),
     use_rslora: false,
     use_dora: false,
     inference_mode: false,
@@ -99,6 +109,8 @@ const PEFT_PREFIX = 'base_model.model.';
 export class Lora implements Adapters {
   private constructor(
     readonly config: LoraConfig,
+    /** The base stores its weights [in, out] (GPT-2's Conv1D): a merge adds (B·A)ᵀ. */
+    private readonly conv1d: boolean,
     /** `${module}.lora_A` [r, in] and `${module}.lora_B` [out, r], trainable. */
     readonly params: Map<string, tf.Variable>,
   ) {}
@@ -117,7 +129,7 @@ export class Lora implements Adapters {
       params.set(`${m}.lora_A`, tf.variable(tf.tensor2d(a, [l.r, inDim]), true, `${m}.lora_A`));
       params.set(`${m}.lora_B`, tf.variable(tf.zeros([outDim, l.r]), true, `${m}.lora_B`));
     });
-    return new Lora(l, params);
+    return new Lora(l, conv1dWeights(c), params);
   }
 
   /** Adapters from PEFT's adapter_model.safetensors tensors, every target's A and B present with its shape. */
@@ -142,7 +154,7 @@ export class Lora implements Adapters {
       params.forEach((v) => v.dispose());
       throw e;
     }
-    return new Lora(l, params);
+    return new Lora(l, conv1dWeights(c), params);
   }
 
   delta(module: string, x: tf.Tensor): tf.Tensor | null {
@@ -166,8 +178,8 @@ export class Lora implements Adapters {
   }
 
   /**
-   * The base weights with the adapters merged in, W + (α / r)·B·A for each target (as PEFT's
-   * merge_and_unload): the model's own tensors, to save in its HF format.
+   * The base weights with the adapters merged in, W + (α / r)·B·A for each target ((B·A)ᵀ for a
+   * Conv1D weight; as PEFT's merge_and_unload): the model's own tensors, to save in its HF format.
    */
   async merged(base: ReadonlyMap<string, tf.Tensor>): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
@@ -175,7 +187,11 @@ export class Lora implements Adapters {
       const m = name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : null;
       const a = m && this.params.get(`${m}.lora_A`);
       const b = m && this.params.get(`${m}.lora_B`);
-      const w = tf.tidy(() => (a && b ? tf.add(asFloat(t), tf.mul(tf.matMul(b, a), this.scale)) : asFloat(t)));
+      const w = tf.tidy(() => {
+        if (!a || !b) return asFloat(t);
+        const ba = this.conv1d ? tf.matMul(a, b, true, true) : tf.matMul(b, a);
+        return tf.add(asFloat(t), tf.mul(ba, this.scale));
+      });
       out.set(name, (await w.data()) as Float32Array);
       if (w !== t) w.dispose();
     }

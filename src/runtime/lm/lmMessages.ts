@@ -1,6 +1,6 @@
 /**
  * The messages between the page and the language-model worker (lm.worker.ts), which holds a
- * Hugging Face model (llama, qwen2, qwen3) picked from disk and runs the spawn_clone text
+ * Hugging Face model (gpt2, llama, qwen2, qwen3) picked from disk and runs the spawn_clone text
  * protocol and GRPO with LoRA on it. Request/reply and events as transport/rpc.ts carries them.
  */
 import type { FrontierPoint } from '../../core/eval/frontier';
@@ -34,6 +34,8 @@ export interface LmModelInfo {
   vocabSize: number;
   maxPositions: number;
   chatTemplate: boolean;
+  /** The family's attention projections: the LoRA targets a new adapter takes unless told otherwise. */
+  attentionTargets: string[];
 }
 
 /**

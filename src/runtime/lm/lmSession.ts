@@ -8,7 +8,7 @@ import { readHfConfig, readHfWeights, type FolderReader } from '../../core/io/hf
 import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
 import { decoderConfigFromHf, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
-import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
+import { Lora, type LoraConfig, attentionTargets, peftAdapterConfig } from '../../core/model/lora';
 import { samplingChooser } from '../../core/model/decoder';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
 import { loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
@@ -97,6 +97,7 @@ export class LmSession {
       vocabSize: config.vocabSize,
       maxPositions: config.maxPositions,
       chatTemplate: tokenizer.chatTemplate !== null,
+      attentionTargets: attentionTargets(config),
     };
   }
 
@@ -218,7 +219,7 @@ export class LmSession {
 
   async exportAdapter(): Promise<LmReplies['exportAdapter']> {
     if (this.lora === null) throw new Error('no adapters yet: train a step first');
-    const config = new TextEncoder().encode(JSON.stringify(peftAdapterConfig(this.lora.config, null), null, 1) + '\n');
+    const config = new TextEncoder().encode(JSON.stringify(peftAdapterConfig(this.lora.config, this.need().config, null), null, 1) + '\n');
     const weights = encodeSafetensors(await this.lora.peftTensors());
     const buffer = (b: Uint8Array) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
     return { files: { 'adapter_config.json': buffer(config), 'adapter_model.safetensors': buffer(weights) } };
