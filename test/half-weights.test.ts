@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../src/runtime/backend';
 import { widenBits } from '../src/core/io/safetensors';
 import { Rng } from '../src/core/rng';
-import { DecoderCache, decoderParamBytes, decoderParams, decoderTargetScores, decoderTensorSpecs } from '../src/core/model/decoder';
-import { halfFormatOf, packHalves, widenHalf } from '../src/core/model/halfWeights';
+import { DecoderCache, decoderLogits, decoderParamBytes, decoderParams, decoderTargetScores, decoderTensorSpecs } from '../src/core/model/decoder';
+import { halfFormatOf, packHalves, widenHalf, widenHalfRows } from '../src/core/model/halfWeights';
 import { Lora } from '../src/core/model/lora';
 import { fullPolicy } from '../src/core/rl/textGrpo';
 import type { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
@@ -50,6 +50,16 @@ for (const backend of ['cpu', 'wasm'] as const) {
       ]);
       tf.dispose([m, w]);
       expect(() => widenHalf(tf.tensor1d([1], 'float32'), 'f16')).toThrow(/packed patterns must be int32/);
+      // Rows of a packed matrix (an embedding lookup): those rows, in order, repeats included.
+      const table = tf.tensor2d(packHalves(ALL), [1024, 32], 'int32');
+      const ids = tf.tensor1d([5, 1023, 0, 5], 'int32');
+      const rows = widenHalfRows(table, ids, 'f16');
+      expect(rows.shape).toEqual([4, 64]);
+      const got = (await rows.data()) as Float32Array;
+      const all = widenBits('F16', ALL);
+      [5, 1023, 0, 5].forEach((id, r) => expect(sameValues(got.subarray(64 * r, 64 * (r + 1)), all.subarray(64 * id, 64 * (id + 1)))).toBe(true));
+      expect(() => widenHalfRows(table, tf.tensor1d([1024], 'int32'), 'f16')).toThrow('row id 1024 is outside the 1024 rows');
+      tf.dispose([table, ids, rows]);
     });
 
     for (const dtype of ['F16', 'BF16'] as const) {
@@ -61,6 +71,7 @@ for (const backend of ['cpu', 'wasm'] as const) {
         const half = decoderParams(TINY, tensors, 'half');
         const heldBytes = tf.memory().numBytes - before;
         const lora = Lora.init(TINY, { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'down_proj'] }, 1);
+        const loraBytes = [...lora.params.values()].reduce((n, v) => n + v.size * 4, 0);
         try {
           // Every matrix is packed; vectors (norms) stay float32.
           const matrices = decoderTensorSpecs(TINY).filter((s) => s.shape.length === 2);
@@ -113,6 +124,15 @@ for (const backend of ['cpu', 'wasm'] as const) {
           expect(embed.shape).toEqual([TINY.vocabSize, TINY.hiddenSize]);
           expect(sameValues((await embed.data()) as Float32Array, tensors.get('model.embed_tokens.weight')!.data)).toBe(true);
           full.trainable.forEach((v) => v.dispose());
+          // Nothing of the widening outlives the variables.
+          expect(tf.memory().numBytes).toBe(before + heldBytes + loraBytes);
+
+          // A forward (no gradient recorded) frees each widened matrix after its product: beyond the
+          // float32-held model's own transients it holds at most one widened matrix at a time.
+          const peak = async (p: typeof wide) =>
+            (await tf.profile(() => tf.tidy(() => decoderLogits(p, TINY, tf.tensor2d(ids, undefined, 'int32'))).dispose())).peakBytes - tf.memory().numBytes;
+          const largest = Math.max(...matrices.map((m) => m.shape[0] * m.shape[1] * 4));
+          expect((await peak(half)) - (await peak(wide))).toBeLessThanOrEqual(largest);
         } finally {
           lora.dispose();
           wide.forEach((t) => t.dispose());

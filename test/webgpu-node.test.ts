@@ -24,7 +24,7 @@ import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep'
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 import { widenBits } from '../src/core/io/safetensors';
 import { type WeightStorage, decoderLogits, decoderParamBytes, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
-import { packHalves, widenHalf } from '../src/core/model/halfWeights';
+import { packHalves, widenHalf, widenHalfRows } from '../src/core/model/halfWeights';
 import { Lora } from '../src/core/model/lora';
 import { TINY as HALF_TINY, randomHalfTensors } from './halfDecoder';
 
@@ -318,6 +318,19 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
       const wrong = [...want.keys()].filter((i) => !(Object.is(got[i], want[i]) || (Number.isNaN(got[i]) && Number.isNaN(want[i]))));
       expect(wrong.slice(0, 5).map((i) => `0x${i.toString(16)}: ${got[i]} not ${want[i]}`)).toEqual([]);
     }
+    // Rows of a packed table (an embedding lookup) on the GPU: every pattern of the rows picked
+    // exact (WebGPU's own gather would carry the packed pairs through f32 and round them).
+    const table = tf.tensor2d(packHalves(all), [1024, 32], 'int32');
+    const picked = tf.tensor1d([5, 1023, 0, 5], 'int32');
+    const rows = widenHalfRows(table, picked, 'bf16');
+    const got = (await rows.data()) as Float32Array;
+    tf.dispose([table, picked, rows]);
+    const want = widenBits('BF16', all);
+    const same = (a: number, b: number) => Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
+    [5, 1023, 0, 5].forEach((id, r) => {
+      const bad = Array.from({ length: 64 }, (_, i) => i).filter((i) => !same(got[64 * r + i], want[64 * id + i]));
+      expect(bad, `row ${id}`).toEqual([]);
+    });
     const rng = new Rng(4);
     const ids = Array.from({ length: 2 }, () => Array.from({ length: 6 }, () => rng.int(0, HALF_TINY.vocabSize - 1)));
     const run = async (backend: Backend, storage: WeightStorage) => {

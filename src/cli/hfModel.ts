@@ -142,14 +142,17 @@ export function fullRunWeights(model: TextModel, configJson: Uint8Array): RunWei
       isRecord(state.config.training) && state.config.training.full === true ? null : 'it trains LoRA adapters, not every weight (--lora-r 0)',
     files: async (weights) => [
       ['config.json', configJson],
-      ['model.safetensors', encodeSafetensors([...weights].map(([name, data]) => ({ name, shape: [...model.params.get(name)!.shape], data })))],
+      [
+        'model.safetensors',
+        encodeSafetensors(decoderTensorSpecs(model.config).map(({ name, shape }) => ({ name, shape, data: weights.get(name) as Float32Array }))),
+      ],
     ],
     load: async (dir) => {
       const tensors = decodeSafetensors(new Uint8Array(await readFile(join(dir, 'model.safetensors')))).tensors;
       const out = new Map<string, Float32Array>();
-      for (const [name, t] of model.params) {
+      for (const { name, shape } of decoderTensorSpecs(model.config)) {
         const got = tensors.get(name);
-        if (!got || got.shape.join(',') !== t.shape.join(',')) throw new Error(`${join(dir, 'model.safetensors')}: ${name} is missing or has another shape`);
+        if (!got || got.shape.join(',') !== shape.join(',')) throw new Error(`${join(dir, 'model.safetensors')}: ${name} is missing or has another shape`);
         out.set(name, Float32Array.from(got.data));
       }
       return out;

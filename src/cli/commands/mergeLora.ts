@@ -1,6 +1,6 @@
 /**
- * A LoRA adapter merged into its base model, W + (α / r)·B·A for each adapted layer (PEFT's
- * merge_and_unload), written as a Hugging Face folder of the model's own format: config.json,
+ * A LoRA adapter merged into its base model, W + (α / r)·B·A for each adapted layer ((B·A)ᵀ for
+ * GPT-2's Conv1D weights; PEFT's merge_and_unload), written as a Hugging Face folder of the model's own format: config.json,
  * model.safetensors, and the base folder's tokenizer and generation files copied beside them.
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
 import { MODEL_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { encodeSafetensors } from '../../core/io/safetensors';
+import { decoderTensorSpecs } from '../../core/model/decoder';
 
 /** Files of a model folder besides its weights that a merged folder keeps. */
 const KEPT = [
@@ -42,7 +43,7 @@ export const mergeLora = defineCommand(
     await mkdir(f.out, { recursive: true });
     await writeFile(
       join(f.out, 'model.safetensors'),
-      encodeSafetensors([...merged].map(([name, data]) => ({ name, shape: [...model.params.get(name)!.shape], data }))),
+      encodeSafetensors(decoderTensorSpecs(model.config).map(({ name, shape }) => ({ name, shape, data: merged.get(name) as Float32Array }))),
     );
     for (const name of KEPT) {
       const bytes = await read(name);

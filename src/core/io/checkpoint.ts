@@ -318,9 +318,10 @@ function checkTiedHead(head: DecodedTensor, wte: Float32Array, config: ModelConf
   if (!sameShape(head.shape, wteShape)) {
     fail(`${LM_HEAD} has shape ${shapeText(head.shape)} but must equal ${WTE} ${shapeText(wteShape)} (the head is tied)`);
   }
+  const values = head.data;
   for (let i = 0; i < wte.length; i++) {
-    if (head.data[i] !== wte[i]) {
-      fail(`${LM_HEAD} differs from ${WTE} (first at index ${i}: ${head.data[i]} vs ${wte[i]}); only a tied LM head is supported`);
+    if (values[i] !== wte[i]) {
+      fail(`${LM_HEAD} differs from ${WTE} (first at index ${i}: ${values[i]} vs ${wte[i]}); only a tied LM head is supported`);
     }
   }
 }

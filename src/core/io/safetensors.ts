@@ -36,7 +36,7 @@ export interface DecodedTensor {
   /** The dtype stored in the file; `data` is always widened to f32. */
   dtype: SafetensorsDtype;
   shape: number[];
-  /** The values as f32 (for F16 and BF16 widened on first read, so a reader of `bits` alone never holds them twice). */
+  /** The values as f32 (for F16 and BF16 widened anew on each read: read it once). */
   readonly data: Float32Array;
   /** F16 and BF16: the stored 16-bit patterns, element by element. */
   bits?: Uint16Array;
@@ -293,9 +293,10 @@ function decodedTensor(dtype: SafetensorsDtype, shape: number[], raw: Uint8Array
   const bits = LITTLE_ENDIAN_HOST
     ? new Uint16Array(new Uint8Array(raw).buffer)
     : Uint16Array.from({ length: raw.length / 2 }, (_, i) => view.getUint16(2 * i, true));
-  let data: Float32Array | null = null;
   const entry = { dtype, shape, bits } as { dtype: SafetensorsDtype; shape: number[]; bits: Uint16Array; data: Float32Array };
-  return Object.defineProperty(entry, 'data', { enumerable: true, get: () => (data ??= widenBits(dtype, bits)) });
+  // Widened on each read and not kept: a loader that reads each tensor once to copy it holds the
+  // 16-bit patterns and one tensor's f32 values at a time, never a second copy of the whole file.
+  return Object.defineProperty(entry, 'data', { enumerable: true, get: () => widenBits(dtype, bits) });
 }
 
 /** 16-bit patterns of F16 or BF16 as f32 values (exact: every one is representable). */

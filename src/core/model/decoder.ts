@@ -27,7 +27,7 @@ import { sampleFromLogits } from './sample';
 import { geluNew } from './gpt';
 import * as tf from '@tensorflow/tfjs';
 import type { DecodedTensor } from '../io/safetensors';
-import { asFloat, halfFormatOf, halfStorageAvailable, packedHalfTensor, widenHalf } from './halfWeights';
+import { asFloat, halfFormatOf, halfStorageAvailable, packedHalfTensor, widenHalfRows } from './halfWeights';
 
 export type DecoderFamily = 'gpt2' | 'llama' | 'qwen2' | 'qwen3';
 export const DECODER_FAMILIES: readonly DecoderFamily[] = ['gpt2', 'llama', 'qwen2', 'qwen3'];
@@ -434,7 +434,19 @@ export function decoderForward(
     if (!t) throw new Error(`decoder: no weight ${name}`);
     return t;
   };
-  const get = (name: string) => asFloat(stored(name));
+  // Widened copies of 16-bit matrices are freed as soon as their product is taken, so a forward
+  // holds one at a time, unless a gradient is being recorded (its backward reads them).
+  const recording = (tf.engine() as unknown as { state: { gradientDepth: number } }).state.gradientDepth > 0;
+  const widened: tf.Tensor[] = [];
+  const get = (name: string) => {
+    const t = stored(name);
+    const w = asFloat(t);
+    if (w !== t) widened.push(w);
+    return w;
+  };
+  const release = () => {
+    if (!recording) widened.splice(0).forEach((w) => w.dispose());
+  };
   const opt = (name: string) => {
     const t = params.get(name);
     return t === undefined ? undefined : asFloat(t);
@@ -447,6 +459,7 @@ export function decoderForward(
   // it has one; GPT-2's Conv1D weights are [in, out].
   const lin = (x: tf.Tensor, m: string) => {
     const y = linear(x, get(`${m}.weight`), opt(`${m}.bias`), gpt2);
+    release();
     const delta = adapters?.delta(m, x);
     return delta ? tf.add(y, delta) : y;
   };
@@ -471,9 +484,9 @@ export function decoderForward(
   // Embedding rows: of a 16-bit table, only the rows gathered are widened.
   const embed = (name: string, ids: tf.Tensor) => {
     const table = stored(name);
-    const rows = tf.gather(table, tf.reshape(ids, [-1]));
     const format = halfFormatOf(table);
-    return tf.reshape(format === null ? rows : widenHalf(rows, format), [batch, time, c.hiddenSize]);
+    const flat = tf.reshape(ids, [-1]);
+    return tf.reshape(format === null ? tf.gather(table, flat) : widenHalfRows(table, flat, format), [batch, time, c.hiddenSize]);
   };
   let x: tf.Tensor = embed(embeddingName(c), tokens);
   // Rotary positions (the Llama family): padded rows share them, since rotary attention depends
@@ -541,7 +554,9 @@ export function decoderForward(
   }
   const final = norm(x, gpt2 ? 'transformer.ln_f' : 'model.norm');
   const head = c.tieEmbeddings ? get(embeddingName(c)) : get('lm_head.weight');
-  return { logits: linear(final, head) as tf.Tensor3D, kv };
+  const logits = linear(final, head) as tf.Tensor3D;
+  release();
+  return { logits, kv };
 }
 
 /**

@@ -51,6 +51,18 @@ export function widenHalf(packed: tf.Tensor, format: HalfFormat): tf.Tensor {
   return tf.engine().runKernel(WIDEN_HALF_KERNEL, { x: packed }, { format }) as tf.Tensor;
 }
 
+/**
+ * Rows `ids` (int32 [n]) of a packed matrix ([rows, cols / 2]) widened, float32 [n, cols]: an
+ * embedding lookup in one kernel. (Not tf.gather on the packed int32: WebGPU's gather carries
+ * values through f32, which rounds a packed pair's low half away.)
+ */
+export function widenHalfRows(packed: tf.Tensor, ids: tf.Tensor, format: HalfFormat): tf.Tensor2D {
+  if (packed.dtype !== 'int32' || packed.rank !== 2)
+    throw new Error(`${WIDEN_HALF_KERNEL}: packed rows must be an int32 matrix (got ${packed.dtype} [${packed.shape}])`);
+  if (ids.dtype !== 'int32' || ids.rank !== 1) throw new Error(`${WIDEN_HALF_KERNEL}: row ids must be int32 [n] (got ${ids.dtype} [${ids.shape}])`);
+  return tf.engine().runKernel(WIDEN_HALF_KERNEL, { x: packed, ids }, { format }) as tf.Tensor2D;
+}
+
 /** `t` as float32: widened when it is a packed matrix, itself otherwise. */
 export function asFloat(t: tf.Tensor): tf.Tensor {
   const format = FORMAT.get(t);
@@ -62,8 +74,23 @@ export function halfStorageAvailable(): boolean {
   return tf.getKernel(WIDEN_HALF_KERNEL, tf.getBackend()) !== undefined;
 }
 
-/** The widening on plain arrays: the cpu and wasm kernels' loop, and a reference for tests. */
-export function widenHalfArrays(packed: Int32Array, format: HalfFormat, out: Float32Array): void {
+/**
+ * The widening on plain arrays: the cpu and wasm kernels' loop, and a reference for tests. With
+ * `rows` (ids into `packed` as a matrix of `rows.width` elements a row), only those rows, in order.
+ */
+export function widenHalfArrays(packed: Int32Array, format: HalfFormat, out: Float32Array, rows?: { ids: Int32Array; width: number }): void {
+  if (rows !== undefined) {
+    const { ids, width } = rows;
+    const count = packed.length / width;
+    if (out.length !== 2 * width * ids.length)
+      throw new Error(`${WIDEN_HALF_KERNEL}: ${ids.length} rows widen to ${2 * width * ids.length} values, not ${out.length}`);
+    for (let r = 0; r < ids.length; r++) {
+      const id = ids[r];
+      if (!(id >= 0 && id < count)) throw new Error(`${WIDEN_HALF_KERNEL}: row id ${id} is outside the ${count} rows`);
+      widenHalfArrays(packed.subarray(id * width, (id + 1) * width), format, out.subarray(2 * r * width, 2 * (r + 1) * width));
+    }
+    return;
+  }
   if (out.length !== 2 * packed.length)
     throw new Error(`${WIDEN_HALF_KERNEL}: ${packed.length} packed elements widen to ${2 * packed.length} values, not ${out.length}`);
   if (format === 'bf16') {

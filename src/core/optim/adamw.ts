@@ -206,7 +206,8 @@ function checkMomentBounds(name: string, m: Float32Array, v: Float32Array, step:
 function decays(name: string): boolean {
   // LoRA's A and B matrices decay (as PEFT's parameters do under torch's AdamW).
   if (name.endsWith('.lora_A') || name.endsWith('.lora_B')) return true;
-  // Not the GPT's LayerNorms (ln_*) and positions (wpe), nor a Llama-family model's RMSNorms (a GPT-2 folder's names are the GPT's) (*norm.weight).
+  // Not the GPT's LayerNorms (ln_*) and positions (wpe) (a GPT-2 folder's names are the GPT's),
+  // nor a Llama-family model's RMSNorms (*norm.weight).
   return name.endsWith('.weight') && !name.includes('.ln_') && !name.includes('wpe') && !name.endsWith('norm.weight');
 }
 

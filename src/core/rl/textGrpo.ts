@@ -68,14 +68,13 @@ export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
 export function fullPolicy(model: TextModel): TextPolicy {
   // Variables are float32: a 16-bit matrix is widened once here.
   const trainable = new Map(
-    [...model.params].map(([k, t]) => [
-      k,
-      tf.variable(
-        tf.tidy(() => asFloat(t)),
-        true,
-        `full.${k}`,
-      ),
-    ]),
+    [...model.params].map(([k, t]) => {
+      const w = asFloat(t);
+      const v = tf.variable(w, true, `full.${k}`);
+      // The variable holds the widened data; the widening's own handle goes.
+      if (w !== t) w.dispose();
+      return [k, v] as const;
+    }),
   );
   return { model: { config: model.config, tokenizer: model.tokenizer, params: trainable }, trainable, reference: model.params };
 }

@@ -25,29 +25,37 @@ interface WebgpuBackend {
   runWebGPUProgram(program: WebGPUProgram, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
 }
 
-function parts({ inputs, attrs }: Args): { x: tf.TensorInfo; format: HalfFormat; shape: number[] } {
+/** The inputs: packed patterns `x`, and with `ids` the rows of `x` (a matrix) to widen. */
+function parts({ inputs, attrs }: Args): { x: tf.TensorInfo; ids: tf.TensorInfo | null; format: HalfFormat; shape: number[]; width: number } {
   const x = inputs.x as tf.TensorInfo;
+  const ids = (inputs.ids as tf.TensorInfo | undefined) ?? null;
   const format = (attrs as { format?: unknown } | undefined)?.format;
   if (x.dtype !== 'int32' || x.shape.length === 0)
     throw new Error(`${WIDEN_HALF_KERNEL}: needs int32 packed patterns of rank ≥ 1 (got ${x.dtype} [${x.shape}])`);
   if (format !== 'f16' && format !== 'bf16') throw new Error(`${WIDEN_HALF_KERNEL}: format must be f16 or bf16 (got ${JSON.stringify(format)})`);
-  return { x, format, shape: [...x.shape.slice(0, -1), 2 * (x.shape[x.shape.length - 1] as number)] };
+  const width = x.shape[x.shape.length - 1] as number;
+  if (ids !== null && (x.shape.length !== 2 || ids.dtype !== 'int32' || ids.shape.length !== 1)) {
+    throw new Error(`${WIDEN_HALF_KERNEL}: rows need a packed matrix and int32 ids [n] (got ${x.dtype} [${x.shape}], ${ids.dtype} [${ids.shape}])`);
+  }
+  const shape = ids === null ? [...x.shape.slice(0, -1), 2 * width] : [ids.shape[0] as number, 2 * width];
+  return { x, ids, format, shape, width };
 }
 
 function cpuWiden(args: Args): tf.TensorInfo {
-  const { x, format, shape } = parts(args);
+  const { x, ids, format, shape, width } = parts(args);
   const b = args.backend as CpuBackend;
   const out = new Float32Array(tf.util.sizeFromShape(shape));
-  widenHalfArrays(b.readSync(x.dataId), format, out);
+  widenHalfArrays(b.readSync(x.dataId), format, out, ids === null ? undefined : { ids: b.readSync(ids.dataId), width });
   return b.makeTensorInfo(shape, 'float32', out);
 }
 
 function wasmWiden(args: Args): tf.TensorInfo {
-  const { x, format, shape } = parts(args);
+  const { x, ids, format, shape, width } = parts(args);
   const b = args.backend as WasmBackend;
   const out = b.makeOutput(shape, 'float32');
-  // The input view after the allocation: an allocation may grow (and so move) the heap.
-  widenHalfArrays(b.typedArrayFromHeap(x) as Int32Array, format, b.typedArrayFromHeap(out) as Float32Array);
+  // The input views after the allocation: an allocation may grow (and so move) the heap.
+  const rows = ids === null ? undefined : { ids: Int32Array.from(b.typedArrayFromHeap(ids) as Int32Array), width };
+  widenHalfArrays(b.typedArrayFromHeap(x) as Int32Array, format, b.typedArrayFromHeap(out) as Float32Array, rows);
   return out;
 }
 
@@ -68,29 +76,33 @@ const WIDEN_WGSL: Record<HalfFormat, string> = {
 };
 
 function webgpuWiden(args: Args): tf.TensorInfo {
-  const { x, format, shape } = parts(args);
+  const { x, ids, format, shape, width } = parts(args);
   const size = tf.util.sizeFromShape(shape);
   const workgroupSize: [number, number, number] = [64, 1, 1];
+  // Output element `index` reads pattern `source` of x: the same index, or its column in row ids[row].
+  const source = ids === null ? 'index' : `I[index / ${2 * width}] * ${2 * width} + index % ${2 * width}`;
   const program: WebGPUProgram = {
-    variableNames: ['X'],
+    variableNames: ids === null ? ['X'] : ['X', 'I'],
     workgroupSize,
     size: true,
     outputShape: [size],
     // A flat layout (the backend spreads a dispatch too large for one dimension over y and z).
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(size / workgroupSize[0]), 1, 1],
-    shaderKey: `selfcest_widen_${format}`,
+    shaderKey: `selfcest_widen_${format}_${ids === null ? 'all' : `rows${width}`}`,
     getUserCode: () => `
       ${WIDEN_WGSL[format]}
       fn main(index : i32) {
         if (index < uniforms.size) {
-          let word = bitcast<u32>(X[index / 2]);
-          let h = select(word & 0xffffu, word >> 16u, (index & 1) == 1);
+          let at = ${source};
+          let word = bitcast<u32>(X[at / 2]);
+          let h = select(word & 0xffffu, word >> 16u, (at & 1) == 1);
           setOutputAtIndex(index, widen(h));
         }
       }`,
   } as unknown as WebGPUProgram;
-  const out = (args.backend as WebgpuBackend).runWebGPUProgram(program, [{ ...x, shape: [x.shape.reduce((a, b) => a * b, 1)] }], 'float32');
+  const flat = (t: tf.TensorInfo) => ({ ...t, shape: [t.shape.reduce((a, b) => a * b, 1)] });
+  const out = (args.backend as WebgpuBackend).runWebGPUProgram(program, ids === null ? [flat(x)] : [flat(x), ids], 'float32');
   return { ...out, shape };
 }
 
