@@ -196,7 +196,7 @@ test('a GPT-2 folder runs in the same panel: its c_attn as the LoRA target, its 
   backend,
   openApp,
   consoleErrors,
-}) => {
+}, info) => {
   test.skip(py.python === null, `no Python with torch, tokenizers and transformers: ${py.why}`);
   test.skip(backend !== 'wasm', 'the language model runs on wasm here');
   test.setTimeout(300_000);
@@ -217,5 +217,6 @@ test('a GPT-2 folder runs in the same panel: its c_attn as the LoRA target, its 
   await expect(tree.getByTestId('context-view')).toContainText('Calculate the value of');
   await page.getByTestId('lm-train-step').click();
   await expect(page.getByTestId('lm-metrics').locator('tbody tr')).toHaveCount(1);
+  await panel.screenshot({ path: info.outputPath('lm-gpt2.png') });
   expect(consoleErrors).toEqual([]);
 });
