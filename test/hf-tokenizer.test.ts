@@ -58,6 +58,27 @@ describe.skipIf(py.python === null)(`a Hugging Face tokenizer and chat template$
     }
   });
 
+  it('splits a decoded text into per-token pieces that join back to it, a split character on the token that completes it', async () => {
+    const tok = await HfTokenizer.fromFolder(folder(dir));
+    const text = 'Answer: 42 — é✓ done';
+    const ids = tok.encode(text, false);
+    const pieces = tok.pieces(ids);
+    expect(pieces).toHaveLength(ids.length);
+    expect(pieces.join('')).toBe(tok.decode(ids));
+    expect(pieces.join('')).toBe(text);
+    // The byte-level vocabulary splits the em dash, é and ✓: the tokens before the last byte carry ''.
+    expect(pieces.filter((p) => p === '').length).toBeGreaterThan(0);
+    expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false);
+    expect(ids.map((id) => tok.decode([id])).some((p) => p.includes('\uFFFD'))).toBe(true);
+    // Bytes cut off at the end (✓ without its last byte) show as decode shows them.
+    const cut = ids.slice(
+      0,
+      pieces.findIndex((p) => p.includes('✓')),
+    );
+    expect(tok.pieces(cut).join('')).toBe(tok.decode(cut));
+    expect(tok.decode(cut).endsWith('\uFFFD')).toBe(true);
+  });
+
   it("reads the Hub's layout (the template in tokenizer_config.json), and names a folder without a tokenizer or a template", async () => {
     const ref = JSON.parse(await readFile(join(dir, 'reference_tokens.json'), 'utf8')) as Reference;
     const hub = await mkdtemp(join(tmpdir(), 'hf-tokenizer-hub-'));

@@ -321,11 +321,12 @@ export async function textGrpoStep<O>(
         const a = after[k];
         const b = before[k++];
         const start = Math.max(0, ctx.writers.indexOf('g'));
-        const tokens = q.tokens.slice(start).map((id, o) => {
+        const pieces = model.tokenizer.pieces(q.tokens.slice(start));
+        const tokens = pieces.map((piece, o) => {
           const pos = start + o;
           // Position pos is predicted by row pos − 1 of the sequence's log-probs.
           const own = pos > 0 && q.actions[pos - 1] === 1;
-          return { piece: model.tokenizer.decode([id]), writer: ctx.writers[pos], before: own ? b[pos - 1] : null, after: own ? a[pos - 1] : null };
+          return { piece, writer: ctx.writers[pos], before: own ? b[pos - 1] : null, after: own ? a[pos - 1] : null };
         });
         return { role: ctx.role, objective: ctx.objective, credit: credits[i][j], violation: ctx.violation, tokens };
       }),

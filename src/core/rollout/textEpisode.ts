@@ -402,7 +402,7 @@ async function runClone(
 /** A text episode as its trace. */
 export function textEpisodeTrace(
   e: TextEpisode,
-  tokenizer: Pick<HfTokenizer, 'decode'>,
+  tokenizer: Pick<HfTokenizer, 'pieces'>,
   problem: { id: string; prompt: string; truth: string; task: string },
   correct: boolean,
   scored?: { reward: RewardBreakdown; credits: readonly ContextCredit[] },
@@ -430,7 +430,7 @@ export function textEpisodeTrace(
       violation: c.violation,
       generatedTokens: c.generatedTokens,
       tokens: [...c.tokens],
-      pieces: c.tokens.map((t) => tokenizer.decode([t])),
+      pieces: tokenizer.pieces(c.tokens),
       writers: c.writers,
       ...(scored ? { credit: { ...scored.credits[j] } } : {}),
     })),

@@ -72,6 +72,27 @@ export class HfTokenizer {
     return this.hf.decode([...ids], { skip_special_tokens: skipSpecialTokens });
   }
 
+  /**
+   * Each token's share of the decoded text, special tokens included: pieces that join to the text
+   * `decode` gives. A character that byte-level BPE splits over several tokens belongs to the token
+   * that completes it; the tokens before carry '' (decoded alone each would be U+FFFD). Bytes
+   * still incomplete at the end show as decode shows them.
+   */
+  pieces(ids: readonly number[]): string[] {
+    const out: string[] = [];
+    let start = 0;
+    for (let k = 0; k < ids.length; k++) {
+      const text = this.decode(ids.slice(start, k + 1));
+      if (text.endsWith('\uFFFD') && k + 1 < ids.length) {
+        out.push('');
+        continue;
+      }
+      out.push(text);
+      start = k + 1;
+    }
+    return out;
+  }
+
   /** The chat as the template renders it (with `tools` offered where the template reads them); throws naming the folder when it has no template. */
   chatText(messages: readonly ChatMessage[], addGenerationPrompt: boolean, tools?: readonly object[]): string {
     if (this.chatTemplate === null) throw new HfFolderError('the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)');
