@@ -10,7 +10,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { cliRunOf } from '../src/app/runs/cliRun';
 import { parseTracesJsonl } from '../src/core/io/traces';
 import type { EpisodeTrace } from '../src/core/rollout/trace';
 import { pythonWith } from './python/python';
+import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
 const CHECK = fileURLToPath(new URL('./python/hf_lora_check.py', import.meta.url));
@@ -183,6 +184,34 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     const notId = await cli(...args, '--model', 'no/such/folder');
     expect(notId.code).toBe(2);
     expect(notId.stderr).toContain('--model no/such/folder: no such folder, and not a Hub model id (owner/name)');
+  }, 400_000);
+
+  it('holds a bfloat16 folder 16-bit with --weights half, to the same episode as widened', async () => {
+    const bf16 = join(dir, 'bf16');
+    await mkdir(bf16);
+    for (const name of await readdir(model)) {
+      const bytes = new Uint8Array(await readFile(join(model, name)));
+      if (name !== 'model.safetensors') await writeFile(join(bf16, name), bytes);
+      else {
+        const tensors = [...decodeSafetensors(bytes).tensors].map(([n, t]) => ({
+          name: n,
+          shape: t.shape,
+          dtype: 'BF16' as const,
+          bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
+        }));
+        await writeFile(join(bf16, name), encodeSafetensors(tensors));
+      }
+    }
+    const run = (weights: string) => cli('rollout', '--model', bf16, '--weights', weights, '--root-tokens', '12', '--greedy');
+    const [half, wide] = [await run('half'), await run('float32')];
+    expect(half.code, half.stderr).toBe(0);
+    expect(half.stdout).toMatch(/MB as held \(\d+ matrices 16-bit\)/);
+    expect(wide.stdout).not.toContain('16-bit');
+    const episode = (out: string) => out.split('\n').slice(1).join('\n');
+    expect(episode(half.stdout)).toBe(episode(wide.stdout));
+    const bad = await run('f16');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--weights');
   }, 400_000);
 
   it("draws a real model's accuracy–cost frontier, delegating and monolithic, with intervals", async () => {

@@ -7,15 +7,16 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { UsageError } from './args';
-import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from '../core/io/hfFolder';
+import { type FolderReader, HfFolderError } from '../core/io/hfFolder';
+import { type LoadedHfTextModel, WEIGHT_STORAGE_PREFERENCES, type WeightStoragePreference, loadHfTextModel } from '../core/io/hfTextModel';
 import { HUB_ENDPOINT, hubFolderReader, isHubId } from '../core/io/hubFolder';
 import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
-import { DecoderConfigError, DecoderWeightsError, decoderConfigFromHf, decoderParams, decoderTensorSpecs } from '../core/model/decoder';
+import { DecoderConfigError, DecoderWeightsError, decoderTensorSpecs } from '../core/model/decoder';
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
 import type { TextModel } from '../core/rollout/textEpisode';
-import { HfTokenizer } from '../core/tokenizer/hfTokenizer';
 import { nodeFolderReader } from '../runtime/node/folderReader';
 import type { RunWeights } from './runDir';
+import type { FlagSpec } from './args';
 import { isRecord } from '../core/io/savedConfig';
 
 export const MODEL_FLAG = {
@@ -56,32 +57,24 @@ export function modelReader(flag: string, value: string): FolderReader {
   };
 }
 
-export interface LoadedTextModel {
-  model: TextModel;
+export const WEIGHTS_FLAG = {
+  type: 'string',
+  choices: WEIGHT_STORAGE_PREFERENCES,
+  default: 'auto',
+  help: "how a float16/bfloat16 checkpoint's matrices are held: auto (16-bit on webgpu, float32 elsewhere), half (16-bit, widened where read: half the memory, slower on wasm), float32",
+} as const satisfies FlagSpec;
+
+export interface LoadedTextModel extends LoadedHfTextModel {
   /** The model's files (its folder, or the Hub's through the cache). */
   read: FolderReader;
-  parameters: number;
-  /** The weights' size as float32, in MB. */
-  megabytes: number;
-  loadMs: number;
 }
 
 /** The model given by `--flag` (a folder or a Hub id, modelReader); what is wrong with it is a usage error naming both. */
-export async function loadTextModel(flag: string, dir: string): Promise<LoadedTextModel> {
+export async function loadTextModel(flag: string, dir: string, storage = 'auto'): Promise<LoadedTextModel> {
   const read = modelReader(flag, dir);
-  const t0 = performance.now();
   try {
-    const config = decoderConfigFromHf(await readHfConfig(read));
-    const tokenizer = await HfTokenizer.fromFolder(read);
-    const params = decoderParams(config, await readHfWeights(read));
-    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
-    return {
-      model: { config, params, tokenizer },
-      read,
-      parameters,
-      megabytes: Math.round((parameters * 4) / 1e5) / 10,
-      loadMs: Math.round(performance.now() - t0),
-    };
+    // (The flag's choices are WEIGHT_STORAGE_PREFERENCES; loadHfTextModel refuses anything else.)
+    return { ...(await loadHfTextModel(read, storage as WeightStoragePreference)), read };
   } catch (e) {
     if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError)
       throw new UsageError(`--${flag} ${dir}: ${e.message}`);
@@ -116,7 +109,9 @@ export async function loadAdapter(flag: string, dir: string, model: TextModel): 
 
 /** A model's one-line summary: family, size, load time. */
 export function modelSummary(m: LoadedTextModel): string {
-  return `${m.model.config.family}: ${m.parameters.toLocaleString('en')} parameters, ${m.megabytes} MB as float32, loaded in ${m.loadMs} ms`;
+  const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+  const held = m.halfTensors > 0 ? `, ${mb(m.heldBytes)} MB as held (${m.halfTensors} matrices 16-bit)` : '';
+  return `${m.model.config.family}: ${m.parameters.toLocaleString('en')} parameters, ${mb(m.parameters * 4)} MB as float32${held}, loaded in ${m.loadMs} ms`;
 }
 
 /**

@@ -18,7 +18,7 @@ import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, paretoOf,
 import { textFrontierPoint } from '../../core/eval/textEval';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { defaultRolloutConfig } from '../../core/runConfigTargets';
-import { MODEL_FLAG, loadAdapter, loadTextModel } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
 
@@ -48,6 +48,7 @@ export const frontierCommand = defineCommand(
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
     backend: BACKEND_FLAG,
+    weights: WEIGHTS_FLAG,
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
     'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },
@@ -67,7 +68,7 @@ export const frontierCommand = defineCommand(
       const bad = methods.filter((m) => m !== 'delegate' && m !== 'mono');
       if (bad.length > 0) throw new UsageError(`--methods: with --model only delegate and mono (got ${bad.join(', ')})`);
       await setupBackend(f.backend);
-      const loaded = await loadTextModel('model', f.model);
+      const loaded = await loadTextModel('model', f.model, f.weights);
       const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
       const model = { ...loaded.model, adapters };
       const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);

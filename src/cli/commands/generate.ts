@@ -7,7 +7,7 @@ import { defineCommand } from '../command';
 import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
 import { DecoderCache } from '../../core/model/decoder';
-import { MODEL_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
 import { ARITHMETIC_SYSTEM_PROMPT } from '../../core/verl/dataset';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
 
@@ -21,11 +21,12 @@ export const generate = defineCommand(
     tools: { type: 'bool', default: true, help: 'offer the spawn_clone tool (--no-tools: a plain chat turn)' },
     json: { type: 'bool', default: false, help: 'print one JSON object instead of text' },
     backend: BACKEND_FLAG,
+    weights: WEIGHTS_FLAG,
   },
   async (f) => {
     if (f.prompt.trim() === '') throw new UsageError('--prompt is empty: give the user message');
     await setupBackend(f.backend);
-    const loaded = await loadTextModel('model', f.model);
+    const loaded = await loadTextModel('model', f.model, f.weights);
     const { config, params, tokenizer } = loaded.model;
     const messages = [
       // The arithmetic root's system prompt, as export-verl's rows give it.
@@ -48,7 +49,7 @@ export const generate = defineCommand(
     const { calls, dropped } = extractToolCalls(tokenizer.decode(generated));
     const clones = calls.filter((c) => c.name === SPAWN_CLONE).map((c) => cloneRequests(c.arguments));
     const result = {
-      model: { family: config.family, parameters: loaded.parameters, megabytes: loaded.megabytes, loadMs: loaded.loadMs },
+      model: { family: config.family, parameters: loaded.parameters, megabytes: Math.round((loaded.parameters * 4) / 1e5) / 10, loadMs: loaded.loadMs },
       messages,
       promptIds,
       generatedIds: generated,

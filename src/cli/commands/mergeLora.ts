@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { defineCommand } from '../command';
 import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
-import { MODEL_FLAG, loadAdapter, loadTextModel } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { encodeSafetensors } from '../../core/io/safetensors';
 import { decoderTensorSpecs } from '../../core/model/decoder';
 
@@ -33,11 +33,12 @@ export const mergeLora = defineCommand(
     adapter: { type: 'string', dir: true, required: true, help: 'the PEFT adapter folder: adapter_config.json, adapter_model.safetensors' },
     out: { type: 'string', required: true, help: 'the folder to write (must not exist, or be empty)' },
     backend: BACKEND_FLAG,
+    weights: WEIGHTS_FLAG,
   },
   async (f) => {
     if (existsSync(f.out) && (await readdir(f.out)).length > 0) throw new UsageError(`--out ${f.out} is not empty`);
     await setupBackend(f.backend);
-    const { model, read } = await loadTextModel('model', f.model);
+    const { model, read } = await loadTextModel('model', f.model, f.weights);
     const lora = await loadAdapter('adapter', f.adapter, model);
     const merged = await lora.merged(model.params);
     await mkdir(f.out, { recursive: true });

@@ -8,7 +8,7 @@ import { PolicyDecoder, RolloutScheduler, formatEpisode } from '../../core/rollo
 import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
-import { MODEL_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel';
 import { runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
 import { formatTextEpisode } from '../../core/rollout/textTrace';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
@@ -34,6 +34,7 @@ export const rollout = defineCommand(
     options: OPTIONS_FLAG,
     json: { type: 'bool', default: false, help: 'print the trace as JSON' },
     backend: BACKEND_FLAG,
+    weights: { ...WEIGHTS_FLAG, help: `with --model: ${WEIGHTS_FLAG.help}` },
   },
   async (f) => {
     const { task, opts } = taskFromFlags(f.task, f.options);
@@ -65,10 +66,10 @@ async function textRollout<O>(
   adapterDir: string | undefined,
   task: Task<O>,
   opts: O,
-  f: { seed: number; temperature: number; greedy: boolean; mono: boolean; json: boolean; 'root-tokens'?: number; 'clone-budget'?: number },
+  f: { seed: number; temperature: number; greedy: boolean; mono: boolean; json: boolean; weights: string; 'root-tokens'?: number; 'clone-budget'?: number },
 ): Promise<void> {
   if (f.mono) throw new UsageError('--mono applies to the token protocol; a text episode offers the spawn_clone tool');
-  const loaded = await loadTextModel('model', modelDir);
+  const loaded = await loadTextModel('model', modelDir, f.weights);
   const adapters = adapterDir !== undefined ? await loadAdapter('adapter', adapterDir, loaded.model) : undefined;
   const model = { ...loaded.model, adapters };
   const rng = new Rng(f.seed);

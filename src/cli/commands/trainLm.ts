@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
-import { MODEL_FLAG, adapterRunWeights, fullRunWeights, loadTextModel, modelSummary } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, adapterRunWeights, fullRunWeights, loadTextModel, modelSummary } from '../hfModel';
 import { RunDir, type RunWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { fieldOf, flagName } from '../../core/runConfig';
@@ -60,6 +60,7 @@ export const trainLm = defineRunCommand(
     'save-every': { type: 'int', default: 5, min: 1, max: 10_000_000, help: 'steps between saves' },
     'trace-every': { type: 'int', default: 1, min: 1, max: 10_000_000, help: 'write the traces of every Nth step' },
     backend: BACKEND_FLAG,
+    weights: WEIGHTS_FLAG,
   },
   async ({ flags: f, config: given, given: named, argv }) => {
     const recipe = f.recipe as (typeof RECIPES)[number];
@@ -77,7 +78,7 @@ export const trainLm = defineRunCommand(
     }
     await checkOutDir(f.out);
     await setupBackend(f.backend);
-    const loaded = await loadTextModel('model', f.model);
+    const loaded = await loadTextModel('model', f.model, f.weights);
     const { model } = loaded;
     console.log(modelSummary(loaded));
     const lengths =

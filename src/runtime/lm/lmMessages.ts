@@ -4,6 +4,7 @@
  * protocol and GRPO with LoRA on it. Request/reply and events as transport/rpc.ts carries them.
  */
 import type { FrontierPoint } from '../../core/eval/frontier';
+import type { WeightStoragePreference } from '../../core/io/hfTextModel';
 import type { LoraConfig } from '../../core/model/lora';
 import type { TextStepAnatomy, TextStepMetrics } from '../../core/rl/textGrpo';
 import type { TextEpisodeTrace } from '../../core/rollout/textTrace';
@@ -37,13 +38,6 @@ export interface LmModelInfo {
   /** The family's attention projections: the LoRA targets a new adapter takes unless told otherwise. */
   attentionTargets: string[];
 }
-
-/**
- * How a checkpoint's float16/bfloat16 matrices are held: `auto` keeps them 16-bit on WebGPU and
- * widens them to float32 elsewhere; `half` keeps them 16-bit on any backend; `float32` widens.
- */
-export type WeightStoragePreference = 'auto' | 'half' | 'float32';
-export const WEIGHT_STORAGE_PREFERENCES: readonly WeightStoragePreference[] = ['auto', 'half', 'float32'];
 
 export type LmRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }

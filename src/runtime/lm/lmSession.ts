@@ -4,10 +4,9 @@
  * steps over LoRA adapters with the page's run config, and the adapters in PEFT's format.
  */
 import * as tf from '@tensorflow/tfjs';
-import { readHfConfig, readHfWeights, type FolderReader } from '../../core/io/hfFolder';
+import type { FolderReader } from '../../core/io/hfFolder';
 import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
-import { decoderConfigFromHf, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../../core/model/decoder';
 import { Lora, type LoraConfig, attentionTargets, peftAdapterConfig } from '../../core/model/lora';
 import { samplingChooser } from '../../core/model/decoder';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
@@ -19,9 +18,9 @@ import { type TextLimits } from '../../core/rollout/textLimits';
 import type { RunConfig } from '../../core/runConfig';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { TaskName } from '../../core/tasks';
-import { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { rootChat } from '../../core/verl/dataset';
-import { type LmEvent, type LmFiles, type LmModelInfo, type LmReplies, WEIGHT_STORAGE_PREFERENCES, type WeightStoragePreference } from './lmMessages';
+import type { LmEvent, LmFiles, LmModelInfo, LmReplies } from './lmMessages';
+import { type WeightStoragePreference, loadHfTextModel } from '../../core/io/hfTextModel';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
@@ -67,29 +66,20 @@ export class LmSession {
   }
 
   private async loadFrom(read: FolderReader, storage: WeightStoragePreference): Promise<LmModelInfo> {
-    if (!(WEIGHT_STORAGE_PREFERENCES as readonly string[]).includes(storage)) {
-      throw new Error(`weight storage ${JSON.stringify(storage)} is not one of ${WEIGHT_STORAGE_PREFERENCES.join(', ')}`);
-    }
     await this.endStepper();
-    const t0 = performance.now();
-    const config = decoderConfigFromHf(await readHfConfig(read));
-    const tokenizer = await HfTokenizer.fromFolder(read);
-    // 16-bit matrices stay 16-bit where asked, or by default on WebGPU (GPU memory is the limit there;
-    // on wasm widening every matrix for each decoded token would cost more than the matMul).
-    const half = storage === 'half' || (storage === 'auto' && tf.getBackend() === 'webgpu');
-    const params = decoderParams(config, await readHfWeights(read), half ? 'half' : 'float32');
+    const loaded = await loadHfTextModel(read, storage);
     await this.dispose();
-    this.model = { config, params, tokenizer };
-    const parameters = decoderTensorSpecs(config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
-    const held = decoderParamBytes(params);
+    this.model = loaded.model;
+    const { config, tokenizer } = loaded.model;
+    const parameters = loaded.parameters;
     return {
       family: config.family,
       parameters,
       megabytes: megabytes(parameters * 4),
-      heldMegabytes: megabytes(held.bytes),
-      halfTensors: held.halfTensors,
+      heldMegabytes: megabytes(loaded.heldBytes),
+      halfTensors: loaded.halfTensors,
       backendMegabytes: megabytes(tf.memory().numBytes),
-      loadMs: Math.round(performance.now() - t0),
+      loadMs: loaded.loadMs,
       layers: config.layers,
       hiddenSize: config.hiddenSize,
       heads: config.heads,
