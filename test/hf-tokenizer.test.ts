@@ -70,6 +70,11 @@ describe.skipIf(py.python === null)(`a Hugging Face tokenizer and chat template$
     expect(pieces.filter((p) => p === '').length).toBeGreaterThan(0);
     expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false);
     expect(ids.map((id) => tok.decode([id])).some((p) => p.includes('\uFFFD'))).toBe(true);
+    // A token shown alone keeps its bytes: the vocabulary's own string where decoding it alone would not.
+    const split = ids.find((id) => tok.decode([id]).includes('\uFFFD')) as number;
+    expect(tok.tokenString(split)).not.toContain('\uFFFD');
+    expect(tok.tokenString(split).length).toBeGreaterThan(0);
+    expect(tok.tokenString(ids[0])).toBe(tok.decode([ids[0]]));
     // Bytes cut off at the end (✓ without its last byte) show as decode shows them.
     const cut = ids.slice(
       0,

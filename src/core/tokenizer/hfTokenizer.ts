@@ -73,6 +73,17 @@ export class HfTokenizer {
   }
 
   /**
+   * One token shown alone (a stepper's candidates): decoded, or where decoding it alone loses bytes
+   * (part of a character byte-level BPE splits), the vocabulary's own string for it.
+   */
+  tokenString(id: number): string {
+    const text = this.decode([id]);
+    if (!text.includes('\uFFFD')) return text;
+    const raw = (this.hf as unknown as { model: { vocab: unknown[] } }).model.vocab[id];
+    return typeof raw === 'string' ? raw : text;
+  }
+
+  /**
    * Each token's share of the decoded text, special tokens included: pieces that join to the text
    * `decode` gives. A character that byte-level BPE splits over several tokens belongs to the token
    * that completes it; the tokens before carry '' (decoded alone each would be U+FFFD). Bytes

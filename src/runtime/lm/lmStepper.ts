@@ -50,7 +50,7 @@ export class LmStepper {
 
   constructor(model: TextModel, run: (options: Pick<TextEpisodeOptions, 'choose' | 'onTurn'>) => Promise<TextEpisode>, temperature: number, rng: Rng) {
     const V = model.config.vocabSize;
-    const piece = (id: number) => model.tokenizer.decode([id]);
+    const piece = (id: number) => model.tokenizer.tokenString(id);
     const pick = samplingChooser(V, temperature, rng);
     this.episode = run({
       onTurn: (index, ctx) => {
