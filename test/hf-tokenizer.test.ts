@@ -84,6 +84,35 @@ describe.skipIf(py.python === null)(`a Hugging Face tokenizer and chat template$
     expect(tok.decode(cut).endsWith('\uFFFD')).toBe(true);
   });
 
+  it('keeps the spaces of a SentencePiece-style tokenizer (Llama 2) whose decoder strips a decode’s leading space', async () => {
+    // Llama 2's tokenizer.json layout: ▁ for spaces, byte fallback, and a decoder that strips one leading space.
+    const spm = await mkdtemp(join(tmpdir(), 'spm-'));
+    try {
+      const code = [
+        'import sys',
+        'from tokenizers import Tokenizer, models, decoders, normalizers, trainers',
+        'tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))',
+        'tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])',
+        'tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)])',
+        'trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)])',
+        'tok.train_from_iterator(["Calculate the value of 12 plus 7.", "The answer is 19 and the value is done."] * 20, trainer)',
+        'tok.save(sys.argv[1] + "/tokenizer.json")',
+      ].join('\n');
+      const r = spawnSync(py.python as string, ['-c', code, spm], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(0);
+      await writeFile(join(spm, 'tokenizer_config.json'), JSON.stringify({ tokenizer_class: 'LlamaTokenizerFast', eos_token: '</s>' }));
+      const tok = await HfTokenizer.fromFolder(folder(spm));
+      const text = 'Calculate the value of 12 plus 7. é';
+      const ids = tok.encode(text, false);
+      expect(tok.decode(ids)).toBe(text);
+      expect(tok.pieces(ids).join('')).toBe(text);
+      // Each token decoded alone loses its space (and é's bytes): what the pieces do not.
+      expect(ids.map((id) => tok.decode([id])).join('')).not.toBe(text);
+    } finally {
+      await rm(spm, { recursive: true, force: true });
+    }
+  });
+
   it("reads the Hub's layout (the template in tokenizer_config.json), and names a folder without a tokenizer or a template", async () => {
     const ref = JSON.parse(await readFile(join(dir, 'reference_tokens.json'), 'utf8')) as Reference;
     const hub = await mkdtemp(join(tmpdir(), 'hf-tokenizer-hub-'));

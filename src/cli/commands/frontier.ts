@@ -48,7 +48,7 @@ export const frontierCommand = defineCommand(
     limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
     backend: BACKEND_FLAG,
-    weights: WEIGHTS_FLAG,
+    weights: { ...WEIGHTS_FLAG, help: `with --model: ${WEIGHTS_FLAG.help}` },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = decode in this process)' },
     'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },

@@ -275,8 +275,9 @@ function checkTensors(config: ModelConfig, decoded: Map<string, DecodedTensor>):
   for (const spec of specs) {
     const t = decoded.get(spec.name) as DecodedTensor;
     checkShape(spec, t);
-    checkFinite(spec.name, t.data);
-    out.set(spec.name, t.data);
+    const data = t.data;
+    checkFinite(spec.name, data);
+    out.set(spec.name, data);
   }
 
   const head = decoded.get(LM_HEAD);

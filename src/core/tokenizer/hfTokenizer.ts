@@ -84,21 +84,25 @@ export class HfTokenizer {
   }
 
   /**
-   * Each token's share of the decoded text, special tokens included: pieces that join to the text
-   * `decode` gives. A character that byte-level BPE splits over several tokens belongs to the token
-   * that completes it; the tokens before carry '' (decoded alone each would be U+FFFD). Bytes
-   * still incomplete at the end show as decode shows them.
+   * Each token's share of the decoded text, special tokens included, one piece per token. Each
+   * piece is decoded after the token before it and that token's text taken off, so a decoder
+   * that drops the leading space of a decode (SentencePiece's) keeps it inside a text. A character
+   * that byte-level BPE splits over several tokens belongs to the token that completes it (at
+   * most four tokens wait; bytes still incomplete then show as decode shows them, U+FFFD); the
+   * tokens before carry ''.
    */
   pieces(ids: readonly number[]): string[] {
     const out: string[] = [];
     let start = 0;
     for (let k = 0; k < ids.length; k++) {
-      const text = this.decode(ids.slice(start, k + 1));
-      if (text.endsWith('\uFFFD') && k + 1 < ids.length) {
+      const context = start > 0 ? [ids[start - 1]] : [];
+      const text = this.decode([...context, ...ids.slice(start, k + 1)]);
+      if (text.endsWith('\uFFFD') && k + 1 < ids.length && k - start < 3) {
         out.push('');
         continue;
       }
-      out.push(text);
+      const before = this.decode(context);
+      out.push(text.startsWith(before) ? text.slice(before.length) : this.decode(ids.slice(start, k + 1)));
       start = k + 1;
     }
     return out;

@@ -80,7 +80,10 @@ function webgpuWiden(args: Args): tf.TensorInfo {
   const size = tf.util.sizeFromShape(shape);
   const workgroupSize: [number, number, number] = [64, 1, 1];
   // Output element `index` reads pattern `source` of x: the same index, or its column in row ids[row].
-  const source = ids === null ? 'index' : `I[index / ${2 * width}] * ${2 * width} + index % ${2 * width}`;
+  // (A row id outside the table reads as zeros, as tfjs's own WebGPU gather does; cpu and wasm throw.)
+  const rows = x.shape[0] as number;
+  const source = ids === null ? 'index' : `clamp(I[index / ${2 * width}], 0, ${rows - 1}) * ${2 * width} + index % ${2 * width}`;
+  const inside = ids === null ? 'true' : `I[index / ${2 * width}] >= 0 && I[index / ${2 * width}] < ${rows}`;
   const program: WebGPUProgram = {
     variableNames: ids === null ? ['X'] : ['X', 'I'],
     workgroupSize,
@@ -89,7 +92,7 @@ function webgpuWiden(args: Args): tf.TensorInfo {
     // A flat layout (the backend spreads a dispatch too large for one dimension over y and z).
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(size / workgroupSize[0]), 1, 1],
-    shaderKey: `selfcest_widen_${format}_${ids === null ? 'all' : `rows${width}`}`,
+    shaderKey: `selfcest_widen_${format}_${ids === null ? 'all' : `rows${rows}x${width}`}`,
     getUserCode: () => `
       ${WIDEN_WGSL[format]}
       fn main(index : i32) {
@@ -97,7 +100,7 @@ function webgpuWiden(args: Args): tf.TensorInfo {
           let at = ${source};
           let word = bitcast<u32>(X[at / 2]);
           let h = select(word & 0xffffu, word >> 16u, (at & 1) == 1);
-          setOutputAtIndex(index, widen(h));
+          setOutputAtIndex(index, select(0.0, widen(h), ${inside}));
         }
       }`,
   } as unknown as WebGPUProgram;
