@@ -7,10 +7,10 @@
  * tokenizers and transformers.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
+import { bfloat16Folder } from '../test/halfDecoder';
 import { pythonWith } from '../test/python/python';
 import { expect, test } from './chromium';
 
@@ -157,20 +157,7 @@ test('on WebGPU a bfloat16 checkpoint stays 16-bit in GPU memory and rolls out w
   test.setTimeout(300_000);
   // The fixture's weights truncated to bfloat16, as checkpoints are usually saved.
   const bf16 = join(dir, 'tiny-qwen2-bf16');
-  mkdirSync(bf16, { recursive: true });
-  for (const name of readdirSync(join(dir, 'tiny-qwen2'))) {
-    const bytes = new Uint8Array(readFileSync(join(dir, 'tiny-qwen2', name)));
-    if (name !== 'model.safetensors') writeFileSync(join(bf16, name), bytes);
-    else {
-      const tensors = [...decodeSafetensors(bytes).tensors].map(([n, t]) => ({
-        name: n,
-        shape: t.shape,
-        dtype: 'BF16' as const,
-        bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
-      }));
-      writeFileSync(join(bf16, name), encodeSafetensors(tensors));
-    }
-  }
+  await bfloat16Folder(join(dir, 'tiny-qwen2'), bf16);
   await openApp('backend=webgpu');
   const panel = page.getByTestId('lm-panel');
   await panel.scrollIntoViewIfNeeded();

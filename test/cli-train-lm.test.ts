@@ -10,7 +10,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,7 +23,7 @@ import { cliRunOf } from '../src/app/runs/cliRun';
 import { parseTracesJsonl } from '../src/core/io/traces';
 import type { EpisodeTrace } from '../src/core/rollout/trace';
 import { pythonWith } from './python/python';
-import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
+import { bfloat16Folder } from './halfDecoder';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
 const CHECK = fileURLToPath(new URL('./python/hf_lora_check.py', import.meta.url));
@@ -188,20 +188,7 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
 
   it('holds a bfloat16 folder 16-bit with --weights half, to the same episode as widened', async () => {
     const bf16 = join(dir, 'bf16');
-    await mkdir(bf16);
-    for (const name of await readdir(model)) {
-      const bytes = new Uint8Array(await readFile(join(model, name)));
-      if (name !== 'model.safetensors') await writeFile(join(bf16, name), bytes);
-      else {
-        const tensors = [...decodeSafetensors(bytes).tensors].map(([n, t]) => ({
-          name: n,
-          shape: t.shape,
-          dtype: 'BF16' as const,
-          bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
-        }));
-        await writeFile(join(bf16, name), encodeSafetensors(tensors));
-      }
-    }
+    await bfloat16Folder(model, bf16);
     const run = (weights: string) => cli('rollout', '--model', bf16, '--weights', weights, '--root-tokens', '12', '--greedy');
     const [half, wide] = [await run('half'), await run('float32')];
     expect(half.code, half.stderr).toBe(0);

@@ -12,7 +12,8 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeSafetensors, encodeSafetensors } from '../src/core/io/safetensors';
+import { decodeSafetensors } from '../src/core/io/safetensors';
+import { bfloat16Folder } from './halfDecoder';
 import { parseTracesJsonl, tracesToJsonl } from '../src/core/io/traces';
 import { episodeTraceOfText } from '../src/core/rollout/textTrace';
 import { PAGE_DEFAULTS } from '../src/core/runConfig';
@@ -31,17 +32,24 @@ beforeAll(async () => {
   if (r.status !== 0) throw new Error(`hf_tokenizer_fixture.py failed: ${r.stderr || r.error?.message}`);
 }, 300_000);
 
+/** A folder's files by name (with `prefix`), as the page's folder picker hands them to the worker. */
+async function folderFiles(folder: string, prefix = ''): Promise<Record<string, ArrayBuffer>> {
+  const files: Record<string, ArrayBuffer> = {};
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const b = await readFile(join(folder, entry.name));
+    files[`${prefix}${entry.name}`] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+  }
+  return files;
+}
+
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe.skipIf(py.python === null)(`the language-model session${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
   it('loads a folder from its files, rolls out traces the trace reader accepts, trains a step and exports the adapter', async () => {
-    const files: Record<string, ArrayBuffer> = {};
-    for (const name of await readdir(dir)) {
-      const b = await readFile(join(dir, name));
-      files[`tiny/${name}`] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
-    }
+    const files = await folderFiles(dir, 'tiny/');
     const progress: string[] = [];
     const session = new LmSession((what, done, total) => progress.push(`${what} ${done}/${total}`));
     await expect(session.rollout(PAGE_DEFAULTS, 1, 1, 0, { rootMaxTokens: 8, cloneBudget: 4, maxClones: 2, maxRounds: 1 })).rejects.toThrow(
@@ -109,20 +117,9 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
 
   it('keeps a bfloat16 checkpoint 16-bit when asked (by default only on WebGPU), with the episodes and steps of the widened model', async () => {
     // The fixture's float32 weights truncated to bfloat16, in the folder's own safetensors.
-    const files: Record<string, ArrayBuffer> = {};
-    for (const name of await readdir(dir)) {
-      let b: Uint8Array = await readFile(join(dir, name));
-      if (name === 'model.safetensors') {
-        const tensors = [...decodeSafetensors(b).tensors].map(([n, t]) => ({
-          name: n,
-          shape: t.shape,
-          dtype: 'BF16' as const,
-          bits: Uint16Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length), (w) => w >>> 16),
-        }));
-        b = encodeSafetensors(tensors);
-      }
-      files[name] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
-    }
+    const bf16 = join(dir, 'bf16');
+    await bfloat16Folder(dir, bf16);
+    const files = await folderFiles(bf16);
     const limits = { rootMaxTokens: 10, cloneBudget: 5, maxClones: 2, maxRounds: 1 };
     const config = { ...PAGE_DEFAULTS, batch: 2, miniBatch: 1, group: 2, temperature: 3 };
     const run = async (storage?: 'half' | 'float32') => {
@@ -154,11 +151,7 @@ describe.skipIf(py.python === null)(`the language-model session${py.python === n
     const gpt2 = join(dir, 'gpt2');
     const r = spawnSync(py.python as string, ['test/python/hf_tokenizer_fixture.py', gpt2, 'model', 'gpt2'], { encoding: 'utf8', timeout: 240_000 });
     expect(r.status, r.stderr).toBe(0);
-    const files: Record<string, ArrayBuffer> = {};
-    for (const name of await readdir(gpt2)) {
-      const b = await readFile(join(gpt2, name));
-      files[name] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
-    }
+    const files = await folderFiles(gpt2);
     const session = new LmSession();
     try {
       const info = await session.load(files);

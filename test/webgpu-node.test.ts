@@ -23,10 +23,10 @@ import { TrainerModel } from '../src/runtime/engine/trainerModel';
 import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 import { widenBits } from '../src/core/io/safetensors';
-import { type WeightStorage, decoderLogits, decoderParamBytes, decoderParams, decoderTargetScores } from '../src/core/model/decoder';
+import { type WeightStorage, decoderParamBytes, decoderParams } from '../src/core/model/decoder';
 import { packHalves, widenHalf, widenHalfRows } from '../src/core/model/halfWeights';
 import { Lora } from '../src/core/model/lora';
-import { TINY as HALF_TINY, randomHalfTensors } from './halfDecoder';
+import { TINY as HALF_TINY, loraScores, randomHalfTensors } from './halfDecoder';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_GRPO = defaultGrpoConfig();
@@ -342,24 +342,7 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
       const params = decoderParams(HALF_TINY, randomHalfTensors(HALF_TINY, 'BF16', 6), storage);
       const lora = Lora.init(HALF_TINY, { r: 2, alpha: 4, targetModules: ['q_proj', 'up_proj'] }, 2);
       try {
-        const out = tf.tidy(() => {
-          const x = tf.tensor2d(
-            ids.map((r) => r.slice(0, -1)),
-            undefined,
-            'int32',
-          );
-          const y = tf.tensor2d(
-            ids.map((r) => r.slice(1)),
-            undefined,
-            'int32',
-          );
-          const logits = decoderLogits(params, HALF_TINY, x);
-          const { grads } = tf.variableGrads(() => tf.sum(decoderTargetScores(params, HALF_TINY, x, y, 1, lora).logp) as tf.Scalar, [...lora.params.values()]);
-          return { logits, grads: Object.values(grads) };
-        });
-        const read = async (t: tf.Tensor) => (await t.data()) as Float32Array;
-        const values = { logits: await read(out.logits), grads: await Promise.all(out.grads.map(read)) };
-        tf.dispose([out.logits, ...out.grads]);
+        const values = await loraScores(params, HALF_TINY, lora, ids);
         return { ...values, held: decoderParamBytes(params) };
       } finally {
         lora.dispose();

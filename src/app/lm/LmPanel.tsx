@@ -19,6 +19,7 @@ import type { WeightStoragePreference } from '../../core/io/hfTextModel';
 import type { LmStepperState } from '../../runtime/lm/lmStepper';
 import { download } from '../files/download';
 import { ContextView, WriterLegend } from '../panels/ContextView';
+import { RolloutCells, RolloutHead } from '../panels/RolloutTable';
 import { WASM_PATHS } from '../state/startup';
 import { usePlayground } from '../state/store';
 import { DelegationTree, TreeLegend } from '../tree/DelegationTree';
@@ -546,19 +547,7 @@ export function LmPanel() {
             <>
               <div className="scroll lm-episodes">
                 <table className="dense rollout-table" data-testid="lm-episodes">
-                  <thead>
-                    <tr>
-                      <th>episode</th>
-                      <th>problem</th>
-                      <th className="num">ans / truth</th>
-                      <th className="num">reward</th>
-                      <th className="num" title="generated tokens: total / critical path">
-                        tokens
-                      </th>
-                      <th className="num">cl.</th>
-                      <th>violations</th>
-                    </tr>
-                  </thead>
+                  <RolloutHead first={<th>episode</th>} />
                   <tbody>
                     {episodes.map((e) => (
                       <tr
@@ -568,17 +557,7 @@ export function LmPanel() {
                         onClick={() => (setSelected(e.key), setContext(0))}
                       >
                         <td>{e.label}</td>
-                        <td className="mono wrap">{e.trace.prompt}</td>
-                        <td className="mono num wrap">
-                          <span className={e.trace.correct ? 'ok' : 'bad'}>{e.trace.answer ?? '∅'}</span>
-                          {e.trace.correct ? '' : <span className="muted"> / {e.trace.truth}</span>}
-                        </td>
-                        <td className="num">{e.trace.reward ? e.trace.reward.reward.toFixed(3) : '—'}</td>
-                        <td className="num">
-                          {e.trace.tokens.total}/{e.trace.tokens.criticalPath}
-                        </td>
-                        <td className="num">{e.trace.contexts.length - 1}</td>
-                        <td className="small">{[...new Set(e.trace.violations.map((v) => v.violation))].join(', ')}</td>
+                        <RolloutCells trace={e.trace} />
                       </tr>
                     ))}
                   </tbody>

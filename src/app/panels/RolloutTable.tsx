@@ -39,6 +39,52 @@ export function Marks({ trace }: { trace: EpisodeTrace }) {
   );
 }
 
+/** A rollout table's header: `first` (the step, or an episode's label), then the columns RolloutCells fills. */
+export function RolloutHead({ first }: { first: React.ReactNode }) {
+  return (
+    <thead>
+      <tr>
+        {first}
+        <th>problem</th>
+        <th className="num" title="answer / truth">
+          ans / truth
+        </th>
+        <th className="num">reward</th>
+        <th className="num" title="generated tokens: total / critical path">
+          tokens
+        </th>
+        <th className="num" title="clones">
+          cl.
+        </th>
+        <th>violations, gates</th>
+      </tr>
+    </thead>
+  );
+}
+
+/** One episode's cells in a rollout table (after its first cell): problem, answer, reward, tokens, clones, marks. */
+export function RolloutCells({ trace }: { trace: EpisodeTrace }) {
+  return (
+    <>
+      <td className="mono wrap" title={trace.prompt}>
+        {trace.prompt}
+      </td>
+      <td className="mono num wrap">
+        <span className={trace.correct ? 'ok' : 'bad'}>{trace.answer ?? '∅'}</span>
+        {trace.correct ? '' : <span className="muted"> / {trace.truth}</span>}
+      </td>
+      <td className="num">{recordedReward(trace)?.toFixed(3) ?? '—'}</td>
+      <td className="num">
+        {trace.tokens.total}/{trace.tokens.criticalPath}
+      </td>
+      <td className="num">{trace.contexts.length - 1}</td>
+      <td className="marks">
+        <Marks trace={trace} />
+      </td>
+    </>
+  );
+}
+
 export function RolloutTable() {
   const episodes = usePlayground((s) => s.episodes);
   const tree = usePlayground((s) => s.tree);
@@ -87,23 +133,7 @@ export function RolloutTable() {
       </div>
       <div className="scroll">
         <table className="dense rollout-table" data-testid="rollout-table">
-          <thead>
-            <tr>
-              <th className="num">step</th>
-              <th>problem</th>
-              <th className="num" title="answer / truth">
-                ans / truth
-              </th>
-              <th className="num">reward</th>
-              <th className="num" title="generated tokens: total / critical path">
-                tokens
-              </th>
-              <th className="num" title="clones">
-                cl.
-              </th>
-              <th>violations, gates</th>
-            </tr>
-          </thead>
+          <RolloutHead first={<th className="num">step</th>} />
           <tbody>
             {shown.map(({ key, step, trace }) => (
               <tr
@@ -117,21 +147,7 @@ export function RolloutTable() {
                 onClick={() => openTree({ kind: 'episode', key })}
               >
                 <td className="num">{step}</td>
-                <td className="mono wrap" title={trace.prompt}>
-                  {trace.prompt}
-                </td>
-                <td className="mono num wrap">
-                  <span className={trace.correct ? 'ok' : 'bad'}>{trace.answer ?? '∅'}</span>
-                  {trace.correct ? '' : <span className="muted"> / {trace.truth}</span>}
-                </td>
-                <td className="num">{recordedReward(trace)?.toFixed(3) ?? '—'}</td>
-                <td className="num">
-                  {trace.tokens.total}/{trace.tokens.criticalPath}
-                </td>
-                <td className="num">{trace.contexts.length - 1}</td>
-                <td className="marks">
-                  <Marks trace={trace} />
-                </td>
+                <RolloutCells trace={trace} />
               </tr>
             ))}
           </tbody>

@@ -321,7 +321,8 @@ export async function textGrpoStep<O>(
         const a = after[k];
         const b = before[k++];
         const start = Math.max(0, ctx.writers.indexOf('g'));
-        const pieces = model.tokenizer.pieces(q.tokens.slice(start));
+        // Pieces of the whole sequence (each decoded after the token before it), from the first generated one.
+        const pieces = model.tokenizer.pieces(q.tokens).slice(start);
         const tokens = pieces.map((piece, o) => {
           const pos = start + o;
           // Position pos is predicted by row pos − 1 of the sequence's log-probs.

@@ -54,7 +54,7 @@ function wasmWiden(args: Args): tf.TensorInfo {
   const b = args.backend as WasmBackend;
   const out = b.makeOutput(shape, 'float32');
   // The input views after the allocation: an allocation may grow (and so move) the heap.
-  const rows = ids === null ? undefined : { ids: Int32Array.from(b.typedArrayFromHeap(ids) as Int32Array), width };
+  const rows = ids === null ? undefined : { ids: b.typedArrayFromHeap(ids) as Int32Array, width };
   widenHalfArrays(b.typedArrayFromHeap(x) as Int32Array, format, b.typedArrayFromHeap(out) as Float32Array, rows);
   return out;
 }
