@@ -82,7 +82,7 @@ test("a verl run's dump (selfcest_dump.py's step files) opens in the Runs panel:
   test.setTimeout(240_000);
   const dir = mkdtempSync(join(tmpdir(), 'selfcest-e2e-verl-dump-'));
   const exp = join(dir, 'export');
-  execFileSync('npx', ['tsx', 'src/cli/main.ts', 'export-verl', '--train', '8', '--test', '4', '--out', exp], { encoding: 'utf8' });
+  execFileSync('npx', ['tsx', 'src/cli/main.ts', 'export-verl', '--train', '16', '--test', '4', '--out', exp], { encoding: 'utf8' });
   const out = join(dir, 'rollouts');
   const steps = 6;
   writeFileSync(

@@ -59,6 +59,10 @@ describe('export-verl', () => {
       '--restart-optimizer',
       '--clone-length',
       '300',
+      '--token-scale',
+      '1',
+      '--steps',
+      '90',
       '--verl-dir',
       '/data/mh',
       '--out',
@@ -112,15 +116,17 @@ describe('export-verl', () => {
     expect(readme).toContain('What differs from the playground');
     // verl's reward has no step: it carries the later stage's token cost, and the README says how to run the first stage.
     expect(reward).toContain('"tokenRate": 0.002');
-    expect(readme).toMatch(/first 40 steps without the token cost, then with\s+0\.002/);
+    expect(readme).toMatch(/first 40 of 90 steps without the token cost, then with it/);
     expect(readme).toContain('`--token-rate 0`');
+    expect(readme).toContain('`trainer.total_training_steps=40`');
+    expect(readme).toContain('`trainer.total_training_steps=50`');
     // The restart of Adam at the switch: the second stage is a new verl run, not a resume.
     expect(readme).toMatch(/restarts Adam at the switch \(`--restart-optimizer`\): start the second stage as a new verl run/);
   });
 
   it.skipIf(!python)('the exported reward scores a test row under python3: its truth after "Answer:" gets score 1 less the token cost', async () => {
     const out = join(dir, 'arith');
-    expect((await cli('export-verl', '--train', '5', '--test', '3', '--out', out)).code).toBe(0);
+    expect((await cli('export-verl', '--train', '16', '--test', '3', '--token-scale', '1', '--out', out)).code).toBe(0);
     const t = tableFromIPC(readParquet(new Uint8Array(await readFile(join(out, 'test.parquet')))).intoIPCStream());
     const truth = String(t.get(0)!.reward_model.ground_truth);
     const script = `import sys, json; sys.path.insert(0, ${JSON.stringify(out)}); import selfcest_reward as r
@@ -177,7 +183,7 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
       '--recipe',
       'reference',
       '--train',
-      '4',
+      '32',
       '--test',
       '2',
       '--lr',
@@ -240,10 +246,102 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     expect(own.actor_rollout_ref.rollout.multi_turn.clone).toMatchObject({
       summary_truncate_side: 'left',
       json_repair_penalty: 0,
-      final_answer_markers: ['Answer:'],
+      final_answer_markers: ['</think>', 'Final Answer:', 'final answer:', 'Answer:', 'Result:', 'OUTPUT:', '#### '],
     });
     expect(own.reward_model).toEqual({ use_reward_loop: false });
     expect(own.trainer.rollout_data_dir).toBe('/data/mh/rollouts');
+  });
+
+  it("both recipes write what a launch depends on, every key and type as the fork's config schema has it", async () => {
+    const schema = JSON.parse(await readFile(new URL('./fixtures/verl-config-schema.json', import.meta.url), 'utf8')) as {
+      commit: string;
+      ppo_trainer_keys: Record<string, string>;
+      clone_recipe_keys: Record<string, string>;
+    };
+    expect(schema.commit).toMatch(/^c37cc91e/);
+    const known = { ...schema.ppo_trainer_keys, ...schema.clone_recipe_keys };
+    const typeOf = (v: unknown) =>
+      v === null
+        ? 'null'
+        : Array.isArray(v)
+          ? 'list'
+          : typeof v === 'object'
+            ? 'map'
+            : typeof v === 'number'
+              ? Number.isInteger(v)
+                ? 'int'
+                : 'float'
+              : typeof v === 'boolean'
+                ? 'bool'
+                : 'str';
+    // A written value fits a key whose default is null (any), of its own type, or an int where a float is the default.
+    const fits = (written: string, schemaType: string) => schemaType === 'null' || written === schemaType || (written === 'int' && schemaType === 'float');
+    const leaves = (node: Record<string, unknown>, prefix = ''): [string, unknown][] =>
+      Object.entries(node).flatMap(([k, v]) => {
+        const path = prefix ? `${prefix}.${k}` : k;
+        return v !== null && typeof v === 'object' && !Array.isArray(v) ? leaves(v as Record<string, unknown>, path) : [[path, v] as [string, unknown]];
+      });
+    const cases = [
+      { recipe: 'playground', args: ['--train', '64', '--steps', '300'], steps: 300, epochs: 75, save: 50, test: 25, gpus: 1 },
+      { recipe: 'reference', args: ['--train', '64', '--steps', '120', '--gpus', '8'], steps: 120, epochs: 60, save: 200, test: 50, gpus: 8 },
+      { recipe: 'playground', args: ['--train', '40', '--save-freq', '5', '--test-freq', '3', '--wandb'], steps: 2, epochs: 1, save: 5, test: 3, gpus: 1 },
+    ];
+    for (const c of cases) {
+      const out = join(dir, `launch-${c.recipe}-${c.steps}`);
+      const r = await cli('export-verl', '--recipe', c.recipe, ...c.args, '--test', '4', '--out', out);
+      expect(r.stderr).toBe('');
+      const config = parse(await readFile(join(out, 'config.yaml'), 'utf8'));
+      const where = `${c.recipe} ${c.args.join(' ')}`;
+      expect(config.actor_rollout_ref.rollout.tensor_model_parallel_size, where).toBe(1);
+      expect(config.trainer, where).toMatchObject({
+        total_training_steps: c.steps,
+        total_epochs: c.epochs,
+        save_freq: c.save,
+        test_freq: c.test,
+        n_gpus_per_node: c.gpus,
+        nnodes: 1,
+        val_before_train: true,
+      });
+      expect(config.trainer.logger, where).toEqual(c.args.includes('--wandb') ? ['console', 'tensorboard', 'wandb'] : ['console', 'tensorboard']);
+      // verl runs min(total_training_steps, epochs × full batches a pass) steps: the epochs must hold the steps.
+      expect(config.trainer.total_epochs * Math.floor(Number(c.args[1]) / config.data.train_batch_size), where).toBeGreaterThanOrEqual(c.steps);
+      for (const [path, value] of leaves(config)) {
+        if (path === 'hydra.searchpath' || path === 'defaults') continue;
+        expect(known[path], `${where}: ${path} is not a key of the fork's config (${schema.commit.slice(0, 8)})`).toBeDefined();
+        expect(fits(typeOf(value), known[path]), `${where}: ${path} = ${JSON.stringify(value)} where the fork has a ${known[path]}`).toBe(true);
+      }
+      const readme = await readFile(join(out, 'README.md'), 'utf8');
+      expect(readme, where).toContain('trainer.n_gpus_per_node=1 trainer.nnodes=1');
+      expect(readme, where).toContain('trainer.n_gpus_per_node=8 trainer.nnodes=1');
+    }
+    const refused = async (...args: string[]) => {
+      const r = await cli('export-verl', ...args, '--test', '4', '--out', join(dir, 'launch-never'));
+      expect(r.code).toBe(2);
+      return r.stderr;
+    };
+    expect(await refused('--train', '8')).toContain('--train 8 is fewer rows than one batch (16)');
+    expect(await refused('--train', '16', '--gpus', '8', '--tp', '3')).toContain('--tp 3 must divide --gpus 8');
+    expect(await refused('--train', '16', '--gpus', '3')).toContain('over 3 GPUs');
+    expect(await refused('--train', '32', '--recipe', 'reference', '--token-scale', '2')).toContain('--token-scale applies to the playground recipe');
+    await expect(readdir(join(dir, 'launch-never'))).rejects.toThrow();
+  });
+
+  it("writes the playground recipe's reward in the model's tokens and reads answers as the reference does, unless told otherwise", async () => {
+    const out = join(dir, 'scaled');
+    expect((await cli('export-verl', '--train', '16', '--test', '2', '--response-length', '960', '--clone-length', '512', '--out', out)).code).toBe(0);
+    const reward = await readFile(join(out, 'selfcest_reward.py'), 'utf8');
+    // arithmetic: root limit 48, largest budget 128, so 960 / 48 = 20 and 512 / 128 = 4 model tokens a playground token.
+    for (const line of ['"rootTau": 1280', '"rootRho": 1280', '"cloneTau": 128', '"cloneRho": 128', '"tokenRate": 0.00075,', '"answers": "last-integer"'])
+      expect(reward).toContain(line);
+    const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
+    expect(meta.reward.tokenScale).toEqual({ root: 20, clone: 4 });
+    expect(meta.config.reward.rootTau).toBe(64);
+    const readme = await readFile(join(out, 'README.md'), 'utf8');
+    expect(readme).toContain('scaled by 20 model tokens per\n  playground token for the root and 4 for a clone');
+    const own = join(dir, 'own-model');
+    expect((await cli('export-verl', '--train', '16', '--test', '2', '--token-scale', '1', '--answers', 'exact', '--out', own)).code).toBe(0);
+    const ownReward = await readFile(join(own, 'selfcest_reward.py'), 'utf8');
+    for (const line of ['"rootTau": 64', '"cloneTau": 32', '"tokenRate": 0.003,', '"answers": "exact"']) expect(ownReward).toContain(line);
   });
 
   it('refuses bad flags by name and writes nothing', async () => {
@@ -271,7 +369,7 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
     const runDir = join(dir, 'run');
     await mkdir(runDir);
     await writeFile(join(runDir, 'run.json'), '{"format":"other"}');
-    const r = await cli('export-verl', '--train', '3', '--test', '3', '--out', runDir);
+    const r = await cli('export-verl', '--train', '16', '--test', '3', '--out', runDir);
     expect(r.stderr).toContain('is not an earlier verl export: name a new folder');
     expect(await readdir(runDir)).toEqual(['run.json']);
   });
@@ -279,11 +377,11 @@ print(json.dumps([list(r.SPECIAL_TOKENS), r.CHAR_TOKENS, r.compute_score("x", lo
   it('writes a command with a newline in an argument as one config comment line, and again over its own export', async () => {
     const out = join(dir, 'nl');
     const options = '{\n"maxOperands":4}';
-    expect((await cli('export-verl', '--options', options, '--train', '3', '--test', '2', '--out', out)).code).toBe(0);
-    expect((await cli('export-verl', '--options', options, '--train', '4', '--test', '2', '--out', out)).code).toBe(0);
+    expect((await cli('export-verl', '--options', options, '--train', '16', '--test', '2', '--out', out)).code).toBe(0);
+    expect((await cli('export-verl', '--options', options, '--train', '17', '--test', '2', '--out', out)).code).toBe(0);
     const text = await readFile(join(out, 'config.yaml'), 'utf8');
     expect(text.split('\n')[0]).toMatch(/^# written by SELFCEST Playground: \[.*\]$/);
     expect(parse(text).actor_rollout_ref.rollout.n).toBe(4);
-    expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).train).toBe(4);
+    expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).train).toBe(17);
   });
 });

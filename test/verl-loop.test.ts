@@ -46,7 +46,7 @@ beforeAll(async () => {
   for (const recipe of ['playground', 'reference']) {
     for (const task of ['arithmetic', 'multihop']) {
       const out = join(dir, `${recipe}-${task}`);
-      const r = await cli('export-verl', '--recipe', recipe, '--task', task, '--train', '12', '--test', '6', '--out', out);
+      const r = await cli('export-verl', '--recipe', recipe, '--task', task, '--train', '32', '--test', '6', '--out', out);
       if (r.code !== 0) throw new Error(`export-verl ${recipe} ${task}: ${r.stderr}`);
       exports[`${recipe}-${task}`] = out;
     }
@@ -61,7 +61,7 @@ function run(python: string, args: string[], input?: string): string {
 }
 
 /** The loop's final-answer markers for an export: what its config.yaml gives. */
-const markersOf = (recipe: string) => (recipe === 'reference' ? [...REFERENCE_FINAL_ANSWER_MARKERS] : ['Answer:']);
+const markersOf = () => [...REFERENCE_FINAL_ANSWER_MARKERS];
 
 describe('the exported reward, called as the tool agent loop calls it', () => {
   it.skipIf(LOOP.python === null)('scores a right answer near 1 (with and without a spawn) and a wrong one below it, for both recipes and both tasks', () => {
@@ -73,7 +73,7 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
           PY('verl_loop_check.py'),
           join(out, 'selfcest_reward.py'),
           task,
-          JSON.stringify(markersOf(recipe)),
+          JSON.stringify(markersOf()),
           recipe === 'reference' ? '0.05' : '0',
         ]),
       ) as Record<string, { reward: number; clone_rewards: number[] }>;
@@ -91,6 +91,39 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
     console.log(`rewards as the loop gives them:\n  ${seen.join('\n  ')}`);
   });
 
+  it.skipIf(LOOP.python === null)(
+    "scores a right answer at least 0.5 above the same episode's wrong one in every format a chat model writes, and a clone's own end-of-run call quietly",
+    () => {
+      const seen: string[] = [];
+      for (const [name, out] of Object.entries(exports)) {
+        const [recipe, task] = name.split('-');
+        const result = JSON.parse(
+          run(LOOP.python!, [
+            PY('verl_formats_check.py'),
+            join(out, 'selfcest_reward.py'),
+            task,
+            JSON.stringify(markersOf()),
+            recipe === 'reference' ? '0.05' : '0',
+          ]),
+        ) as {
+          pairs: { format: string; shape: string; right: number; wrong: number; root_tokens: number; clone_tokens: number }[];
+          clone_own_call: { raised: string | null; reward: number | null; logged: string };
+        };
+        expect(result.pairs).toHaveLength(10);
+        for (const p of result.pairs) {
+          expect(p.right - p.wrong, `${name} ${p.shape} "${p.format}": right ${p.right}, wrong ${p.wrong}`).toBeGreaterThanOrEqual(0.5);
+          // Episodes of a few hundred model tokens: the recipe's length terms leave a right answer clearly above zero.
+          expect(p.right, `${name} ${p.shape} "${p.format}"`).toBeGreaterThan(0.5);
+          expect(p.root_tokens).toBeGreaterThan(150);
+          seen.push(`${name} ${p.shape} "${p.format}": ${p.right.toFixed(3)} vs ${p.wrong.toFixed(3)} (${p.root_tokens}+${p.clone_tokens} tokens)`);
+        }
+        expect(result.clone_own_call, name).toEqual({ raised: null, reward: 0, logged: '' });
+      }
+      console.log(`paired answers as the loop scores them:\n  ${seen.join('\n  ')}`);
+    },
+    60_000,
+  );
+
   it.skipIf(LOOP.python === null)("--recipe reference gives clone_reward_2.py's numbers on cases computed by hand", async () => {
     const ones = (n: number) => Array<number>(n).fill(1);
     const P = (n: number, tau: number, rho: number, pmax: number) => (n <= tau ? 0 : pmax * (1 - Math.exp(-(n - tau) / rho)));
@@ -105,7 +138,7 @@ describe('the exported reward, called as the tool agent loop calls it', () => {
       extra_fields: { request_id: id, parent_request_id: 'root', clone_label: label, actor_role: 'clone' },
     });
     const call = '<tool_call>{"name": "spawn_clone", "arguments": {"objectives": ["x"]}}</tool_call>\n';
-    const markers = markersOf('reference');
+    const markers = markersOf();
     interface HandCase {
       id: string;
       args: { clone_rollouts: { extra_fields: { request_id: string } }[] } & Record<string, unknown>;
@@ -278,7 +311,7 @@ async function writeDump(
       prompts: opts.prompts ?? 4,
       group: 4,
       seed: 7,
-      markers: markersOf(opts.recipe),
+      markers: markersOf(),
       json_repair_penalty: opts.recipe === 'reference' ? 0.05 : 0,
       summary_max_length: 256,
       summary_truncate_side: opts.recipe === 'reference' ? 'right' : 'left',
@@ -421,7 +454,7 @@ print(json.dumps(out))`;
           expect(schema.prompt).toBe('list<element: struct<role: string, content: string>>');
           expect(schema.reward_model).toBe('struct<style: string, ground_truth: string, data_source: string>');
           expect(schema.extra_info).toMatch(/^struct<split: string, index: int64, problem_id: string, task: string, prompt: string, answer: string/);
-          expect(rows).toHaveLength(name === 'train' ? 12 : 6);
+          expect(rows).toHaveLength(name === 'train' ? 32 : 6);
           rows.forEach((r, i) => {
             expect(r.data_source).toBe(`selfcest_${task}`);
             expect(r.agent_name).toBe('tool_agent');

@@ -330,7 +330,7 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
     expect(src).toContain('    "budgetRate": 0.004,\n');
     expect(src).toContain('    "partialCredit": False,\n');
     expect(src).toContain('    "gateMode": "protocol",\n');
-    expect(src).toContain('    "cloneMaxTokens": 16,\n    "formatMaxTokens": 192,\n    "logParts": True,\n}\n# --- end CONFIG ---');
+    expect(src).toContain('    "cloneMaxTokens": 16,\n    "formatMaxTokens": 192,\n    "answers": "exact",\n    "logParts": True,\n}\n# --- end CONFIG ---');
     expect(src.match(/^CONFIG = \{/gm)).toHaveLength(1);
     const file = join(tmp, 'config_probe.py');
     writeFileSync(file, src);
@@ -352,6 +352,7 @@ describe.skipIf(PYTHON === undefined)('verl reward file (selfcest_reward.py)', (
       gateMode: 'protocol',
       cloneMaxTokens: 16,
       formatMaxTokens: 192,
+      answers: 'exact',
       logParts: true,
     });
     expect(() => withRewardConfig('CONFIG = {}\n', verlConfig('arithmetic', GENERATED_SETTINGS[0]))).toThrow(/CONFIG block between the lines/);

@@ -11,15 +11,19 @@ import {
   REFERENCE_RECIPE,
   VERL_LENGTH_DEFAULTS,
   VERL_RECIPES,
+  type TokenScale,
   type VerlRecipe,
+  lengthTokenScale,
+  rewardInModelTokens,
   toYaml,
   unsupportedInVerl,
   verlConfig,
-  verlReadme,
+  verlLaunch,
   withReferenceRecipe,
 } from '../../core/verl/config';
+import { verlReadme } from '../../core/verl/readme';
 import { MAX_VERL_ROWS, exportVerlDataset } from '../verl/exportDataset';
-import { rewardPythonSource } from '../verl/rewardFile';
+import { VERL_ANSWER_RULES, type VerlAnswerRule, rewardPythonSource } from '../verl/rewardFile';
 
 /** The files an export writes; a folder holding only these (an earlier export) may be written again. */
 const EXPORT_FILES = ['README.md', 'config.yaml', 'run.json', 'selfcest_dump.py', 'selfcest_reward.py', 'test.parquet', 'train.parquet'];
@@ -68,6 +72,30 @@ export const exportVerl = defineRunCommand(
       max: 1 << 20,
       help: `characters of a clone's answer injected into the root (verl cuts summaries by characters; default ${VERL_LENGTH_DEFAULTS.summaryLength})`,
     },
+    steps: { type: 'int', min: 1, max: 10_000_000, help: "the run's GRPO steps: trainer.total_training_steps (default one pass over train.parquet)" },
+    gpus: { type: 'int', default: 1, min: 1, max: 1024, help: 'GPUs per node (trainer.n_gpus_per_node)' },
+    nodes: { type: 'int', default: 1, min: 1, max: 4096, help: 'nodes (trainer.nnodes)' },
+    tp: { type: 'int', default: 1, min: 1, max: 64, help: "GPUs per rollout server (rollout.tensor_model_parallel_size; the reference's 1)" },
+    'save-freq': {
+      type: 'int',
+      min: 1,
+      max: 10_000_000,
+      help: 'steps between checkpoints; verl also saves at the last step (default 50, reference 200, at most --steps)',
+    },
+    'test-freq': { type: 'int', min: 1, max: 10_000_000, help: 'steps between held-out readings on test.parquet (default 25, reference 50, at most --steps)' },
+    wandb: { type: 'bool', help: 'log to wandb too (needs an account); console and tensorboard always' },
+    'token-scale': {
+      type: 'number',
+      min: 0.01,
+      max: 10_000,
+      help: "the playground recipe's model tokens per playground token, for its thresholds and token cost (default: the response and clone lengths against the root limit and largest budget; 1: the playground's own model)",
+    },
+    answers: {
+      type: 'string',
+      choices: VERL_ANSWER_RULES,
+      default: 'last-integer',
+      help: "how the playground recipe reads an answer: last-integer (a real model's prose, as the reference reads it) or exact (the playground's verdict)",
+    },
     out: { type: 'string', required: true, help: 'folder to write (new, or an earlier export)' },
   },
   async ({ flags: f, config: given, given: named, argv }) => {
@@ -85,12 +113,32 @@ export const exportVerl = defineRunCommand(
       cloneLength: f['clone-length'] ?? base.cloneLength,
       summaryLength: f['summary-length'] ?? base.summaryLength,
     };
+    const launch = verlLaunch({
+      steps: f.steps,
+      trainRows: f.train,
+      batch: cfg.batch,
+      miniBatch: cfg.miniBatch ?? cfg.batch,
+      group: cfg.group,
+      gpusPerNode: f.gpus,
+      nodes: f.nodes,
+      tensorParallel: f.tp,
+      wandb: f.wandb === true,
+      saveFreq: f['save-freq'] ?? (recipe === 'reference' ? 200 : undefined),
+      testFreq: f['test-freq'] ?? (recipe === 'reference' ? 50 : undefined),
+    });
+    if (Array.isArray(launch)) throw new UsageError(launch.join('\n'));
+    if (recipe === 'reference' && (f['token-scale'] !== undefined || named.has('tokenRate')))
+      throw new UsageError("--token-scale applies to the playground recipe's reward; the reference's thresholds are in model tokens already");
+    const scale: TokenScale = f['token-scale'] !== undefined ? { root: f['token-scale'], clone: f['token-scale'] } : lengthTokenScale(cfg, lengths);
+    const answers = (recipe === 'reference' ? 'last-integer' : f.answers) as VerlAnswerRule;
+    const rewardSettings = recipe === 'reference' ? cfg.reward : rewardInModelTokens(cfg.reward, scale);
     const entry = withOptions(cfg.task, cfg.taskOptions);
     // Everything that can be refused is built before the folder is touched.
     const reward = rewardPythonSource({
       recipe,
       task: cfg.task,
-      reward: cfg.reward,
+      reward: rewardSettings,
+      answers,
       gating: cfg.advantage.gating,
       gateMode: cfg.advantage.gateMode,
       cloneMaxTokens: lengths.cloneLength,
@@ -112,7 +160,7 @@ export const exportVerl = defineRunCommand(
       ['selfcest_reward.py', reward],
       ['selfcest_dump.py', readFileSync(new URL('../verl/selfcest_dump.py', import.meta.url), 'utf8')],
       // The command as JSON: one comment line whatever the arguments hold.
-      ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings, recipe, named))],
+      ['config.yaml', `# written by SELFCEST Playground: ${JSON.stringify(argv)}\n` + toYaml(verlConfig(cfg, settings, launch, recipe, named))],
       [
         'run.json',
         JSON.stringify(
@@ -123,6 +171,8 @@ export const exportVerl = defineRunCommand(
             recipe,
             config: cfg,
             lengths,
+            launch,
+            reward: { settings: rewardSettings, tokenScale: scale, answers },
             train: dataset.train.rows,
             test: dataset.test.rows,
             testSplit: dataset.testSplit,
@@ -142,6 +192,10 @@ export const exportVerl = defineRunCommand(
           testSplit: dataset.testSplit,
           dataSource: dataset.dataSource,
           command,
+          launch,
+          reward: rewardSettings,
+          scale,
+          answers,
         }),
       ],
     ];

@@ -22,9 +22,15 @@ export interface VerlRewardConfig {
   cloneMaxTokens: number;
   /** The reference recipe's gate: a clone with no `answer:` (any case) past this many tokens gets 0. Default 192. */
   formatMaxTokens?: number;
+  /** How the root's answer is read: the playground's exact verdict, or the last integer of a real model's prose. Default exact. */
+  answers?: VerlAnswerRule;
   /** Write the reward's parts into the samples' extra fields, for selfcest_dump.py to log. Default true. */
   logParts?: boolean;
 }
+
+/** How selfcest_reward.py reads an answer (its CONFIG "answers"). */
+export const VERL_ANSWER_RULES = ['exact', 'last-integer'] as const;
+export type VerlAnswerRule = (typeof VERL_ANSWER_RULES)[number];
 
 /** Tasks whose verdict selfcest_reward.py implements. */
 export const VERL_REWARD_TASKS: readonly string[] = ['arithmetic', 'multihop'];
@@ -55,6 +61,9 @@ function pythonConfig(cfg: VerlRewardConfig): string {
   const formatMaxTokens = cfg.formatMaxTokens ?? REFERENCE_RECIPE.formatMaxTokens;
   if (!Number.isInteger(formatMaxTokens) || formatMaxTokens < 0)
     throw new Error(`verl reward: formatMaxTokens must be an integer ≥ 0 (got ${String(formatMaxTokens)})`);
+  const answers = cfg.answers ?? 'exact';
+  if (!VERL_ANSWER_RULES.includes(answers))
+    throw new Error(`verl reward: answers must be one of ${VERL_ANSWER_RULES.join(', ')} (got ${JSON.stringify(answers)})`);
   const logParts = cfg.logParts ?? true;
   if (typeof logParts !== 'boolean') throw new Error(`verl reward: logParts must be true or false (got ${String(logParts)})`);
   if (!VERL_REWARD_TASKS.includes(cfg.task)) {
@@ -76,6 +85,7 @@ function pythonConfig(cfg: VerlRewardConfig): string {
     ['gateMode', cfg.gateMode],
     ['cloneMaxTokens', cfg.cloneMaxTokens],
     ['formatMaxTokens', formatMaxTokens],
+    ['answers', answers],
     ['logParts', logParts],
   ];
   // JSON numbers and strings read the same in Python (shortest round-trip doubles); booleans differ.

@@ -30,6 +30,15 @@ left out); clone_texts each clone's masked text by request_id. The playground re
 root's answer from root_text (its last `Answer:` line, spawn calls removed) and, when that has
 none, takes root_answer as the bare answer.
 
+CONFIG["answers"] "last-integer" (what the export writes for a real model) reads the answer as the
+reference does: the last integer of the root's `Answer:` line, else of the text the loop kept
+after its final-answer markers, thousands separators dropped (`Answer: 1,234`, `The answer is
+1234.`, `#### 1234`, `Answer: **1234**`); "exact" is the playground's own verdict (a canonical
+integer, or the exact text).
+
+The loop also calls clone_accuracy_reward at the end of each clone's own run, with no
+reward_model; that call returns 0 quietly (the clone's reward comes from its root's call).
+
 With CONFIG["logParts"], the reward's parts are also written into root_output.extra_fields
 ["selfcest_reward"] and each clone's extra_fields["selfcest_reward"]: the loop carries extra
 fields into the training batch, where selfcest_dump.py logs them with each sample.
@@ -67,6 +76,7 @@ CONFIG = {
     "gateMode": "reference",
     "cloneMaxTokens": 128,
     "formatMaxTokens": 192,
+    "answers": "exact",
     "logParts": True,
 }
 # --- end CONFIG ---
@@ -74,11 +84,14 @@ CONFIG = {
 TASKS = ("arithmetic", "multihop")
 GATE_MODES = ("reference", "protocol")
 RECIPES = ("playground", "reference")
+ANSWER_RULES = ("exact", "last-integer")
 
 if CONFIG["task"] not in TASKS:
     raise ValueError(f"selfcest_reward: CONFIG task must be one of {TASKS} (got {CONFIG['task']!r})")
 if CONFIG["recipe"] not in RECIPES:
     raise ValueError(f"selfcest_reward: CONFIG recipe must be one of {RECIPES} (got {CONFIG['recipe']!r})")
+if CONFIG["answers"] not in ANSWER_RULES:
+    raise ValueError(f"selfcest_reward: CONFIG answers must be one of {ANSWER_RULES} (got {CONFIG['answers']!r})")
 if CONFIG["gateMode"] not in GATE_MODES:
     raise ValueError(f"selfcest_reward: CONFIG gateMode must be one of {GATE_MODES} (got {CONFIG['gateMode']!r})")
 
@@ -172,6 +185,18 @@ def model_answer(root_answer: str | None, root_text: str | None) -> str | None:
     return None
 
 
+def loose_answer(root_answer: str | None, root_text: str | None) -> str | None:
+    """
+    The answer text CONFIG answers "last-integer" reads its integer from: the root's `Answer:`
+    line where it wrote one (model_answer), else the whole text the loop kept after its
+    final-answer markers (`The answer is 42.`, `#### 42`), spawn calls left out.
+    """
+    if root_text is not None and answer_text(_TOOL_CALL_BLOCK.sub("\n", root_text)) is not None:
+        return model_answer(root_answer, root_text)
+    kept = root_answer if root_answer is not None else root_text
+    return None if kept is None else _TOOL_CALL_BLOCK.sub("\n", kept)
+
+
 def has_answer(text: str | None) -> bool:
     """Whether a clone's text holds an answer: an `Answer:` marker or a playground answer block."""
     return text is not None and (ANSWER_MARKER in text or _answer_block(text) is not None)
@@ -212,7 +237,13 @@ def parse_integer_answer(answer: str | None) -> float | None:
 
 
 def verdict(answer: str | None, truth: str) -> tuple[bool, float | None, float | None]:
-    """(correct, value, truth value) for the configured task."""
+    """(correct, value, truth value) for the configured task and answer rule."""
+    if CONFIG["answers"] == "last-integer":
+        # A real model's prose: the last integer, thousands separators dropped (the reference's reading).
+        found, expected = _ref_int(answer or ""), _ref_int(truth)
+        if found is None or expected is None:
+            return False, None, js_number(truth)
+        return found == expected, float(found), float(expected)
     if CONFIG["task"] == "arithmetic":
         value = parse_integer_answer(answer)
         return value is not None and answer == truth, value, js_number(truth)
@@ -323,12 +354,16 @@ def clone_accuracy_reward(root_answer: str | None, root_output: Any, clone_rollo
     extra_fields["budget"], else CONFIG cloneMaxTokens; it answered when its text
     (clone_texts[request_id]) holds an answer or extra_fields["answer"] is set.
     """
+    root_extra = getattr(root_output, "extra_fields", None) or {}
+    if root_extra.get("reward_model") is None and (root_extra.get("clone_depth") or 0) > 0:
+        # The loop also calls this at the end of each clone's own run, without a ground truth; the
+        # clone's reward comes from its root's call (clone_rewards), so this one is quietly 0.
+        return {"reward": 0.0, "score": 0.0, "clone_rewards": {}, "reason": "clone_own_call"}
     if CONFIG["recipe"] == "reference":
         return reference_clone_reward(root_answer, root_output, clone_rollouts, root_text, clone_texts)
-    root_extra = getattr(root_output, "extra_fields", None) or {}
     reward_model = root_extra.get("reward_model") or {}
     truth = _truth(reward_model.get("ground_truth"), 'root_output.extra_fields["reward_model"]["ground_truth"]')
-    answer = model_answer(root_answer, root_text)
+    answer = loose_answer(root_answer, root_text) if CONFIG["answers"] == "last-integer" else model_answer(root_answer, root_text)
     correct, value, truth_value = verdict(answer, truth)
     root_tokens = _mask_tokens(getattr(root_output, "response_mask", None))
 
@@ -395,7 +430,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     if CONFIG["recipe"] == "reference":
         return reference_score(text, ground_truth, known, root_tokens)
     truth = _truth(ground_truth, "ground_truth")
-    answer = answer_text(solution_str)
+    answer = loose_answer(None, solution_str) if CONFIG["answers"] == "last-integer" else answer_text(solution_str)
     correct, value, truth_value = verdict(answer, truth)
     parts = episode_reward(correct, value, truth_value, known, [], 0, 0, known)
     return {

@@ -5,8 +5,8 @@
  * with the data. Pure.
  */
 import type { GrpoConfig } from '../rl/grpoStep';
-import type { RunConfig, RunConfigKey } from '../runConfig';
-import { ANSWER_MARKER } from './readback';
+import { RUN_CONFIG_FIELDS, type RunConfig, type RunConfigKey } from '../runConfig';
+import type { RewardConfig } from '../rl/reward';
 
 /** Whose reward and loop settings an export writes: the playground's run, or the reference's recipe. */
 export const VERL_RECIPES = ['playground', 'reference'] as const;
@@ -129,10 +129,11 @@ export function unsupportedInVerl(cfg: GrpoConfig): string[] {
 export function verlConfig(
   cfg: GrpoConfig,
   e: VerlExportSettings,
+  launch: VerlLaunch,
   recipe: VerlRecipe = 'playground',
   given: ReadonlySet<RunConfigKey> = new Set(),
 ): { [key: string]: YamlValue } {
-  return recipe === 'reference' ? referenceConfig(cfg, e, given) : playgroundConfig(cfg, e);
+  return recipe === 'reference' ? referenceConfig(cfg, e, launch, given) : playgroundConfig(cfg, e, launch);
 }
 
 /** What both recipes' configs start with: verl's defaults to build on (found in the installed package; a checkout can name its folder instead). */
@@ -141,7 +142,7 @@ const CONFIG_HEAD = { hydra: { searchpath: ['pkg://verl.trainer.config'] }, defa
 /** The export's data files as the verl machine sees them. */
 const dataFiles = (e: VerlExportSettings) => ({ train_files: `${e.dir}/train.parquet`, val_files: `${e.dir}/test.parquet` });
 
-function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings): { [key: string]: YamlValue } {
+function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings, launch: VerlLaunch): { [key: string]: YamlValue } {
   const reward = `${e.dir}/selfcest_reward.py`;
   return {
     ...CONFIG_HEAD,
@@ -176,6 +177,7 @@ function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings): { [key: strin
       ref: { log_prob_micro_batch_size_per_gpu: 1 },
       rollout: {
         name: 'vllm',
+        tensor_model_parallel_size: launch.tensorParallel,
         n: cfg.group,
         do_sample: true,
         temperature: cfg.loss.temperature,
@@ -203,7 +205,8 @@ function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings): { [key: strin
             summary_truncate_side: 'left',
             json_repair_penalty: 0,
             reward_function: `${reward}:clone_accuracy_reward`,
-            final_answer_markers: [ANSWER_MARKER],
+            // The reference's markers: the loop's root_answer is the reward's fallback where the root wrote no `Answer:` line.
+            final_answer_markers: [...REFERENCE_FINAL_ANSWER_MARKERS],
           },
         },
         agent: { default_agent_loop: 'tool_agent' },
@@ -213,12 +216,17 @@ function playgroundConfig(cfg: GrpoConfig, e: VerlExportSettings): { [key: strin
     // The clone loop scores every sample itself (reward_score); the reference turns the reward loop off too.
     reward_model: { use_reward_loop: false },
     algorithm: { adv_estimator: 'grpo', norm_adv_by_std_in_grpo: cfg.advantage.stdNormalize, use_kl_in_reward: false },
-    trainer: { project_name: 'selfcest_playground', experiment_name: `${cfg.task}-seed${cfg.seed}`, rollout_data_dir: `${e.dir}/${ROLLOUT_DUMP_DIR}` },
+    trainer: {
+      project_name: 'selfcest_playground',
+      experiment_name: `${cfg.task}-seed${cfg.seed}`,
+      ...launchTrainer(launch),
+      rollout_data_dir: `${e.dir}/${ROLLOUT_DUMP_DIR}`,
+    },
   };
 }
 
 /** configs/clone_tool_grpo_alt.yaml's keys and values, the export's paths and lengths, and what a flag gave. */
-function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: ReadonlySet<RunConfigKey>): { [key: string]: YamlValue } {
+function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, launch: VerlLaunch, given: ReadonlySet<RunConfigKey>): { [key: string]: YamlValue } {
   const reward = `${e.dir}/selfcest_reward.py`;
   const loop = REFERENCE_RECIPE.loop;
   const has = (...keys: RunConfigKey[]) => keys.some((k) => given.has(k));
@@ -260,6 +268,7 @@ function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: Readonly
       ref: { log_prob_micro_batch_size_per_gpu: 1, fsdp_config: { param_offload: true } },
       rollout: {
         name: 'vllm',
+        tensor_model_parallel_size: launch.tensorParallel,
         prompt_length: e.promptLength,
         response_length: e.responseLength,
         n: cfg.group,
@@ -299,9 +308,7 @@ function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: Readonly
     trainer: {
       project_name: 'selfcest_playground',
       experiment_name: `${cfg.task}-reference-seed${cfg.seed}`,
-      total_epochs: 1,
-      save_freq: 200,
-      test_freq: 50,
+      ...launchTrainer(launch),
       debug_agentic_reward_mask_metrics: true,
       debug_agentic_clone_eval_metrics: true,
       rollout_data_dir: `${e.dir}/${ROLLOUT_DUMP_DIR}`,
@@ -316,118 +323,123 @@ function referenceConfig(cfg: GrpoConfig, e: VerlExportSettings, given: Readonly
   };
 }
 
-/** The export folder's README: what each file is, how to launch and read back, and where verl differs from here. */
-export function verlReadme(
-  cfg: GrpoConfig,
-  e: VerlExportSettings & { recipe: VerlRecipe; train: number; test: number; testSplit: string; dataSource: string; command: string },
-): string {
-  const reference = e.recipe === 'reference';
-  const gate = !cfg.advantage.gating
-    ? 'none (gating off)'
-    : reference
-      ? `a clone whose text has no \`answer:\` (any case) and that generated more than ${REFERENCE_RECIPE.formatMaxTokens} tokens`
-      : 'a clone with no `Answer:` that used its whole length';
-  const rollouts = `${e.dir}/${ROLLOUT_DUMP_DIR}`;
-  return `# ${cfg.task} for verl (SELFCEST clone tool loop), ${reference ? "the reference's recipe" : "the playground's recipe"}
+/**
+ * How a run is launched: verl's `trainer.*` schedule and machines, and the rollout's tensor
+ * parallel size. verl's own defaults do not launch a playground run as it was trained: TP 2
+ * (no rollout server at all on one GPU), console + wandb (an account needed), no checkpoint ever
+ * saved, 30 epochs whatever the run's steps. Both recipes write every one of these.
+ */
+export interface VerlLaunch {
+  /** trainer.total_training_steps: the run's GRPO steps. */
+  steps: number;
+  /** trainer.total_epochs: passes over train.parquet that hold `steps` (verl stops at whichever comes first). */
+  epochs: number;
+  gpusPerNode: number;
+  nodes: number;
+  /** actor_rollout_ref.rollout.tensor_model_parallel_size: GPUs per rollout server. */
+  tensorParallel: number;
+  /** trainer.logger: console and tensorboard need no account; wandb only when asked for. */
+  loggers: readonly ('console' | 'tensorboard' | 'wandb')[];
+  /** trainer.save_freq (> 0: verl also saves at the last step). */
+  saveFreq: number;
+  /** trainer.test_freq (> 0: verl also validates at the last step). */
+  testFreq: number;
+}
 
-Written by:
+/** What the export's flags give of the launch; the rest follows from the data and the batch. */
+export interface VerlLaunchRequest {
+  steps: number | undefined;
+  trainRows: number;
+  batch: number;
+  miniBatch: number;
+  group: number;
+  gpusPerNode: number;
+  nodes: number;
+  tensorParallel: number;
+  wandb: boolean;
+  saveFreq: number | undefined;
+  testFreq: number | undefined;
+}
 
-\`\`\`sh
-${e.command}
-\`\`\`
+/**
+ * The launch settings, or the reasons verl would refuse or misrun them (a message each): verl
+ * drops the last partial batch (drop_last), so a step needs `batch` train rows; the rollout
+ * servers are world size / TP (at least one); FSDP splits each batch's `batch · group` samples,
+ * and each mini-batch's, evenly over the GPUs (validate_config, the FSDP worker's normalisation).
+ */
+export function verlLaunch(r: VerlLaunchRequest): VerlLaunch | string[] {
+  const errors: string[] = [];
+  const perEpoch = Math.floor(r.trainRows / r.batch);
+  if (perEpoch < 1) errors.push(`--train ${r.trainRows} is fewer rows than one batch (${r.batch}): verl drops a partial batch, so no step would run`);
+  const gpus = r.gpusPerNode * r.nodes;
+  if (r.tensorParallel > r.gpusPerNode || r.gpusPerNode % r.tensorParallel !== 0)
+    errors.push(`--tp ${r.tensorParallel} must divide --gpus ${r.gpusPerNode} (each rollout server takes TP GPUs of one node)`);
+  if ((r.batch * r.group) % gpus !== 0)
+    errors.push(`batch ${r.batch} × group ${r.group} = ${r.batch * r.group} samples a step must split evenly over ${gpus} GPUs`);
+  if ((r.miniBatch * r.group) % gpus !== 0)
+    errors.push(`mini-batch ${r.miniBatch} × group ${r.group} = ${r.miniBatch * r.group} samples must split evenly over ${gpus} GPUs`);
+  if (errors.length > 0) return errors;
+  const steps = r.steps ?? perEpoch;
+  return {
+    steps,
+    epochs: Math.ceil(steps / perEpoch),
+    gpusPerNode: r.gpusPerNode,
+    nodes: r.nodes,
+    tensorParallel: r.tensorParallel,
+    loggers: r.wandb ? ['console', 'tensorboard', 'wandb'] : ['console', 'tensorboard'],
+    saveFreq: r.saveFreq ?? Math.min(steps, 50),
+    testFreq: r.testFreq ?? Math.min(steps, 25),
+  };
+}
 
-| file | what |
-|---|---|
-| \`train.parquet\` | ${e.train} problems of the playground's train split (seed ${cfg.seed}) in verl's RL dataset layout |
-| \`test.parquet\` | ${e.test} problems of its held-out \`${e.testSplit}\` set: the set \`npm run cli -- eval --seed ${cfg.seed}\` scores |
-| \`selfcest_reward.py\` | the reward, standard-library Python: \`clone_accuracy_reward\` (delegating episodes, called by the clone tool loop) and \`compute_score\` (one sample, no clones); ${reference ? "the reference's formulas (clone_reward_2.py) with its constants" : "the playground's formulas with the run's thresholds"} in its \`CONFIG\` block |
-| \`selfcest_dump.py\` | verl's trainer launcher with a logger that writes every root and clone sample of each step, linked, to \`${ROLLOUT_DUMP_DIR}/<step>.jsonl\` |
-| \`config.yaml\` | the recipe in verl's \`ppo_trainer\` layout, clone tool loop included${reference ? " (the keys and values of the reference's configs/clone_tool_grpo_alt.yaml)" : ''} |
-| \`run.json\` | the playground run config this was written from |
+/** The trainer keys of a launch (both recipes). */
+function launchTrainer(l: VerlLaunch): { [key: string]: YamlValue } {
+  return {
+    n_gpus_per_node: l.gpusPerNode,
+    nnodes: l.nodes,
+    total_training_steps: l.steps,
+    total_epochs: l.epochs,
+    save_freq: l.saveFreq,
+    test_freq: l.testFreq,
+    val_before_train: true,
+    logger: [...l.loggers],
+  };
+}
 
-## 1. Train on verl
+/** Model tokens per playground token, for the root and for one clone. */
+export interface TokenScale {
+  root: number;
+  clone: number;
+}
 
-With the SELFCEST verl fork installed (its clone tool loop, \`spawn_clone(objectives[], shared_context[])\`,
-and \`_compute_grpo_advantage_with_clones\`) and this folder on the GPU machine at \`${e.dir}\`
-(export with \`--verl-dir\` to name it as that machine sees it):
+/**
+ * The scale from the lengths: a real model's root response and clone length (its own tokens)
+ * against the playground's root limit and largest budget (characters of the toy model), so a
+ * threshold keeps its place among its limits: the playground's root threshold lies above its
+ * root limit, and stays above the real model's response length.
+ */
+export function lengthTokenScale(cfg: GrpoConfig, e: Pick<VerlExportSettings, 'responseLength' | 'cloneLength'>): TokenScale {
+  return { root: e.responseLength / cfg.rollout.rootMaxTokens, clone: e.cloneLength / Math.max(...cfg.rollout.budgets) };
+}
 
-\`\`\`sh
-cd ${e.dir}
-python selfcest_dump.py --config-path ${e.dir} --config-name config \\
-  actor_rollout_ref.model.path=<your model> trainer.n_gpus_per_node=<gpus>
-\`\`\`
-
-\`selfcest_dump.py\` takes \`python -m verl.trainer.main_ppo\`'s arguments and runs it; the only
-change is what verl writes to \`trainer.rollout_data_dir\` (\`${rollouts}\` in config.yaml): one
-row per root and per clone sample with \`request_id\`, \`parent_request_id\`, \`clone_label\`,
-\`actor_role\`, \`input\`, \`output\`, \`response_mask_tokens\`, \`score\`, \`gts\`, \`step\`,
-\`data_source\` and the reward's parts. \`python -m verl.trainer.main_ppo\` with the same arguments
-trains the same run but logs verl's own five fields, which cannot be read back as trees.
-
-## 2. Read the run back
-
-Copy \`${ROLLOUT_DUMP_DIR}/\` to the machine with the playground and run
-
-\`\`\`sh
-npm run cli -- import-verl --in ${ROLLOUT_DUMP_DIR} --out verl-run.jsonl
-npm run cli -- compare --runs verl=verl-run.jsonl
-\`\`\`
-
-or pick the \`${ROLLOUT_DUMP_DIR}/*.jsonl\` files (or \`verl-run.jsonl\`) under "import CLI run" in the page's Runs
-panel: the run's reward and token curves by step, and each root's delegation tree with its clones.
-
-This folder was written and its files read back on a machine without verl or a GPU: the reward and
-the logger were checked against restatements of the fork's agent loop (commit c37cc91e), not launched on it.
-The rows' \`data_source\` is \`${e.dataSource}\`; \`reward_model.ground_truth\` holds the exact answer.
-${cfg.task === 'multihop' ? "For multi-hop, `extra_info.context_items` holds the keyed chunks: the clone loop expands the keys a spawn's `shared_context` names into their text, as the playground's `<ctx>key` does (the playground's `<ctx>*` is one clone per key of `context_keys`).\n" : ''}
-## What differs from the playground
-
-${
-  reference
-    ? `- **Recipe.** This export carries the reference's reward and loop settings (docs/FORMATS.md of the playground
-  lists each difference between the two recipes): length penalties from ${cfg.reward.rootTau} root tokens (ramp ${cfg.reward.rootRho}) and
-  ${cfg.reward.cloneTau} clone tokens (ramp ${cfg.reward.cloneRho}), answers read as the last integer of the loop's answer text
-  (commas dropped; 0.1 for a substring match), the reference's partial credit, tool responses of
-  ${REFERENCE_RECIPE.loop.maxToolResponseLength} characters cut on the right, a JSON-repair penalty of ${REFERENCE_RECIPE.loop.jsonRepairPenalty}, its final-answer markers.
-`
-    : ''
-}- **Lengths.** The playground's limits are for its character-level model: a root of ${cfg.rollout.rootMaxTokens} tokens,
-  clone budgets of ${cfg.rollout.budgets.join(', ')}, answers cut to ${cfg.rollout.answerMaxChars} characters. Here: a root response of
-  ${e.responseLength} tokens (verl counts the injected tool responses in it), ${e.cloneLength} per clone, clone answers of
-  ${e.summaryLength} characters, prompts of ${e.promptLength} tokens (\`--response-length\`, \`--clone-length\`, \`--summary-length\`,
-  \`--prompt-length\`).
-${
-  reference
-    ? ''
-    : `- **Reward thresholds.** The length penalties start at ${cfg.reward.rootTau} root and ${cfg.reward.cloneTau} clone tokens, as the run
-  config gives them; for a real model give the reference's (\`--recipe reference\`, or \`--root-tau 512 --root-rho 256
-  --clone-tau 512 --clone-rho 512\`), since its tokens are not the playground's characters. \`compute_score\` needs
-  \`extra_info["response_tokens"]\` for a real model's length; without it a response in other than the playground's
-  vocabulary gets no root length penalty.
-`
-}${
-    cfg.tokenRateAfter > 0 && cfg.reward.tokenRate > 0
-      ? `- **Token cost schedule.** This run trains its first ${cfg.tokenRateAfter} steps without the token cost, then with
-  ${cfg.reward.tokenRate} per generated token. verl's reward has no step, so \`selfcest_reward.py\` carries the later rate; for the
-  two stages, export once more with \`--token-rate 0\` and run that for the first ${cfg.tokenRateAfter} steps.${
-    cfg.restartOptimizer
-      ? `
-  The run restarts Adam at the switch (\`--restart-optimizer\`): start the second stage as a new verl run from the
-  first one's weights, not as a resume of it.`
-      : ''
-  }
-`
-      : ''
-  }- **Budgets.** The playground's root asks a budget per spawn; verl gives every clone one length. The
-  reward reads a clone's \`budget\` from its extra fields when the spawn tool records one, else
-  ${e.cloneLength}; the gate (${gate}) ${reference ? 'uses the token count' : 'and the budget cost use it'}.
-- **Answers.** Here an answer is an \`<ans>\` block; there ${reference ? 'it is the last integer of the text the loop keeps after the final-answer marker' : `it is the rest of the line after the root's last \`${ANSWER_MARKER}\` (spawn calls left out), else the text the loop kept after its final-answer marker. The verdict is the same exact match (arithmetic: a canonical integer)`}.
-- **Spawn calls.** One playground round is one \`spawn_clone\` call with several objectives; the call
-  penalty counts \`<tool_call>\` in the root's text, as the reference does. A clone the root named (an objective's \`name\`)
-  is labelled with that name, not \`turn<N>_clone<K>\`: the reward and the reader take it as a round of its own.
-- **Credit.** The reward returns r_clone = R for every clone the gate lets through, 0 for a gated one;
-  the fork's advantage code scales the root's advantage by clamp(r_clone / R), the ratio credit of
-  this run (\`--credit ratio\`). Settings the fork has no knob for (dynamic sampling, broadcast credit,
-  the protocol gate, gated contexts without their KL term, gating roots) are refused by the export.
-`;
+/**
+ * The playground's reward settings counted in another model's tokens: thresholds and ramps
+ * multiplied by the scale (rounded, at most the table's largest threshold), costs a token
+ * divided by it (a clone's scale for the token cost: clones write most of an episode's tokens).
+ */
+export function rewardInModelTokens(reward: RewardConfig, s: TokenScale): RewardConfig {
+  const max = (key: RunConfigKey) => {
+    const f = RUN_CONFIG_FIELDS.find((x) => x.key === key);
+    return f?.type === 'number' ? f.max : Infinity;
+  };
+  const tokens = (v: number, scale: number, key: RunConfigKey, least: number) => Math.min(max(key), Math.max(least, Math.round(v * scale)));
+  return {
+    ...reward,
+    rootTau: tokens(reward.rootTau, s.root, 'rootTau', 0),
+    rootRho: tokens(reward.rootRho, s.root, 'rootRho', 1),
+    cloneTau: tokens(reward.cloneTau, s.clone, 'cloneTau', 0),
+    cloneRho: tokens(reward.cloneRho, s.clone, 'cloneRho', 1),
+    tokenRate: reward.tokenRate / s.clone,
+    budgetRate: reward.budgetRate / s.clone,
+  };
 }
