@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bfloat16Folder } from '../test/halfDecoder';
+import { HOSTILE_FOLDERS, writeTinyHfFolder } from '../test/tinyHfFolder';
 import { pythonWith } from '../test/python/python';
 import { expect, test } from './chromium';
 
@@ -108,6 +109,39 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   expect(consoleErrors).toEqual([]);
 });
 
+test('a hostile folder (a chat template looping 10⁹ times) is refused by name within 5 s, and the page loads the next folder', async ({
+  page,
+  backend,
+  openApp,
+  consoleErrors,
+}) => {
+  test.skip(backend !== 'wasm', 'the language model runs on wasm here');
+  const root = mkdtempSync(join(tmpdir(), 'lm-hostile-'));
+  try {
+    await writeTinyHfFolder(join(root, 'good'));
+    await writeTinyHfFolder(join(root, 'looping'), HOSTILE_FOLDERS[0].change);
+    await openApp('backend=wasm');
+    await page.getByTestId('lm-panel').scrollIntoViewIfNeeded();
+    await page.getByTestId('lm-folder').setInputFiles(join(root, 'good'));
+    await expect(page.getByTestId('lm-info')).toContainText('good: qwen2, ');
+    const t0 = Date.now();
+    await page.getByTestId('lm-folder').setInputFiles(join(root, 'looping'));
+    await expect(page.getByTestId('lm-error')).toContainText('tokenizer_config.json: chat_template: asks range() for 1,000,000,000 numbers', { timeout: 5000 });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await expect(page.getByTestId('lm-info')).toHaveCount(0);
+    // The page goes on: the next folder loads and rolls out.
+    await page.getByTestId('lm-folder').setInputFiles(join(root, 'good'));
+    await expect(page.getByTestId('lm-info')).toContainText('good: qwen2, ');
+    await expect(page.getByTestId('lm-error')).toHaveCount(0);
+    await page.getByTestId('lm-panel').getByLabel('root tokens').fill('4');
+    await page.getByTestId('lm-rollout').click();
+    await expect(page.getByTestId('lm-episode-row')).toHaveCount(2);
+    expect(consoleErrors).toEqual([]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('a Hub model id is fetched by the worker from the Hub (here a mirror answering for huggingface.co) under the page’s policy', async ({
   page,
   backend,
@@ -141,8 +175,8 @@ test('a Hub model id is fetched by the worker from the Hub (here a mirror answer
   await page.getByTestId('lm-hub-id').fill('tiny/none');
   await page.getByTestId('lm-hub-load').click();
   await expect(page.getByTestId('lm-error')).toContainText('the folder has no config.json');
-  // The model loaded before stays.
-  await expect(page.getByTestId('lm-info')).toContainText('tiny/qwen2: qwen2, ');
+  // A refused model leaves none loaded: no info line of the one before beside the error.
+  await expect(page.getByTestId('lm-info')).toHaveCount(0);
   expect(consoleErrors.filter((e) => !e.includes('404'))).toEqual([]);
 });
 

@@ -79,6 +79,18 @@ describe('run directory', () => {
     expect((await readdir(dir)).sort()).toEqual(['LATEST', 'LOCK', 'metrics.jsonl', 'save-000002']);
   });
 
+  it('keeps a model.safetensors a user put at the top of a run directory, on resume and on the next save', async () => {
+    const dir = await runWith('user-file', [2]);
+    await writeFile(join(dir, 'model.safetensors'), 'the user’s own file');
+    const run = await RunDir.open(dir, 'sft', policyWeights('tiny'));
+    expect(run.saved?.state.step).toBe(2);
+    const opt = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
+    run.restoreOptimizer(opt);
+    await run.save(policy, opt, state(4), { 'metrics.jsonl': [{ step: 3 }, { step: 4 }] });
+    opt.dispose();
+    expect(await readFile(join(dir, 'model.safetensors'), 'utf8')).toBe('the user’s own file');
+  });
+
   it('without LATEST removes no save: it continues from the newest one that loads, names the missing LATEST, and refuses when none loads', async () => {
     const dir = await runWith('no-latest', [2, 4]);
     await rm(join(dir, 'LATEST'));

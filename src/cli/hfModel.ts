@@ -10,6 +10,7 @@ import { UsageError } from './args';
 import { type FolderReader, HfFolderError } from '../core/io/hfFolder';
 import { type LoadedHfTextModel, WEIGHT_STORAGE_PREFERENCES, type WeightStoragePreference, loadHfTextModel } from '../core/io/hfTextModel';
 import { HUB_ENDPOINT, hubFolderReader, isHubId } from '../core/io/hubFolder';
+import { nonFiniteTensor } from '../core/io/finiteTensors';
 import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
 import { DecoderConfigError, DecoderWeightsError, decoderTensorSpecs } from '../core/model/decoder';
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
@@ -69,20 +70,32 @@ export interface LoadedTextModel extends LoadedHfTextModel {
   read: FolderReader;
 }
 
-/** The model given by `--flag` (a folder or a Hub id, modelReader); what is wrong with it is a usage error naming both. */
-export async function loadTextModel(flag: string, dir: string, storage = 'auto'): Promise<LoadedTextModel> {
+/**
+ * The model given by `--flag` (a folder or a Hub id, modelReader); what is wrong with it is a usage
+ * error naming both. `chat`: the command renders chats, so a folder without a chat template is
+ * refused here, before anything is written.
+ */
+export async function loadTextModel(flag: string, dir: string, storage = 'auto', chat = true): Promise<LoadedTextModel> {
   const read = modelReader(flag, dir);
+  let loaded: LoadedHfTextModel;
   try {
     // (The flag's choices are WEIGHT_STORAGE_PREFERENCES; loadHfTextModel refuses anything else.)
-    return { ...(await loadHfTextModel(read, storage as WeightStoragePreference)), read };
+    loaded = await loadHfTextModel(read, storage as WeightStoragePreference);
   } catch (e) {
     if (e instanceof HfFolderError || e instanceof DecoderConfigError || e instanceof DecoderWeightsError)
       throw new UsageError(`--${flag} ${dir}: ${e.message}`);
     throw e;
   }
+  if (chat && !loaded.model.tokenizer.hasChatTemplate) {
+    loaded.model.params.forEach((t) => t.dispose());
+    throw new UsageError(
+      `--${flag} ${dir}: the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja), which this command renders its chats with`,
+    );
+  }
+  return { ...loaded, read };
 }
 
-/** A PEFT adapter folder (adapter_config.json, adapter_model.safetensors) for `model`; errors name the flag and the file. */
+/** A PEFT adapter folder (adapter_config.json, adapter_model.safetensors, its weights finite) for `model`; errors name the flag and the file. */
 export async function loadAdapter(flag: string, dir: string, model: TextModel): Promise<Lora> {
   const fail = (file: string, why: string): never => {
     throw new UsageError(`--${flag} ${dir}: ${file}: ${why}`);
@@ -100,8 +113,12 @@ export async function loadAdapter(flag: string, dir: string, model: TextModel): 
     fail('adapter_model.safetensors', (e as Error).message);
   }
   try {
-    return Lora.fromPeft(model.config, loraConfigFromPeft(raw, model.config), decodeSafetensors(bytes as Uint8Array).tensors);
+    const tensors = decodeSafetensors(bytes as Uint8Array).tensors;
+    const nonFinite = nonFiniteTensor(tensors);
+    if (nonFinite !== null) fail('adapter_model.safetensors', nonFinite);
+    return Lora.fromPeft(model.config, loraConfigFromPeft(raw, model.config), tensors);
   } catch (e) {
+    if (e instanceof UsageError) throw e;
     if (e instanceof LoraConfigError) throw new UsageError(`--${flag} ${dir}: ${e.message}`);
     return fail('adapter_model.safetensors', (e as Error).message);
   }

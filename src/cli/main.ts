@@ -1,9 +1,10 @@
 /**
  * `npm run cli -- <command> [flags]`: the playground's core, headless.
- * Usage errors exit with code 2; other failures with 1.
+ * Usage errors and a model folder's bad parts exit with code 2; other failures with 1.
  */
 import { UsageError } from './args';
 import { COMMANDS } from './commands';
+import { HfFolderError } from '../core/io/hfFolder';
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -30,6 +31,11 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`error: ${e.message}\n\n${cmd.usage()}`);
+      return 2;
+    }
+    // A model folder's part that fails only in use (a chat template on a later turn) is bad input too.
+    if (e instanceof HfFolderError) {
+      console.error(`error: ${e.message}`);
       return 2;
     }
     console.error(`error: ${e instanceof Error ? e.message : String(e)}`);

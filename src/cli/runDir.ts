@@ -261,10 +261,13 @@ export class RunDir<W = Policy> {
         if (e instanceof RunMismatchError) throw e;
         throw new Error(`${(e as Error).message}; the committed save ${join(dir, name)} is damaged; ${recoverHint}`);
       }
-      // Everything but the committed save and its views is left over from an interrupted save.
+      // Everything but the committed save and its views is left over from an interrupted save; the
+      // old layout's files only while its state.json (removed last) says a conversion was cut short,
+      // so a file a user put at the top level stays.
+      const legacy = entries.includes('state.json');
       for (const e of entries) {
         if (e === LATEST || e === name || e === RUN_JSON || e === LOCK || (rowFilesOf(kind) as readonly string[]).includes(e)) continue;
-        if (SAVE_NAME.test(e) || LEGACY_FILES.includes(e) || deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
+        if (SAVE_NAME.test(e) || (legacy && LEGACY_FILES.includes(e)) || deadTemporary(e)) await rm(join(dir, e), { recursive: true, force: true });
       }
       const run = new RunDir(dir, weights, saved, { dir: join(dir, name) }, name, rowFilesOf(kind));
       await run.linkViews();
@@ -381,8 +384,10 @@ export class RunDir<W = Policy> {
     await this.linkViews(savePoint);
     savePoint('remove previous save');
     if (previous && previous !== name) await rm(join(this.dir, previous), { recursive: true, force: true });
+    // The old layout's files go once the first new save is committed; state.json, its mark, goes last.
+    const legacy = existsSync(join(this.dir, 'state.json'));
     for (const f of LEGACY_FILES) {
-      if (!existsSync(join(this.dir, f))) continue;
+      if (!legacy || !existsSync(join(this.dir, f))) continue;
       savePoint(`remove legacy ${f}`);
       await rm(join(this.dir, f), { force: true });
     }

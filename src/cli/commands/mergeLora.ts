@@ -38,7 +38,7 @@ export const mergeLora = defineCommand(
   async (f) => {
     if (existsSync(f.out) && (await readdir(f.out)).length > 0) throw new UsageError(`--out ${f.out} is not empty`);
     await setupBackend(f.backend);
-    const { model, read } = await loadTextModel('model', f.model, f.weights);
+    const { model, read } = await loadTextModel('model', f.model, f.weights, false);
     const lora = await loadAdapter('adapter', f.adapter, model);
     const merged = await lora.merged(model.params);
     await mkdir(f.out, { recursive: true });

@@ -4,6 +4,7 @@
  * → shard file). The files come through `read` (Node's fs in the CLI, a picked directory in the
  * page), so this is pure. Every problem names the file.
  */
+import { nonFiniteTensor } from './finiteTensors';
 import { type DecodedTensor, decodeSafetensors } from './safetensors';
 
 /** A file of the folder by name, or null when the folder has none. */
@@ -36,16 +37,20 @@ export async function readHfConfig(read: FolderReader): Promise<unknown> {
   return config;
 }
 
-/** Every tensor of the folder's weights: one safetensors file, or the shards its index names (each read once). */
+/** Every tensor of the folder's weights, each finite: one safetensors file, or the shards its index names (each read once). */
 export async function readHfWeights(read: FolderReader): Promise<Map<string, DecodedTensor>> {
   const decode = async (name: string) => {
     const bytes = await read(name);
     if (bytes === null) return null;
+    let tensors: Map<string, DecodedTensor>;
     try {
-      return decodeSafetensors(bytes).tensors;
+      tensors = decodeSafetensors(bytes).tensors;
     } catch (e) {
       throw new HfFolderError(`${name}: ${(e as Error).message}`);
     }
+    const nonFinite = nonFiniteTensor(tensors);
+    if (nonFinite !== null) throw new HfFolderError(`${name}: ${nonFinite}`);
+    return tensors;
   };
   const single = await decode('model.safetensors');
   if (single !== null) return single;

@@ -1,13 +1,16 @@
 /**
  * A Hugging Face model folder as a text model (config, tokenizer with its chat template, weights):
  * the one loader the CLI (src/cli/hfModel.ts) and the page's language-model worker
- * (src/runtime/lm/lmSession.ts) share, with how 16-bit weights are held.
+ * (src/runtime/lm/lmSession.ts) share, with how 16-bit weights are held. Each part is checked
+ * before the next is read (docs/FORMATS.md lists the checks): the config's sizes against their
+ * bounds, the tokenizer's files and its chat template, the tokenizer's ids against the embedding's
+ * rows, then the weights (finite, every tensor the config needs with its shape).
  */
 import * as tf from '@tensorflow/tfjs';
 import { type WeightStorage, decoderConfigFromHf, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../model/decoder';
 import type { TextModel } from '../rollout/textEpisode';
 import { HfTokenizer } from '../tokenizer/hfTokenizer';
-import { type FolderReader, readHfConfig, readHfWeights } from './hfFolder';
+import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from './hfFolder';
 
 /**
  * How a checkpoint's float16/bfloat16 matrices are held: `auto` keeps them 16-bit on WebGPU (GPU
@@ -43,6 +46,12 @@ export async function loadHfTextModel(read: FolderReader, preference: WeightStor
   const t0 = performance.now();
   const config = decoderConfigFromHf(await readHfConfig(read));
   const tokenizer = await HfTokenizer.fromFolder(read);
+  const { maxId, maxIdToken } = tokenizer.vocabulary;
+  if (maxId >= config.vocabSize) {
+    throw new HfFolderError(
+      `tokenizer.json: the token ${JSON.stringify(maxIdToken)} has the id ${maxId}, past the embedding's ${config.vocabSize} rows (config.json vocab_size ${config.vocabSize}): ids must be in [0, ${config.vocabSize - 1}]`,
+    );
+  }
   const params = decoderParams(config, await readHfWeights(read), storage);
   const held = decoderParamBytes(params);
   return {

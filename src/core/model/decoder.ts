@@ -27,6 +27,7 @@ import { sampleFromLogits } from './sample';
 import { geluNew } from './gpt';
 import * as tf from '@tensorflow/tfjs';
 import type { DecodedTensor } from '../io/safetensors';
+import { hfConfigBoundError } from './decoderBounds';
 import { asFloat, halfFormatOf, halfStorageAvailable, packedHalfTensor, widenHalfRows } from './halfWeights';
 
 export type DecoderFamily = 'gpt2' | 'llama' | 'qwen2' | 'qwen3';
@@ -91,6 +92,8 @@ export function decoderConfigFromHf(raw: unknown): DecoderConfig {
   const int = (key: string, fallback?: number): number => {
     const v = raw[key] ?? fallback;
     if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    const tooLarge = hfConfigBoundError(key, v);
+    if (tooLarge !== null) throw new DecoderConfigError(tooLarge);
     return v;
   };
   const num = (key: string, v: unknown): number => {
@@ -153,6 +156,8 @@ function gpt2Config(raw: Record<string, unknown>): DecoderConfig {
   const int = (key: string, fallback?: number): number => {
     const v = raw[key] ?? fallback;
     if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new DecoderConfigError(`${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    const tooLarge = hfConfigBoundError(key, v);
+    if (tooLarge !== null) throw new DecoderConfigError(tooLarge);
     return v;
   };
   const act = raw.activation_function ?? 'gelu_new';

@@ -1,12 +1,17 @@
 /**
  * A real model's tokenizer from its Hugging Face folder, through @xenova/transformers (remote loading
  * off): tokenizer.json, tokenizer_config.json (the tokenizer class, special tokens and, on the Hub's
- * models, the chat template) and, as transformers 5 saves it, chat_template.jinja beside them. The
- * class is picked as AutoTokenizer picks it (tokenizer_class without "Fast"), so Llama's and Qwen's
- * own rules apply; an unknown class uses the base tokenizer.
+ * models, the chat template) and, as transformers 5 saves it, chat_template.jinja beside them (which,
+ * as in transformers, replaces a template in tokenizer_config.json). The class is picked as
+ * AutoTokenizer picks it (tokenizer_class without "Fast"), so Llama's and Qwen's own rules apply; an
+ * unknown class uses the base tokenizer. Both files are checked before the library reads them
+ * (hfTokenizerChecks.ts), and the chat template is parsed at load and rendered with bounds
+ * (chatTemplate.ts): a template that cannot render a plain user turn is refused at load.
  */
 import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
 import { type FolderReader, HfFolderError, jsonFile } from '../io/hfFolder';
+import { ChatTemplate } from './chatTemplate';
+import { SPECIAL_TOKEN_FIELDS, type TokenizerVocabulary, checkSpecialTokens, specialToken, tokenizerVocabulary } from './hfTokenizerChecks';
 
 export interface ChatMessage {
   role: string;
@@ -15,13 +20,34 @@ export interface ChatMessage {
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/**
+ * The folder's chat templates by name: chat_template.jinja as "default" when the folder has it,
+ * else tokenizer_config.json's chat_template, a string ("default") or a list of {name, template}.
+ */
+function chatTemplates(config: Record<string, unknown>, jinja: Uint8Array | null): Map<string, ChatTemplate> {
+  const out = new Map<string, ChatTemplate>();
+  if (jinja !== null) return out.set('default', ChatTemplate.parse(new TextDecoder().decode(jinja), 'chat_template.jinja'));
+  const t = config.chat_template;
+  if (t === undefined || t === null) return out;
+  if (typeof t === 'string') return out.set('default', ChatTemplate.parse(t, 'tokenizer_config.json: chat_template'));
+  if (!Array.isArray(t)) throw new HfFolderError('tokenizer_config.json: chat_template must be a string or a list of {name, template}');
+  t.forEach((entry, i) => {
+    if (!(isObject(entry) && typeof entry.name === 'string' && typeof entry.template === 'string'))
+      throw new HfFolderError(`tokenizer_config.json: chat_template[${i}] must be {name, template} with two strings`);
+    out.set(entry.name, ChatTemplate.parse(entry.template, `tokenizer_config.json: chat_template[${i}] (${JSON.stringify(entry.name)})`));
+  });
+  return out;
+}
+
 export class HfTokenizer {
   private constructor(
     private readonly hf: PreTrainedTokenizer,
-    /** The chat template the folder gives (tokenizer_config.json or chat_template.jinja); null: none. */
-    readonly chatTemplate: string | null,
-    /** tokenizer_config.json's eos_token (a string, or {content}); null: none named. */
-    private readonly eosToken: string | null,
+    /** The folder's chat templates by name ("default", and "tool_use" where the folder names one). */
+    private readonly templates: Map<string, ChatTemplate>,
+    /** tokenizer_config.json's special tokens, as templates read them (eos_token, bos_token, …). */
+    private readonly specials: Record<string, string>,
+    /** What the tokenizer can emit: its largest id is checked against the model's embedding. */
+    readonly vocabulary: Omit<TokenizerVocabulary, 'tokens'>,
   ) {}
 
   static async fromFolder(read: FolderReader): Promise<HfTokenizer> {
@@ -33,8 +59,9 @@ export class HfTokenizer {
     const tokenizer = await json('tokenizer.json');
     if (tokenizer === null) throw new HfFolderError('the folder has no tokenizer.json (only fast tokenizers are read)');
     const config = (await json('tokenizer_config.json')) ?? {};
-    const jinja = await read('chat_template.jinja');
-    const template = typeof config.chat_template === 'string' ? config.chat_template : jinja !== null ? new TextDecoder().decode(jinja) : null;
+    const vocabulary = tokenizerVocabulary(tokenizer);
+    checkSpecialTokens(config, vocabulary);
+    const templates = chatTemplates(config, await read('chat_template.jinja'));
     const name = typeof config.tokenizer_class === 'string' ? config.tokenizer_class.replace(/Fast$/, '') : 'PreTrainedTokenizer';
     const mapping = (AutoTokenizer as unknown as { TOKENIZER_CLASS_MAPPING: Record<string, typeof PreTrainedTokenizer> }).TOKENIZER_CLASS_MAPPING;
     const Cls = mapping[name] ?? PreTrainedTokenizer;
@@ -48,13 +75,26 @@ export class HfTokenizer {
     }
     let hf: PreTrainedTokenizer;
     try {
-      hf = new Cls(tokenizer, { ...config, ...(template !== null ? { chat_template: template } : {}) });
+      // The templates are rendered here (chatText), never by the library.
+      const { chat_template: _, ...rest } = config;
+      hf = new Cls(tokenizer, rest);
     } catch (e) {
       throw new HfFolderError(`tokenizer.json: ${(e as Error).message}`);
     }
-    const eos = config.eos_token;
-    const eosToken = typeof eos === 'string' ? eos : isObject(eos) && typeof eos.content === 'string' ? eos.content : null;
-    return new HfTokenizer(hf, template, eosToken);
+    const specials: Record<string, string> = {};
+    for (const field of SPECIAL_TOKEN_FIELDS) {
+      const token = specialToken(config, field);
+      if (token !== null) specials[field] = token;
+    }
+    const loaded = new HfTokenizer(hf, templates, specials, { maxId: vocabulary.maxId, maxIdToken: vocabulary.maxIdToken });
+    // A template that breaks on a plain user turn is refused now, not in the middle of an episode.
+    if (templates.size > 0) loaded.chatText([{ role: 'user', content: 'Calculate the value of 1+2.' }], true);
+    return loaded;
+  }
+
+  /** Whether the folder gives a chat template (tokenizer_config.json or chat_template.jinja). */
+  get hasChatTemplate(): boolean {
+    return this.templates.size > 0;
   }
 
   get vocabSize(): number {
@@ -108,17 +148,21 @@ export class HfTokenizer {
     return out;
   }
 
-  /** The chat as the template renders it (with `tools` offered where the template reads them); throws naming the folder when it has no template. */
+  /**
+   * The chat as the template renders it (with `tools` offered where the template reads them; a
+   * folder with named templates uses "tool_use" for a chat with tools where it has one, as
+   * transformers does), within chatTemplate.ts's bounds; errors name the file and the field.
+   */
   chatText(messages: readonly ChatMessage[], addGenerationPrompt: boolean, tools?: readonly object[]): string {
-    if (this.chatTemplate === null) throw new HfFolderError('the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)');
-    return this.hf.apply_chat_template(
-      messages as ChatMessage[],
-      {
-        tokenize: false,
-        add_generation_prompt: addGenerationPrompt,
-        ...(tools ? { tools } : {}),
-      } as never,
-    ) as unknown as string;
+    const template = (tools ? this.templates.get('tool_use') : undefined) ?? this.templates.get('default');
+    if (template === undefined) {
+      throw new HfFolderError(
+        this.templates.size === 0
+          ? 'the tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)'
+          : `tokenizer_config.json: chat_template names ${[...this.templates.keys()].map((n) => JSON.stringify(n)).join(', ')} but no "default" template`,
+      );
+    }
+    return template.render({ messages, add_generation_prompt: addGenerationPrompt, ...this.specials, ...(tools ? { tools } : {}) });
   }
 
   /** The chat's ids: the rendered text, tokenized without adding special tokens again (as transformers does). */
@@ -126,10 +170,11 @@ export class HfTokenizer {
     return this.encode(this.chatText(messages, addGenerationPrompt, tools), false);
   }
 
-  /** Ids that end a turn: the eos token tokenizer_config.json names (none when it names none). */
+  /** Ids that end a turn: the eos token tokenizer_config.json names (none when it names none; a named one is in the vocabulary). */
   stopIds(): number[] {
-    if (this.eosToken === null) return [];
-    const id = (this.hf as unknown as { model: { tokens_to_ids: Map<string, number> } }).model.tokens_to_ids.get(this.eosToken);
+    const eos = this.specials.eos_token;
+    if (eos === undefined) return [];
+    const id = (this.hf as unknown as { model: { tokens_to_ids: Map<string, number> } }).model.tokens_to_ids.get(eos);
     return id === undefined ? [] : [id];
   }
 }

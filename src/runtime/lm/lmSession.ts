@@ -67,7 +67,14 @@ export class LmSession {
 
   private async loadFrom(read: FolderReader, storage: WeightStoragePreference): Promise<LmModelInfo> {
     await this.endStepper();
-    const loaded = await loadHfTextModel(read, storage);
+    let loaded: Awaited<ReturnType<typeof loadHfTextModel>>;
+    try {
+      loaded = await loadHfTextModel(read, storage);
+    } catch (e) {
+      // The page shows no model after a refused folder; the worker holds what the page shows.
+      await this.dispose();
+      throw e;
+    }
     await this.dispose();
     this.model = loaded.model;
     const { config, tokenizer } = loaded.model;
@@ -86,7 +93,7 @@ export class LmSession {
       kvHeads: config.kvHeads,
       vocabSize: config.vocabSize,
       maxPositions: config.maxPositions,
-      chatTemplate: tokenizer.chatTemplate !== null,
+      chatTemplate: tokenizer.hasChatTemplate,
       attentionTargets: attentionTargets(config),
     };
   }
