@@ -109,7 +109,7 @@ test('a Hugging Face folder picked in the page rolls out with trees drawn, train
   expect(consoleErrors).toEqual([]);
 });
 
-test('a hostile folder (a chat template looping 10⁹ times) is refused by name within 5 s, and the page loads the next folder', async ({
+test('a hostile folder (a chat template looping 10⁹ times) is refused by name within 5 s, the model loaded before stays, and the page loads the next folder', async ({
   page,
   backend,
   openApp,
@@ -128,7 +128,9 @@ test('a hostile folder (a chat template looping 10⁹ times) is refused by name 
     await page.getByTestId('lm-folder').setInputFiles(join(root, 'looping'));
     await expect(page.getByTestId('lm-error')).toContainText('tokenizer_config.json: chat_template: asks range() for 1,000,000,000 numbers', { timeout: 5000 });
     expect(Date.now() - t0).toBeLessThan(5000);
-    await expect(page.getByTestId('lm-info')).toHaveCount(0);
+    // Nothing changed: the model loaded before stays loaded, and the error says so.
+    await expect(page.getByTestId('lm-error')).toContainText('nothing changed: good loaded before is still loaded');
+    await expect(page.getByTestId('lm-info')).toContainText('good: qwen2, ');
     // The page goes on: the next folder loads and rolls out.
     await page.getByTestId('lm-folder').setInputFiles(join(root, 'good'));
     await expect(page.getByTestId('lm-info')).toContainText('good: qwen2, ');
@@ -175,8 +177,9 @@ test('a Hub model id is fetched by the worker from the Hub (here a mirror answer
   await page.getByTestId('lm-hub-id').fill('tiny/none');
   await page.getByTestId('lm-hub-load').click();
   await expect(page.getByTestId('lm-error')).toContainText('the folder has no config.json');
-  // A refused model leaves none loaded: no info line of the one before beside the error.
-  await expect(page.getByTestId('lm-info')).toHaveCount(0);
+  // A refused model leaves the one loaded before as it was, and the error says it is still the one loaded.
+  await expect(page.getByTestId('lm-error')).toContainText('nothing changed: tiny/qwen2 loaded before is still loaded');
+  await expect(page.getByTestId('lm-info')).toContainText('tiny/qwen2: qwen2, ');
   expect(consoleErrors.filter((e) => !e.includes('404'))).toEqual([]);
 });
 

@@ -242,30 +242,29 @@ export function LmPanel() {
     setAnatomy(null);
     setFrontier([]);
   };
-  /** A load replaces the model: until it succeeds the page shows none (a refused folder leaves no stale info line beside its error). */
-  const unloaded = () => {
-    setInfo(null);
-    setEpisodes([]);
-    setMetrics([]);
-    setSelected(null);
-    setStepper(null);
-    setAnatomy(null);
-    setFrontier([]);
+  /** A refused folder leaves the model loaded before as it was; its error says that model is still the one loaded. */
+  const stillLoaded = (e: unknown): never => {
+    const message = e instanceof Error ? e.message : String(e);
+    throw new Error(info === null ? message : `${message} — nothing changed: ${info.folder || 'the model'} loaded before is still loaded`);
   };
   const started = () => lmClient().request({ kind: 'init', backend: config.backend, wasmPaths: new URL(WASM_PATHS, document.baseURI).href });
   const load = (folder: string, files: File[]) =>
     run('loading', async () => {
       if (files.length === 0) throw new Error(`${folder || 'the folder'} has none of a model's files (config.json, *.safetensors, tokenizer.json)`);
-      unloaded();
       const { backend } = await started();
-      loaded(folder, await lmClient().request({ kind: 'load', files: await readFolderFiles(files), storage }), backend);
+      loaded(
+        folder,
+        await lmClient()
+          .request({ kind: 'load', files: await readFolderFiles(files), storage })
+          .catch(stillLoaded),
+        backend,
+      );
     });
   const loadHub = (id: string) =>
     run(`fetching ${id} from the Hub`, async () => {
       if (!isHubId(id)) throw new Error(`${JSON.stringify(id)} is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M-Instruct)`);
-      unloaded();
       const { backend } = await started();
-      loaded(id, await lmClient().request({ kind: 'loadHub', id, storage }), backend);
+      loaded(id, await lmClient().request({ kind: 'loadHub', id, storage }).catch(stillLoaded), backend);
     });
 
   const limits = { rootMaxTokens: rootTokens, cloneBudget, maxClones: config.maxClones, maxRounds: config.maxRounds };

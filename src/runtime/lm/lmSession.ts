@@ -67,14 +67,8 @@ export class LmSession {
 
   private async loadFrom(read: FolderReader, storage: WeightStoragePreference): Promise<LmModelInfo> {
     await this.endStepper();
-    let loaded: Awaited<ReturnType<typeof loadHfTextModel>>;
-    try {
-      loaded = await loadHfTextModel(read, storage);
-    } catch (e) {
-      // The page shows no model after a refused folder; the worker holds what the page shows.
-      await this.dispose();
-      throw e;
-    }
+    // A refused folder throws here, before the model loaded before is let go: that one stays.
+    const loaded = await loadHfTextModel(read, storage);
     await this.dispose();
     this.model = loaded.model;
     const { config, tokenizer } = loaded.model;
