@@ -1,28 +1,20 @@
 /**
- * A tiny random Qwen2 model folder written without Python (config.json, model.safetensors, the
- * playground vocabulary's tokenizer.json, tokenizer_config.json with a ChatML-style template), a
+ * A tiny random Qwen2 model folder written without Python (config.json, model.safetensors with
+ * weights drawn as `init --family` draws them, the playground vocabulary's tokenizer.json,
+ * tokenizer_config.json with a ChatML-style template; written by src/runtime/node/folderWriter.ts), a
  * PEFT adapter for it, and the hostile and broken variants of both that a folder from anywhere may
  * be (issue 49): each variant names the file its refusal must name.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { FolderParts } from '../src/core/io/hfFolderParts';
 import { encodeSafetensors } from '../src/core/io/safetensors';
-import { decoderConfigFromHf, decoderTensorSpecs } from '../src/core/model/decoder';
+import { decoderConfigFromHf } from '../src/core/model/decoder';
+import { initHfTensors } from '../src/core/model/hfInit';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
-import { Rng } from '../src/core/rng';
 import { buildTokenizerConfig, buildTokenizerJson } from '../src/core/tokenizer/tokenizerJson';
 import { VOCAB } from '../src/core/tokenizer/vocab';
-
-/** A folder's parts before they are written; a variant changes them. */
-export interface FolderParts {
-  config: Record<string, unknown>;
-  tokenizer: Record<string, unknown>;
-  tokenizerConfig: Record<string, unknown>;
-  /** chat_template.jinja, when the folder has one. */
-  jinja?: string;
-  /** Weights by name; a variant may change values in place. */
-  tensors: Map<string, { shape: number[]; data: Float32Array }>;
-}
+import { writeHfFolder } from '../src/runtime/node/folderWriter';
 
 /** ChatML over the playground vocabulary (every character of it is a token). */
 export const TINY_TEMPLATE =
@@ -41,12 +33,7 @@ export function tinyFolderParts(): FolderParts {
     max_position_embeddings: 512,
     tie_word_embeddings: true,
   };
-  const rng = new Rng(49);
-  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const { name, shape } of decoderTensorSpecs(decoderConfigFromHf(config))) {
-    const data = Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => (name.endsWith('norm.weight') ? 1 : 0.3 * rng.normal()));
-    tensors.set(name, { shape, data });
-  }
+  const tensors = new Map(initHfTensors(config, 49).map(({ name, ...t }) => [name, t]));
   return {
     config,
     tokenizer: buildTokenizerJson() as unknown as Record<string, unknown>,
@@ -55,21 +42,11 @@ export function tinyFolderParts(): FolderParts {
   };
 }
 
-export async function writeFolder(dir: string, parts: FolderParts): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const json = (v: unknown) => JSON.stringify(v, null, 1);
-  await writeFile(join(dir, 'config.json'), json(parts.config));
-  await writeFile(join(dir, 'tokenizer.json'), json(parts.tokenizer));
-  await writeFile(join(dir, 'tokenizer_config.json'), json(parts.tokenizerConfig));
-  if (parts.jinja !== undefined) await writeFile(join(dir, 'chat_template.jinja'), parts.jinja);
-  await writeFile(join(dir, 'model.safetensors'), encodeSafetensors([...parts.tensors].map(([name, t]) => ({ name, ...t }))));
-}
-
 /** The tiny folder, changed by `change`, written to `dir`. */
 export async function writeTinyHfFolder(dir: string, change: (parts: FolderParts) => void = () => undefined): Promise<void> {
   const parts = tinyFolderParts();
   change(parts);
-  await writeFolder(dir, parts);
+  await writeHfFolder(dir, parts);
 }
 
 /** A PEFT adapter (r 2 on q_proj and v_proj) for the tiny folder; `nan` fills layer 0's q_proj lora_B (16 × 2) with NaN. */

@@ -67,6 +67,14 @@ export const ARITHMETIC_SYSTEM_PROMPT = [
   'Give the final answer on the last line as `Answer: <value>`, the value an integer.',
 ].join(' ');
 
+/**
+ * One system prompt for both tasks, short enough for a model made from scratch (`init --family`):
+ * about 30 tokens of its tokenizer where the prompts above take 80 to 130. It is part of the text
+ * that tokenizer is trained on (tokenizer/protocolCorpus.ts), so each of its words is one token.
+ */
+export const SHORT_SYSTEM_PROMPT =
+  'Solve the problem. You may call spawn_clone to give sub-problems to clones; pass context only as keys in shared_context. End with a line "Answer: <value>".';
+
 /** How a multihop chunk's assignments read, by the problem's `names` option. */
 const MULTIHOP_NOTATION: Record<1 | 2, string> = {
   1: 'Each chunk holds assignments such as `ac.` (a has the value of c) or `a7.` (a is 7): a one-letter name, then its value; the `#*_+` between them is filler.',
