@@ -63,12 +63,15 @@ test('the demo flow on the tiny preset: Train, held-out readings with intervals,
   await expect(page.getByTestId('config-task')).toHaveValue('multihop');
   await page.getByTestId('train').click();
   await expect(page.getByTestId('story-summary')).toHaveAttribute('data-ready', 'true', { timeout: 240_000 });
+  // While it trains the page says its pace: seconds a step here and when the next reading comes.
+  await expect(page.getByTestId('story-pace')).toContainText(/^\d+ s a GRPO step here: the next reading, after step \d+, in about \d+ s\./);
   await page.getByTestId('pause').click();
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', 'paused', { timeout: 120_000 });
   const delegate = page.locator('[data-testid="heldout-reading"][data-method="delegate"]');
   expect(await delegate.count()).toBeGreaterThanOrEqual(2);
   await expect(delegate.first()).toHaveAttribute('data-step', '0');
   await expect(delegate.first()).toHaveAttribute('data-n', '4');
+  await expect(page.getByTestId('story-pace')).toHaveCount(0);
   await expect(page.getByTestId('story-summary')).toContainText('held-out accuracy');
   await expect(page.getByTestId('tree-following')).toHaveAttribute('data-following', 'true');
   await expect(page.getByTestId('tree-panel').locator('[data-testid="tree-node"][data-role="root"]')).toBeVisible();

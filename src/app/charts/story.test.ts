@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { wilsonInterval } from '../../core/eval/stats';
-import { delegationDataOf, liveReadings, storySentence } from './story';
+import { MEASURED_STEP_SEC, delegationDataOf, liveReadings, paceSentence, storySentence } from './story';
 
 function point(method: 'delegate' | 'mono', step: number | undefined, correct: number, n: number, delegated?: number): FrontierPoint {
   return {
@@ -49,5 +49,15 @@ describe('the story of a run', () => {
     expect(d.series[0].values).toEqual([8 / 64, 51 / 64]);
     expect(d.series[0].intervals).toEqual([wilsonInterval(8, 64), wilsonInterval(51, 64)]);
     expect(delegationDataOf([]).series).toEqual([]);
+  });
+
+  it("says this machine's pace and when the next reading comes, and that it is slower than the demo's machine where it is", () => {
+    expect(paceSentence([], 0, 4)).toBeNull();
+    expect(paceSentence([5], 1, 0)).toBeNull();
+    // The last three steps took 30, 26 and 25 s (27 s a step); 4 steps done, the next reading after step 8, 4 steps away.
+    expect(paceSentence([30, 26, 25], 4, 4)).toBe(
+      `27 s a GRPO step here: the next reading, after step 8, in about 108 s. This machine runs slower than the 2-core one the demo was measured on (${MEASURED_STEP_SEC} s a step): the same curve comes later.`,
+    );
+    expect(paceSentence([15, 17], 2, 2)).toBe('16 s a GRPO step here: the next reading, after step 4, in about 32 s.');
   });
 });

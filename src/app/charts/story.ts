@@ -70,3 +70,26 @@ export function storySentence(readings: readonly LiveReading[]): string | null {
     a.delegationRate !== undefined && b.delegationRate !== undefined ? `; problems delegated ${pct(a.delegationRate)} → ${pct(b.delegationRate)}` : '';
   return `${acc}${delegated}.`;
 }
+
+/** Seconds a GRPO step of the first-visit demo takes on the 2-core machine of docs/BENCHMARKS.md ("The first visit"). */
+export const MEASURED_STEP_SEC = 16;
+
+/**
+ * This machine's pace while a run trains, from its newest steps' own times (up to the last
+ * three) and the steps `done`: seconds a step, when the next held-out reading comes (after which step, in about how
+ * long), and, where steps take more than 1.5× the demo's on the machine it was measured on, that
+ * this machine is slower and the curve comes later (the run is seeded: the same readings, later). Null before a step is done
+ * or with the evaluation off.
+ */
+export function paceSentence(stepSecs: readonly number[], done: number, evalEvery: number): string | null {
+  if (stepSecs.length === 0 || evalEvery <= 0) return null;
+  const recent = stepSecs.slice(-3);
+  const sec = recent.reduce((a, b) => a + b, 0) / recent.length;
+  const next = (Math.floor(done / evalEvery) + 1) * evalEvery;
+  const wait = Math.max(1, Math.round((next - done) * sec));
+  const slow =
+    sec > 1.5 * MEASURED_STEP_SEC
+      ? ` This machine runs slower than the 2-core one the demo was measured on (${MEASURED_STEP_SEC} s a step): the same curve comes later.`
+      : '';
+  return `${sec.toFixed(0)} s a GRPO step here: the next reading, after step ${next}, in about ${wait} s.${slow}`;
+}

@@ -6,7 +6,7 @@
 import { useMemo } from 'react';
 import { LineChart } from '../charts/LineChart';
 import { GRPO_X } from '../charts/chartSpecs';
-import { delegationDataOf, liveReadings, storySentence, type LiveReading } from '../charts/story';
+import { delegationDataOf, liveReadings, paceSentence, storySentence, type LiveReading } from '../charts/story';
 import { DEMO_NOTE, isDemo } from '../state/demo';
 import { usePlayground } from '../state/store';
 import { HeldOutChart } from './ChartsPanel';
@@ -41,6 +41,11 @@ export function StoryPanel() {
   const delegation = useMemo(() => delegationDataOf(readings), [readings]);
   const sentence = storySentence(readings);
   const n = readings[0]?.n;
+  const metrics = usePlayground((s) => s.metrics);
+  const training = usePlayground((s) => s.engineState === 'training');
+  const stepSecs = useMemo(() => metrics.slice(-3).map((p) => p.metrics.wallSec), [metrics]);
+  const done = metrics.length > 0 ? metrics[metrics.length - 1].metrics.step : 0;
+  const pace = training ? paceSentence(stepSecs, done, config.evalEvery) : null;
   return (
     <section className="panel story" aria-label="What the run is learning" data-testid="story">
       <h2>What the run is learning</h2>
@@ -56,6 +61,11 @@ export function StoryPanel() {
             ? `Press Train: the page evaluates the model on the same ${config.evalN} held-out problems before the first step and every ${config.evalEvery} steps, and says here what changed.`
             : 'Held-out evaluation is off (Config: held-out eval every 0 steps); set it to watch what the run learns.'}
       </p>
+      {pace && (
+        <p className="small muted" data-testid="story-pace">
+          {pace}
+        </p>
+      )}
       <div className="story-charts">
         <HeldOutChart />
         <LineChart
