@@ -58,6 +58,6 @@ describe('the story of a run', () => {
     expect(paceSentence([30, 26, 25], 4, 4)).toBe(
       `27 s a GRPO step here: the next reading, after step 8, in about 108 s. This machine runs slower than the 2-core one the demo was measured on (${MEASURED_STEP_SEC} s a step): the same curve comes later.`,
     );
-    expect(paceSentence([15, 17], 2, 2)).toBe('16 s a GRPO step here: the next reading, after step 4, in about 32 s.');
+    expect(paceSentence([6, 8], 2, 2)).toBe('7 s a GRPO step here: the next reading, after step 4, in about 14 s.');
   });
 });
