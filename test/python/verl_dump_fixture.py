@@ -42,6 +42,31 @@ def load(name, path):
     return module
 
 
+def loop_outputs(encode, task, question, truth, segments, clone_texts):
+    """
+    A scripted episode as the loop hands it to the reward: the root's output (its segments
+    encoded, generated ones masked 1 and injected ones 0) and one output per clone (objective,
+    text), linked by request ids, under the ground truth `truth`.
+    """
+    ids, mask = [], []
+    for text, generated in segments:
+        piece = encode(text)
+        ids += piece
+        mask += [generated] * len(piece)
+    root_id = uuid.uuid4().hex
+    model = {"style": "rule", "ground_truth": truth}
+    extra = {"request_id": root_id, "parent_request_id": None, "actor_role": "root", "clone_depth": 0, "data_source": f"selfcest_{task}",
+             "reward_model": model, "extra_info": {"index": 0}}
+    root = verl_loop.output(encode(chat(SYSTEM, question)), ids, mask, extra, 4)
+    clones = []
+    for i, (objective, text) in enumerate(clone_texts):
+        piece = encode(text)
+        clones.append(verl_loop.output(encode(clone_prompt(objective)), piece, [1] * len(piece), {
+            "request_id": uuid.uuid4().hex, "parent_request_id": root_id, "actor_role": "clone", "clone_depth": 1,
+            "clone_label": verl_loop.clone_label(None, 0, i), "clone_objective": objective, "reward_model": model}, 2))
+    return root, clones
+
+
 def chat(system, user):
     return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
 

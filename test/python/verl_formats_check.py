@@ -68,27 +68,12 @@ def main():
     tok = fixture.tokenizer_for(texts)
     encode = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
-    model = {"style": "rule", "ground_truth": str(truth)}
     scored = {}
     last_clone = None
     for name, shape, right, segments, clone_texts in episodes:
-        ids, mask = [], []
-        for text, generated in segments:
-            piece = encode(text)
-            ids += piece
-            mask += [generated] * len(piece)
-        root_id = uuid.uuid4().hex
-        extra = {"request_id": root_id, "parent_request_id": None, "actor_role": "root", "clone_depth": 0, "data_source": f"selfcest_{task}",
-                 "reward_model": model, "extra_info": {"index": 0}}
-        root = verl_loop.output(encode(fixture.chat(fixture.SYSTEM, question)), ids, mask, extra, 4)
-        clones = []
-        for i, (objective, text) in enumerate(clone_texts):
-            piece = encode(text)
-            clones.append(verl_loop.output(encode(fixture.clone_prompt(objective)), piece, [1] * len(piece), {
-                "request_id": uuid.uuid4().hex, "parent_request_id": root_id, "actor_role": "clone", "clone_depth": 1,
-                "clone_label": verl_loop.clone_label(None, 0, i), "clone_objective": objective, "reward_model": model}, 2))
+        root, clones = fixture.loop_outputs(encode, task, question, str(truth), segments, clone_texts)
         value, _, _ = verl_loop.assign_rewards(reward.clone_accuracy_reward, root, clones, decode, markers, repair)
-        scored.setdefault((name, shape), {"root_tokens": sum(mask), "clone_tokens": sum(len(c.response_ids) for c in clones)})
+        scored.setdefault((name, shape), {"root_tokens": sum(root.response_mask), "clone_tokens": sum(len(c.response_ids) for c in clones)})
         scored[(name, shape)]["right" if right else "wrong"] = value
         if clones:
             last_clone = clones[0]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -43,21 +42,7 @@ def main():
     decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
     out = {}
     for kind, (segments, clone_texts) in episodes.items():
-        ids, mask = [], []
-        for text, generated in segments:
-            piece = encode(text)
-            ids += piece
-            mask += [generated] * len(piece)
-        root_id = uuid.uuid4().hex
-        extra = {"request_id": root_id, "parent_request_id": None, "actor_role": "root", "clone_depth": 0, "data_source": f"selfcest_{task}",
-                 "reward_model": {"style": "rule", "ground_truth": truth}, "extra_info": {"index": 0}}
-        root = verl_loop.output(encode(fixture.chat(fixture.SYSTEM, question)), ids, mask, extra, 4)
-        clones = []
-        for i, (objective, text) in enumerate(clone_texts):
-            piece = encode(text)
-            clones.append(verl_loop.output(encode(fixture.clone_prompt(objective)), piece, [1] * len(piece), {
-                "request_id": uuid.uuid4().hex, "parent_request_id": root_id, "actor_role": "clone", "clone_depth": 1,
-                "clone_label": verl_loop.clone_label(None, 0, i), "clone_objective": objective, "reward_model": extra["reward_model"]}, 2))
+        root, clones = fixture.loop_outputs(encode, task, question, truth, segments, clone_texts)
         value, clone_rewards, _ = verl_loop.assign_rewards(reward.clone_accuracy_reward, root, clones, decode, markers, repair)
         out[kind] = {"reward": value, "clone_rewards": list((clone_rewards or {}).values())}
     json.dump(out, sys.stdout)
