@@ -404,6 +404,23 @@ export interface LayerKv {
   v: tf.Tensor4D;
 }
 
+/**
+ * Rows `ids` of a trained table (full fine-tuning): a gather whose gradient is one-hot(ids)ᵀ · dy,
+ * since tfjs's own gather gradient needs UnsortedSegmentSum, which the wasm backend lacks.
+ */
+function trainableRows(table: tf.Tensor, ids: tf.Tensor): tf.Tensor {
+  const rows = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [t, save] = args as [tf.Tensor, tf.GradSaveFunc];
+    // The one-hot rows are kept for the gradient (the ids themselves do not outlive the forward).
+    save([tf.cast(tf.oneHot(tf.reshape(ids, [-1]) as tf.Tensor1D, t.shape[0]), 'float32')]);
+    return {
+      value: tf.gather(t, ids),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], [oneHot]: tf.Tensor[]) => tf.matMul(oneHot, tf.reshape(dy as tf.Tensor, [-1, t.shape[1]!]), true, false),
+    };
+  });
+  return rows(table);
+}
+
 /** Logits [B, T, V] of token ids [B, T] (every row starts at position 0; causal attention). */
 export function decoderLogits(params: DecoderParams, c: DecoderConfig, tokens: tf.Tensor2D): tf.Tensor3D {
   return tf.tidy(() => decoderForward(params, c, tokens, null).logits);
@@ -491,7 +508,8 @@ export function decoderForward(
     const table = stored(name);
     const format = halfFormatOf(table);
     const flat = tf.reshape(ids, [-1]);
-    return tf.reshape(format === null ? tf.gather(table, flat) : widenHalfRows(table, flat, format), [batch, time, c.hiddenSize]);
+    const rows = format !== null ? widenHalfRows(table, flat, format) : table instanceof tf.Variable ? trainableRows(table, flat) : tf.gather(table, flat);
+    return tf.reshape(rows, [batch, time, c.hiddenSize]);
   };
   let x: tf.Tensor = embed(embeddingName(c), tokens);
   // Rotary positions (the Llama family): padded rows share them, since rotary attention depends

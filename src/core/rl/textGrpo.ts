@@ -56,6 +56,20 @@ export interface TextPolicy {
   reference: DecoderParams;
 }
 
+/** Adds one micro-batch's gradients (by variable name, tf.variableGrads) into `sum` (by the policy's keys); takes ownership of them. */
+export function addPolicyGrads(sum: Map<string, tf.Tensor>, policy: Pick<TextPolicy, 'trainable'>, byVariable: tf.NamedTensorMap): void {
+  for (const [name, v] of policy.trainable) {
+    const gv = byVariable[v.name];
+    if (!gv) continue;
+    const prev = sum.get(name);
+    sum.set(name, prev ? tf.tidy(() => tf.add(prev, gv)) : gv);
+    if (prev) {
+      prev.dispose();
+      gv.dispose();
+    }
+  }
+}
+
 /** A policy that trains LoRA adapters over frozen base weights. */
 export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
   return { model: { ...model, adapters }, trainable: adapters.params, reference: model.params };
@@ -283,16 +297,7 @@ export async function textGrpoStep<O>(
         sums = addSums(sums, part);
         g.value.dispose();
         diag.forEach((t) => t.dispose());
-        for (const [name, v] of policy.trainable) {
-          const gv = g.grads[v.name];
-          if (!gv) continue;
-          const prev = grads.get(name);
-          grads.set(name, prev ? tf.tidy(() => tf.add(prev, gv)) : gv);
-          if (prev) {
-            prev.dispose();
-            gv.dispose();
-          }
-        }
+        addPolicyGrads(grads, policy, g.grads);
       }
       const applied = await optimizer.apply(grads, lrAt(grpo, step));
       grads.forEach((t) => t.dispose());

@@ -88,6 +88,27 @@ export const CLONE_SYSTEM =
   'You are a clone started by a root agent for one objective. Any context you are given was expanded from keys the root named. ' +
   'Keep it short, and end with a line "Answer: <result>"; if the objective cannot be done, say why in one line.';
 
+/** What the root is told for a clone that returned no answer. */
+export const CLONE_FAILED = 'failed: no answer within the budget';
+
+/**
+ * The tokens the loop injects after a root's turn: `messages` ending with that turn and its tool
+ * message, `tokens` the root's context through the turn. Where the root's own text is what the
+ * template renders, everything after it (the tool message and the next generation prompt); else
+ * the tool part alone.
+ */
+export function toolResponseIds(
+  tokenizer: Pick<HfTokenizer, 'chatText' | 'decode' | 'encode'>,
+  messages: readonly ChatMessage[],
+  tokens: readonly number[],
+  tools: readonly object[] | undefined,
+): number[] {
+  const rootText = tokenizer.decode(tokens);
+  const withoutTool = tokenizer.chatText(messages.slice(0, -1), false, tools);
+  const withTool = tokenizer.chatText(messages, true, tools);
+  return tokenizer.encode(withTool.startsWith(rootText) ? withTool.slice(rootText.length) : withTool.slice(withoutTool.length), false);
+}
+
 /** Text only the loop may write: the tool-response markers of the chat templates (Qwen's, Hermes'). */
 const TOOL_RESPONSE_MARKERS = ['<tool_response>', '</tool_response>'];
 
@@ -282,19 +303,13 @@ async function runEpisodeFrom(
       for (const clone of clones) {
         contexts.push(clone);
         if (clone.violation !== null) violations.push({ violation: clone.violation, context: contexts.length - 1, detail: cloneDetail(clone) });
-        answers.push(clone.answer ?? 'failed: no answer within the budget');
+        answers.push(clone.answer ?? CLONE_FAILED);
       }
-      // The tool message as the template renders it after the root's turn: its tokens are injected.
-      const rootText = tokenizer.decode(root.tokens);
       // The turn's text as the message content: every token it wrote (tool-call markers included), less the stop token the template adds back.
       const turnIds = root.tokens.slice(turnStart);
       const content = tokenizer.decode(stop.has(turnIds[turnIds.length - 1]) ? turnIds.slice(0, -1) : turnIds);
-      root.messages.push({ role: 'assistant', content });
-      const withoutTool = tokenizer.chatText(root.messages, false, tools);
-      root.messages.push({ role: 'tool', content: JSON.stringify(answers) });
-      const withTool = tokenizer.chatText(root.messages, true, tools);
-      // Where the root's own text is what the template renders, everything after it; else the tool part alone.
-      const injected = tokenizer.encode(withTool.startsWith(rootText) ? withTool.slice(rootText.length) : withTool.slice(withoutTool.length), false);
+      root.messages.push({ role: 'assistant', content }, { role: 'tool', content: JSON.stringify(answers) });
+      const injected = toolResponseIds(tokenizer, root.messages, root.tokens, tools);
       root.tokens.push(...injected);
       root.writers += 'i'.repeat(injected.length);
       feed = [...unfed, ...injected];

@@ -103,6 +103,8 @@ export function sftMixSequences<O>(
   step: number,
   encode: (t: string) => number[],
   maxPositions = Infinity,
+  /** A demonstration's sequences in the model's protocol (default the token protocol's); null: it is left out, as one too long. */
+  sequencesOf: (demo: Demonstration) => TrainSequence[] | null = (demo) => demo.contexts.map((ctx) => demoSequence(ctx, encode)),
 ): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
   for (const m of mix) {
@@ -137,11 +139,11 @@ export function sftMixSequences<O>(
       const p = cfg.sloppyClones;
       demo = { ...demo, contexts: demo.contexts.map((c) => (c.role === 'clone' && sloppyRng.bool(p) ? sloppyClone(c, encode) : c)) };
     }
-    const demoSeqs = demo.contexts.map((ctx) => demoSequence(ctx, encode));
-    if (demoSeqs.some((q) => q.tokens.length > maxPositions)) {
+    const demoSeqs = sequencesOf(demo);
+    if (demoSeqs === null || demoSeqs.some((q) => q.tokens.length > maxPositions)) {
       if (++tooLong > 1000 && seqs.length === 0) {
         throw new Error(
-          `sft: no demonstration of ${mix.map((m) => m.task.name).join(', ')} fits the model's ${maxPositions} positions (1000 drawn); use fewer chunks or assignments, or more delegation demos`,
+          `sft: no demonstration of ${mix.map((m) => m.task.name).join(', ')} fits the model's ${maxPositions} positions and the episode's lengths (1000 drawn); use fewer chunks or assignments, or more delegation demos`,
         );
       }
       continue;

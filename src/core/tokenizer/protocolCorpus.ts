@@ -21,7 +21,7 @@ export interface CorpusChat {
 }
 
 /** JSON as Python's json.dumps writes it (", " and ": "), as the reference's models write tool calls. */
-function pythonJson(v: unknown): string {
+export function pythonJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(pythonJson).join(', ')}]`;
   if (v !== null && typeof v === 'object')
     return `{${Object.entries(v)
