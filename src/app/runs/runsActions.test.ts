@@ -55,7 +55,7 @@ describe('keeping and comparing runs', () => {
     expect(names()).toEqual(['tiny baseline', 'tiny arithmetic, lr 0.00002, step 2']);
     const back = getState().keptRuns[0];
     expect(back.metrics.map((p) => p.metrics.meanReward)).toEqual([0.25, 0.5]);
-    expect(back.origin.kind === 'page' && back.origin.hash).toBe('preset=tiny&group=2&batch=2&miniBatch=2&evalEvery=0&workers=2');
+    expect(back.origin.kind === 'page' && back.origin.hash).toBe('preset=tiny&group=2&batch=2&miniBatch=2&evalEvery=0');
     expect(back.counters).toEqual({ policyVersion: 2, grpoSteps: 2, sftSteps: 0 });
   });
 
