@@ -147,13 +147,17 @@ export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, base
   };
 }
 
-/** A full fine-tuning run's weights in its saves: model.safetensors in the model's own names (with its folder's config.json beside it). */
-export function fullRunWeights(model: TextModel, configJson: Uint8Array): RunWeights<Map<string, Float32Array>> {
+/**
+ * A full fine-tuning run's weights in its saves: model.safetensors in the model's own names (with its
+ * folder's config.json beside it, and `beside`: the tokenizer's files, so that a save is a model folder).
+ */
+export function fullRunWeights(model: TextModel, configJson: Uint8Array, beside: readonly [string, Uint8Array][] = []): RunWeights<Map<string, Float32Array>> {
   return {
     mismatch: (state) =>
       isRecord(state.config.training) && state.config.training.full === true ? null : 'it trains LoRA adapters, not every weight (--lora-r 0)',
     files: async (weights) => [
       ['config.json', configJson],
+      ...beside,
       [
         'model.safetensors',
         encodeSafetensors(decoderTensorSpecs(model.config).map(({ name, shape }) => ({ name, shape, data: weights.get(name) as Float32Array }))),

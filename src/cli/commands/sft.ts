@@ -1,6 +1,10 @@
 import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
-import { usageErrors } from '../args';
+import { UsageError, usageErrors } from '../args';
+import { MODEL_FLAG, WEIGHTS_FLAG } from '../hfModel';
+import { LORA_FLAGS } from '../textPolicyRun';
+import { type SftLmFlags, sftTextModel, toyOnlySettings } from './sftLm';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
@@ -25,11 +29,35 @@ export const sft = defineRunCommand(
     'log-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between progress lines' },
     workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
     backend: BACKEND_FLAG,
+    model: { ...MODEL_FLAG, required: false, help: `train this Hugging Face model in the text protocol instead of the toy (${MODEL_FLAG.help})` },
+    ...LORA_FLAGS,
+    'root-tokens': {
+      type: 'int',
+      min: 1,
+      max: 1 << 20,
+      help: `with --model: tokens a demonstrated root may write (default ${TEXT_LENGTHS.rootMaxTokens}; longer ones are left out)`,
+    },
+    'clone-budget': {
+      type: 'int',
+      min: 1,
+      max: 1 << 20,
+      help: `with --model: each clone's token budget (default ${TEXT_LENGTHS.cloneBudget}; a cut clone runs to it)`,
+    },
+    weights: WEIGHTS_FLAG,
   },
   async ({ flags: f, config: rc, given, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
     const mix = usageErrors(() => taskMixOf(rc), renames);
     let cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
+    // Flags of one path given to the other are refused by name, never ignored.
+    const named = (names: readonly string[]) => names.filter((n) => argv.some((a) => a === n || a.startsWith(`${n}=`)));
+    if (f.model !== undefined) {
+      const refusal = toyOnlySettings(given, [...named(['--init']), ...(f.workers > 0 ? ['--workers'] : [])]);
+      if (refusal !== null) throw new UsageError(refusal);
+      return sftTextModel(f as SftLmFlags, rc, mix, given, argv, cfg);
+    }
+    const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--root-tokens', '--clone-budget', '--weights']);
+    if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     await checkOutDir(f.out);
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();

@@ -6,18 +6,18 @@
  * holds the adapter in PEFT's format (or the weights), the optimizer and the state; metrics.jsonl
  * and traces.jsonl (text episode traces) beside them.
  */
-import * as tf from '@tensorflow/tfjs';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
-import { MODEL_FLAG, WEIGHTS_FLAG, adapterRunWeights, fullRunWeights, loadTextModel, modelSummary } from '../hfModel';
-import { RunDir, type RunWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { fieldOf, flagName } from '../../core/runConfig';
 import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
-import { Lora, type LoraConfig, attentionTargets, linearModules } from '../../core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../../core/optim/adamw';
-import { type TextPolicy, fullPolicy, loraPolicy, textGrpoStep } from '../../core/rl/textGrpo';
+import { restartsOptimizerAt } from '../../core/rl/grpoStep';
+import { type TextPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { textEpisodeTrace } from '../../core/rollout/textEpisode';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { textFrontierPoint } from '../../core/eval/textEval';
@@ -39,12 +39,7 @@ export const trainLm = defineRunCommand(
       default: 'project',
       help: "whose settings the run-config flags not given take: the project's table, or the reference's (SELFCEST's verl recipe: batch 32, group 4, lr 6e-7, …; its response and clone lengths)",
     },
-    'lora-r': { type: 'int', default: 8, min: 0, max: 1024, help: 'LoRA rank; 0 trains every weight (full fine-tuning)' },
-    'lora-alpha': { type: 'number', default: 16, min: 1e-6, max: 1e6, help: 'LoRA alpha (the update is scaled by alpha / r)' },
-    'lora-targets': {
-      type: 'string',
-      help: "the linear layers adapted, by the last part of their name (comma-separated; default the attention's: q_proj,k_proj,v_proj,o_proj, GPT-2's c_attn)",
-    },
+    ...LORA_FLAGS,
     'root-tokens': {
       type: 'int',
       min: 1,
@@ -76,6 +71,11 @@ export const trainLm = defineRunCommand(
         `${toyOnly.map((k) => `--${flagName(fieldOf(k))}`).join(', ')}: the token protocol's settings do not apply to a text episode (its lengths are --root-tokens and --clone-budget)`,
       );
     }
+    // Dynamic sampling is the toy trainer's (grpoStep's sampleBatch); the text step samples one batch.
+    const unsampled = (['dynamicSampling', 'oversample', 'sampleRounds'] as const).filter((k) => named.has(k));
+    if (unsampled.length > 0) {
+      throw new UsageError(`${unsampled.map((k) => `--${flagName(fieldOf(k))}`).join(', ')}: train-lm samples one batch a step; dynamic sampling is not in its step`);
+    }
     await checkOutDir(f.out);
     await setupBackend(f.backend);
     const loaded = await loadTextModel('model', f.model, f.weights);
@@ -89,22 +89,8 @@ export const trainLm = defineRunCommand(
       maxClones: rc.maxClones,
       maxRounds: rc.maxRounds,
     };
-    const full = f['lora-r'] === 0;
-    const targets =
-      f['lora-targets'] === undefined
-        ? attentionTargets(model.config)
-        : f['lora-targets']
-            .split(',')
-            .map((t) => t.trim())
-            .filter((t) => t !== '');
-    const modules = new Set([...linearModules(model.config).keys()].map((m) => m.split('.').at(-1) as string));
-    const unknown = targets.filter((t) => !modules.has(t));
-    if (!full && (targets.length === 0 || unknown.length > 0)) {
-      throw new UsageError(
-        `--lora-targets: ${targets.length === 0 ? 'name at least one layer' : `${unknown.join(', ')} is not a linear layer of this model`} (it has ${[...modules].sort().join(', ')})`,
-      );
-    }
-    const lora: LoraConfig = { r: f['lora-r'], alpha: f['lora-alpha'], targetModules: targets };
+    const training = trainingOf(f as Parameters<typeof trainingOf>[0], model);
+    const { full, lora } = training;
     // The toy protocol's rollout block does not apply: the text episode's limits are `limits`.
     const { rollout: _toyRollout, ...grpoSettings } = cfg;
     const runConfig: Record<string, unknown> = {
@@ -116,10 +102,6 @@ export const trainLm = defineRunCommand(
     };
 
     // The run directory: its saves hold the adapter (or every weight), the optimizer and the state.
-    const configJson = (await loaded.read('config.json')) as Uint8Array;
-    let policy: TextPolicy;
-    let runDir: RunDir<Lora> | RunDir<Map<string, Float32Array>>;
-    let saveWeights: () => Promise<void>;
     const state = () => ({ kind: 'train-lm' as const, step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() });
     const pendingMetrics: object[] = [];
     const pendingTraces: object[] = [];
@@ -128,27 +110,9 @@ export const trainLm = defineRunCommand(
     let tokensSeen = 0;
     let optimizer: AdamW;
     const newOptimizer = (p: TextPolicy) => new AdamW(p.trainable, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-    if (full) {
-      const dir = await RunDir.open(f.out, 'train-lm', fullRunWeights(model, configJson) as RunWeights<Map<string, Float32Array>>);
-      policy = fullPolicy(model);
-      if (dir.saved) {
-        const saved = dir.saved.weights;
-        for (const [k, v] of policy.trainable) tf.tidy(() => v.assign(tf.tensor(saved.get(k)!, v.shape)));
-        saved.clear();
-      }
-      runDir = dir;
-      saveWeights = async () => {
-        const w = new Map<string, Float32Array>();
-        for (const [k, v] of policy.trainable) w.set(k, (await v.data()) as Float32Array);
-        await dir.save(w, optimizer, state(), { 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });
-      };
-    } else {
-      const dir = await RunDir.open(f.out, 'train-lm', adapterRunWeights(model, lora, f.model));
-      const adapters = dir.saved ? dir.saved.weights : Lora.init(model.config, lora, cfg.seed);
-      policy = loraPolicy(model, adapters);
-      runDir = dir;
-      saveWeights = () => dir.save(adapters, optimizer, state(), { 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });
-    }
+    const run = await openTextPolicyRun(f.out, 'train-lm', loaded, training, f.model, cfg.seed);
+    const { policy, runDir } = run;
+    const saveWeights = () => run.save(optimizer, state(), { 'metrics.jsonl': pendingMetrics.splice(0), 'traces.jsonl': pendingTraces.splice(0) });
     optimizer = newOptimizer(policy);
     if (runDir.saved) {
       checkResumeConfig(runDir.saved.state.config, runConfig, ['steps']);
@@ -162,7 +126,7 @@ export const trainLm = defineRunCommand(
     const firstStep = step;
     const started = Date.now();
     while (step < cfg.steps) {
-      if (step === cfg.tokenRateAfter && step > 0 && cfg.restartOptimizer) {
+      if (restartsOptimizerAt(cfg, step)) {
         optimizer.dispose();
         optimizer = newOptimizer(policy);
         console.log(`step ${step}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);

@@ -1,0 +1,92 @@
+/**
+ * What `train-lm` and `sft --model` share for a Hugging Face model: the LoRA flags (rank 0 trains
+ * every weight), and a resumable run directory whose saves hold the PEFT adapter (or the weights in
+ * the model's own format) with the optimizer and the state.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { FlagSpec } from './args';
+import { UsageError } from './args';
+import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfModel';
+import { RunDir, type RunState, type RunWeights } from './runDir';
+import { Lora, type LoraConfig, attentionTargets, linearModules } from '../core/model/lora';
+import type { AdamW } from '../core/optim/adamw';
+import { type TextPolicy, fullPolicy, loraPolicy } from '../core/rl/textGrpo';
+import type { TextModel } from '../core/rollout/textEpisode';
+
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
+
+export const LORA_FLAGS = {
+  'lora-r': { type: 'int', default: 8, min: 0, max: 1024, help: 'LoRA rank; 0 trains every weight (full fine-tuning)' },
+  'lora-alpha': { type: 'number', default: 16, min: 1e-6, max: 1e6, help: 'LoRA alpha (the update is scaled by alpha / r)' },
+  'lora-targets': {
+    type: 'string',
+    help: "the linear layers adapted, by the last part of their name (comma-separated; default the attention's: q_proj,k_proj,v_proj,o_proj, GPT-2's c_attn)",
+  },
+} as const satisfies Record<string, FlagSpec>;
+
+/** What trains: every weight (`--lora-r 0`) or LoRA adapters of the named layers, checked against the model. */
+export function trainingOf(f: { 'lora-r': number; 'lora-alpha': number; 'lora-targets'?: string }, model: TextModel): { full: boolean; lora: LoraConfig } {
+  const full = f['lora-r'] === 0;
+  const targets =
+    f['lora-targets'] === undefined
+      ? attentionTargets(model.config)
+      : f['lora-targets']
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '');
+  const modules = new Set([...linearModules(model.config).keys()].map((m) => m.split('.').at(-1) as string));
+  const unknown = targets.filter((t) => !modules.has(t));
+  if (!full && (targets.length === 0 || unknown.length > 0)) {
+    throw new UsageError(
+      `--lora-targets: ${targets.length === 0 ? 'name at least one layer' : `${unknown.join(', ')} is not a linear layer of this model`} (it has ${[...modules].sort().join(', ')})`,
+    );
+  }
+  return { full, lora: { r: f['lora-r'], alpha: f['lora-alpha'], targetModules: targets } };
+}
+
+export interface TextPolicyRun {
+  policy: TextPolicy;
+  runDir: RunDir<Lora> | RunDir<Map<string, Float32Array>>;
+  /** Writes a save: the adapter (or every weight), the optimizer, the state and the new rows. */
+  save(optimizer: AdamW, state: RunState, rows: Parameters<RunDir<Lora>['save']>[3]): Promise<void>;
+}
+
+/** Opens (or resumes) the run directory `out` of a text model's run, with the policy it trains, restored from the last save; `modelDir` is the adapter's base. */
+export async function openTextPolicyRun(
+  out: string,
+  kind: RunState['kind'],
+  loaded: Pick<LoadedTextModel, 'model' | 'read'>,
+  training: { full: boolean; lora: LoraConfig },
+  modelDir: string,
+  seed: number,
+): Promise<TextPolicyRun> {
+  const { model, read } = loaded;
+  if (training.full) {
+    const configJson = (await read('config.json')) as Uint8Array;
+    // The tokenizer's files go with the weights: each save is a folder the commands and transformers load.
+    const beside: [string, Uint8Array][] = [];
+    for (const name of TOKENIZER_FILES) {
+      const bytes = await read(name);
+      if (bytes !== null) beside.push([name, bytes]);
+    }
+    const dir = await RunDir.open(out, kind, fullRunWeights(model, configJson, beside) as RunWeights<Map<string, Float32Array>>);
+    const policy = fullPolicy(model);
+    if (dir.saved) {
+      const saved = dir.saved.weights;
+      for (const [k, v] of policy.trainable) tf.tidy(() => v.assign(tf.tensor(saved.get(k)!, v.shape)));
+      saved.clear();
+    }
+    return {
+      policy,
+      runDir: dir,
+      save: async (optimizer, state, rows) => {
+        const w = new Map<string, Float32Array>();
+        for (const [k, v] of policy.trainable) w.set(k, (await v.data()) as Float32Array);
+        await dir.save(w, optimizer, state, rows);
+      },
+    };
+  }
+  const dir = await RunDir.open(out, kind, adapterRunWeights(model, training.lora, modelDir));
+  const adapters = dir.saved ? dir.saved.weights : Lora.init(model.config, training.lora, seed);
+  return { policy: loraPolicy(model, adapters), runDir: dir, save: (optimizer, state, rows) => dir.save(adapters, optimizer, state, rows) };
+}
