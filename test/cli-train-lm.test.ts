@@ -221,6 +221,9 @@ describe.skipIf(py.python === null)(`train-lm on a Hugging Face folder${py.pytho
     const toyFlag = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--root-max-tokens', '100', ...small);
     expect(toyFlag.code).toBe(2);
     expect(toyFlag.stderr).toContain("--root-max-tokens: the token protocol's settings do not apply to a text episode");
+    const sampled = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--dynamic-sampling', '--oversample', '4', ...small);
+    expect(sampled.code).toBe(2);
+    expect(sampled.stderr).toContain('--dynamic-sampling, --oversample: train-lm samples one batch a step; dynamic sampling is not in its step');
     const mix = await cli('train-lm', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--task', 'arithmetic,multihop', ...small);
     expect(mix.code).toBe(2);
     expect(mix.stderr).toContain('train-lm trains one task');
