@@ -74,7 +74,9 @@ export const trainLm = defineRunCommand(
     // Dynamic sampling is the toy trainer's (grpoStep's sampleBatch); the text step samples one batch.
     const unsampled = (['dynamicSampling', 'oversample', 'sampleRounds'] as const).filter((k) => named.has(k));
     if (unsampled.length > 0) {
-      throw new UsageError(`${unsampled.map((k) => `--${flagName(fieldOf(k))}`).join(', ')}: train-lm samples one batch a step; dynamic sampling is not in its step`);
+      throw new UsageError(
+        `${unsampled.map((k) => `--${flagName(fieldOf(k))}`).join(', ')}: train-lm samples one batch a step; dynamic sampling is not in its step`,
+      );
     }
     await checkOutDir(f.out);
     await setupBackend(f.backend);
