@@ -97,6 +97,24 @@ describe('sft --model', () => {
     expect(r.code, r.stderr).toBe(0);
   }, 400_000);
 
+  it('reads every task of a mix held out (--eval-every): the mean and each task under its name', async () => {
+    const out = join(dir, 'mix');
+    const args = ['--task', 'arithmetic,multihop', '--eval-every', '2', '--eval-n', '2', '--root-tokens', '16', '--clone-budget', '8'];
+    const a = await cli('sft', '--model', model, '--out', out, '--steps', '2', ...small, ...args);
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout).toMatch(/step 2\/2 loss .* \| eval acc \d\.\d{3} delegating \d\.\d{2}/);
+    const rows = (await readFile(join(out, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    const last = rows[rows.length - 1];
+    for (const k of ['evalAccuracy', 'evalDelegationRate', 'evalMeanTokens']) {
+      expect(last[`${k}_arithmetic`], k).toBeTypeOf('number');
+      expect(last[`${k}_multihop`], k).toBeTypeOf('number');
+      expect(last[k]).toBeCloseTo((last[`${k}_arithmetic`] + last[`${k}_multihop`]) / 2, 12);
+    }
+  }, 400_000);
+
   it('refuses by name the flags the other path cannot honour, writing nothing', async () => {
     const out = join(dir, 'refused');
     const toy = await cli('sft', '--model', model, '--out', out, '--steps', '1', '--label-smoothing', '0.1', '--root-limit-min', '20', '--workers', '1');

@@ -8,11 +8,8 @@
 import { loadTextModel, modelSummary } from '../hfModel';
 import { checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { setupBackend } from '../setup';
-import { openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { openTextPolicyRun, textHeldOut, trainingOf } from '../textPolicyRun';
 import { SFT_IMPLIED } from '../../core/io/savedConfig';
-import { heldOutProblems } from '../../core/eval/evaluate';
-import { HELD_OUT_SEED } from '../../core/eval/splits';
-import { textFrontierPoint } from '../../core/eval/textEval';
 import { ADAM_MOMENTS, AdamW, cosineLr } from '../../core/optim/adamw';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
@@ -101,17 +98,9 @@ export async function sftTextModel(
     const row: Record<string, unknown> = { ...sftMetricsRow(step, r, lr, elapsed) };
     let evalText = '';
     if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-      const [{ task, opts }] = mix;
-      const e = await textFrontierPoint(
-        policy.model,
-        task,
-        heldOutProblems(task, opts, rc.evalN, HELD_OUT_SEED, 'monitor'),
-        'delegate',
-        lengths.rootMaxTokens,
-        limits,
-      );
-      Object.assign(row, { evalAccuracy: e.accuracy, evalDelegationRate: e.delegationRate, evalMeanTokens: e.meanTokens });
-      evalText = ` | eval ${task.name} acc ${e.accuracy.toFixed(3)} delegating ${(e.delegationRate ?? 0).toFixed(2)}`;
+      const e = await textHeldOut(policy.model, mix, rc.evalN, { ...limits, rootMaxTokens: lengths.rootMaxTokens });
+      Object.assign(row, e.fields);
+      evalText = e.text;
     }
     pending.push(row);
     if (step % f['log-every'] === 0 || step === cfg.steps) {

@@ -10,7 +10,7 @@ import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
 import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
-import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { LORA_FLAGS, openTextPolicyRun, textHeldOut, trainingOf } from '../textPolicyRun';
 import { checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { fieldOf, flagName } from '../../core/runConfig';
@@ -20,9 +20,6 @@ import { restartsOptimizerAt } from '../../core/rl/grpoStep';
 import { type TextPolicy, textGrpoStep } from '../../core/rl/textGrpo';
 import { textEpisodeTrace } from '../../core/rollout/textEpisode';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { textFrontierPoint } from '../../core/eval/textEval';
-import { heldOutProblems } from '../../core/eval/evaluate';
-import { HELD_OUT_SEED } from '../../core/eval/splits';
 
 const RECIPES = ['project', 'reference'] as const;
 
@@ -138,11 +135,8 @@ export const trainLm = defineRunCommand(
       elapsed += metrics.wallSec;
       tokensSeen += episodes.reduce((n, e) => n + e.episode.contexts.reduce((k, c) => k + c.generatedTokens, 0), 0);
       const row: Record<string, unknown> = { ...metrics };
-      if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        const problems = heldOutProblems(task, opts, rc.evalN, HELD_OUT_SEED, 'monitor');
-        const e = await textFrontierPoint(policy.model, task, problems, 'delegate', limits.rootMaxTokens, limits);
-        Object.assign(row, { evalAccuracy: e.accuracy, evalDelegationRate: e.delegationRate, evalMeanTokens: e.meanTokens });
-      }
+      if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps))
+        Object.assign(row, (await textHeldOut(policy.model, mix, rc.evalN, limits)).fields);
       pendingMetrics.push(row);
       if (step % f['trace-every'] === 0) {
         pendingTraces.push(

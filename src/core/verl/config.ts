@@ -5,7 +5,7 @@
  * with the data. Pure.
  */
 import type { GrpoConfig } from '../rl/grpoStep';
-import { RUN_CONFIG_FIELDS, type RunConfig, type RunConfigKey } from '../runConfig';
+import { type RunConfig, type RunConfigKey, fieldOf } from '../runConfig';
 import type { RewardConfig } from '../rl/reward';
 
 /** Whose reward and loop settings an export writes: the playground's run, or the reference's recipe. */
@@ -429,8 +429,8 @@ export function lengthTokenScale(cfg: GrpoConfig, e: Pick<VerlExportSettings, 'r
  */
 export function rewardInModelTokens(reward: RewardConfig, s: TokenScale): RewardConfig {
   const max = (key: RunConfigKey) => {
-    const f = RUN_CONFIG_FIELDS.find((x) => x.key === key);
-    return f?.type === 'number' ? f.max : Infinity;
+    const f = fieldOf(key);
+    return f.type === 'number' ? f.max : Infinity;
   };
   const tokens = (v: number, scale: number, key: RunConfigKey, least: number) => Math.min(max(key), Math.max(least, Math.round(v * scale)));
   return {
