@@ -9,11 +9,11 @@
  * episode's tokens do not depend on what else shares the batch.
  */
 import { sampleFromLogits } from '../model/sample';
-import { CloneParser, type ParseEvent, RootParser, SPAWN_GRAMMAR, clonePrompt, fanOut, joinInjection, rootPrompt } from '../protocol/grammar';
+import type { CloneEvent, CloneTurns, Protocol, ProtocolNote, RootEvent, RootTurns } from '../protocol/protocol';
+import { tokenProtocol } from '../protocol/tokenProtocol';
 import type { Violation } from '../protocol/violations';
 import type { Rng } from '../rng';
 import type { Problem, Task, Verdict } from '../tasks/types';
-import { VOCAB } from '../tokenizer/vocab';
 import type { EpisodeLimits, RolloutConfig } from './config';
 import { type ContextTrace, type EpisodeEvent, type EpisodeTrace, TRACE_SCHEMA, type Writer, countTokens } from './trace';
 
@@ -55,7 +55,7 @@ interface LiveContext {
   trace: ContextTrace;
   episode: LiveEpisode;
   slot: number;
-  parser: RootParser | CloneParser;
+  parser: RootTurns | CloneTurns;
   rng: Rng;
   /** Tokens to feed at the next step (prompt, injection, or the last sampled token). */
   pending: number[];
@@ -76,7 +76,10 @@ export interface TokenEvent {
 
 export interface SchedulerOptions {
   policyVersion: number;
+  /** The toy tokenizer's encode (the token protocol's prompts and injections). */
   encode: (text: string) => number[];
+  /** How contexts read and write delegation (protocol/protocol.ts); default the toy's token grammar. */
+  protocol?: Protocol;
   onToken?: (e: TokenEvent) => void;
 }
 
@@ -84,6 +87,7 @@ export class RolloutScheduler {
   private readonly episodes: LiveEpisode[] = [];
   private live: LiveContext[] = [];
   private readonly banned: ReadonlySet<number>;
+  private readonly protocol: Protocol;
   private steps = 0;
 
   constructor(
@@ -91,7 +95,8 @@ export class RolloutScheduler {
     private readonly cfg: RolloutConfig,
     private readonly opts: SchedulerOptions,
   ) {
-    this.banned = cfg.allowSpawn ? new Set() : SPAWN_GRAMMAR;
+    this.protocol = opts.protocol ?? tokenProtocol(opts.encode, cfg.answerMaxChars);
+    this.banned = this.protocol.banned(cfg.allowSpawn);
   }
 
   /**
@@ -99,16 +104,13 @@ export class RolloutScheduler {
    * spawn and root limits for this episode only (a task mix rolls out each task under its own).
    */
   addEpisode<O>(task: Task<O>, problem: Problem, rng: Rng, limits: Partial<EpisodeLimits> = {}): number {
-    // Long-context tasks give the monolithic root the whole context instead of the keys.
-    const promptText = this.cfg.allowSpawn ? problem.prompt : (problem.monoPrompt ?? problem.prompt);
     const own: EpisodeLimits = {
       budgets: limits.budgets ?? this.cfg.budgets,
       maxClonesPerRound: limits.maxClonesPerRound ?? this.cfg.maxClonesPerRound,
       maxRounds: limits.maxRounds ?? this.cfg.maxRounds,
       rootMaxTokens: limits.rootMaxTokens ?? this.cfg.rootMaxTokens,
     };
-    // A root that knows its limit is told this episode's.
-    const prompt = rootPrompt(promptText, this.opts.encode, this.cfg.rootLimitMin !== undefined ? own.rootMaxTokens : null);
+    const { promptText, prompt, turns } = this.protocol.root(problem, own, { allowSpawn: this.cfg.allowSpawn, limitInPrompt: this.cfg.rootLimitMin !== undefined });
     const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng, own);
     episode.root = this.openContext(episode, {
       role: 'root',
@@ -117,7 +119,7 @@ export class RolloutScheduler {
       subtask: null,
       budget: null,
       prompt,
-      parser: new RootParser(own),
+      parser: turns,
     });
     if (prompt.length >= this.decoder.maxPositions) {
       // Not an error: a context that does not fit is a measured failure of the method.
@@ -188,7 +190,7 @@ export class RolloutScheduler {
 
   private openContext(
     episode: LiveEpisode,
-    spec: Pick<ContextTrace, 'role' | 'parent' | 'round' | 'subtask' | 'budget'> & { prompt: number[]; parser: RootParser | CloneParser },
+    spec: Pick<ContextTrace, 'role' | 'parent' | 'round' | 'subtask' | 'budget'> & { prompt: number[]; parser: RootTurns | CloneTurns },
   ): LiveContext {
     const trace: ContextTrace = {
       id: episode.contexts.length,
@@ -242,13 +244,24 @@ export class RolloutScheduler {
       logits,
       offset,
     });
-    const event = c.parser.feed(id);
-    if (c.trace.role === 'root') this.onRootEvent(c, event);
-    else this.onCloneEvent(c, event);
+    if (c.trace.role === 'root') this.onRootEvent(c, (c.parser as RootTurns).feed(id));
+    else this.onCloneEvent(c, (c.parser as CloneTurns).feed(id));
   }
 
-  private onRootEvent(root: LiveContext, e: ParseEvent): void {
+  /** Violations the protocol recorded while the context goes on: the episode's list, and the context's first. */
+  private note(c: LiveContext, notes: readonly ProtocolNote[] | undefined): void {
+    for (const n of notes ?? []) {
+      c.episode.violations.push({ violation: n.violation, context: c.trace.id, detail: n.detail });
+      if (c.trace.violation === null) {
+        c.trace.violation = n.violation;
+        c.trace.violationDetail = n.detail;
+      }
+    }
+  }
+
+  private onRootEvent(root: LiveContext, e: RootEvent): void {
     const ep = root.episode;
+    if (e.kind !== 'continue') this.note(root, e.notes);
     switch (e.kind) {
       case 'final':
         ep.answer = e.answer;
@@ -257,45 +270,40 @@ export class RolloutScheduler {
         ep.finished = true;
         return;
       case 'violation':
+        if (e.inSpawn === true && root.trace.generatedTokens >= ep.limits.rootMaxTokens) {
+          return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${ep.limits.rootMaxTokens})`);
+        }
         this.violate(root, e.violation, e.detail);
         ep.finished = true;
         return;
-      case 'join': {
-        // A join on the root's last allowed token: it could not read the answers, so the round does not start.
+      case 'spawn': {
+        // A spawn on the root's last allowed token: it could not read the answers, so the round does not start.
         if (root.trace.generatedTokens >= ep.limits.rootMaxTokens) {
           return this.endRoot(root, 'root_over_max', `root generated ${root.trace.generatedTokens} tokens (max ${ep.limits.rootMaxTokens})`);
         }
-        const round = (root.parser as RootParser).roundsDone;
-        const fanned = fanOut(e.blocks, ep.problem.context);
-        if ('error' in fanned) return this.endRoot(root, 'malformed_spawn', fanned.error);
-        const blocks = fanned.blocks;
-        if (blocks.length > ep.limits.maxClonesPerRound) {
-          return this.endRoot(root, 'too_many_clones', `the round's spawns fan out to ${blocks.length} clones (max ${ep.limits.maxClonesPerRound})`);
-        }
-        const prompts: number[][] = [];
-        for (const block of blocks) {
-          const p = clonePrompt(block.subtask, ep.problem.context, this.opts.encode);
-          if ('error' in p) return this.endRoot(root, 'malformed_spawn', p.error);
-          if (p.tokens.length + block.budget > this.decoder.maxPositions) {
-            return this.endRoot(root, 'malformed_spawn', `clone prompt (${p.tokens.length}) plus budget (${block.budget}) exceeds the context`);
+        const round = (root.parser as RootTurns).roundsDone;
+        for (const clone of e.clones) {
+          if (clone.prompt.length + clone.budget > this.decoder.maxPositions) {
+            return this.endRoot(root, 'malformed_spawn', `clone prompt (${clone.prompt.length}) plus budget (${clone.budget}) exceeds the context`);
           }
-          prompts.push(p.tokens);
         }
-        // The root waits; its <join> is fed together with the injected answers on resume.
+        // The root waits; its last token is fed together with the injected answers on resume.
         root.pending = [];
-        ep.round = blocks.map((block, i) =>
+        ep.round = e.clones.map((clone) =>
           this.openContext(ep, {
             role: 'clone',
             parent: root.trace.id,
             round,
-            subtask: decodeText(block.subtask),
-            budget: block.budget,
-            prompt: prompts[i],
-            parser: new CloneParser(),
+            subtask: clone.subtask,
+            budget: clone.budget,
+            prompt: clone.prompt,
+            parser: this.protocol.clone(clone),
           }),
         );
         ep.running = new Set(ep.round);
         ep.events.push({ kind: 'spawn', round, atToken: root.trace.tokens.length - 1, clones: ep.round.map((c) => c.trace.id) });
+        // A round whose every objective was refused has nothing to wait for.
+        if (ep.round.length === 0) this.resumeRoot(ep);
         return;
       }
       case 'continue':
@@ -307,7 +315,7 @@ export class RolloutScheduler {
     }
   }
 
-  private onCloneEvent(clone: LiveContext, e: ParseEvent): void {
+  private onCloneEvent(clone: LiveContext, e: CloneEvent): void {
     if (e.kind === 'final') {
       clone.trace.answer = e.answer;
       this.finish(clone);
@@ -325,18 +333,19 @@ export class RolloutScheduler {
 
   private resumeRoot(ep: LiveEpisode): void {
     const root = ep.root;
-    const round = (root.parser as RootParser).roundsDone;
+    const turns = root.parser as RootTurns;
+    const round = turns.roundsDone;
     const answers = ep.round.map((c) => c.trace.answer);
-    const injected = joinInjection(answers, this.cfg.answerMaxChars, this.opts.encode);
+    const injected = turns.resume(answers);
     ep.events.push({ kind: 'join', round, atToken: root.trace.tokens.length, answers });
     if (root.trace.tokens.length + injected.length >= this.decoder.maxPositions) {
       this.endRoot(root, 'root_over_max', 'the joined answers do not fit in the root context');
       return;
     }
-    const join = root.trace.tokens[root.trace.tokens.length - 1];
+    // The token that ended the turn (a join, an end of turn) was sampled, not fed: it goes first.
+    const last = root.trace.tokens[root.trace.tokens.length - 1];
     this.append(root, injected, 'i');
-    (root.parser as RootParser).resume();
-    root.pending = [join, ...injected];
+    root.pending = [last, ...injected];
   }
 
   private endRoot(root: LiveContext, v: Violation, detail: string): void {
@@ -364,7 +373,8 @@ export class RolloutScheduler {
   }
 
   private toTrace(ep: LiveEpisode): EpisodeTrace {
-    const contexts = ep.contexts.map((c) => ({ ...c, text: decodeText(c.tokens) }));
+    const { decode, pieces } = this.protocol;
+    const contexts = ep.contexts.map((c) => ({ ...c, text: decode(c.tokens), ...(pieces ? { pieces: pieces(c.tokens) } : {}) }));
     const verdict = ep.verify(ep.answer);
     return {
       schema: TRACE_SCHEMA,
@@ -376,7 +386,7 @@ export class RolloutScheduler {
       method: this.cfg.allowSpawn ? 'delegate' : 'mono',
       answer: ep.answer,
       correct: ep.finished && verdict.correct,
-      rounds: (ep.root.parser as RootParser).roundsDone,
+      rounds: (ep.root.parser as RootTurns).roundsDone,
       contexts,
       events: ep.events,
       violations: ep.violations,
@@ -385,8 +395,3 @@ export class RolloutScheduler {
   }
 }
 
-function decodeText(ids: readonly number[]): string {
-  let s = '';
-  for (const id of ids) s += VOCAB[id] ?? '<?>';
-  return s;
-}

@@ -67,6 +67,8 @@ export interface ContextTrace {
    * `generatedTokens` is the source's own count (its response mask).
    */
   spans?: TextSpan[];
+  /** Each token's own text, where the model's tokens are subwords (a Hugging Face model's); absent for the toy's characters. */
+  pieces?: string[];
 }
 
 export type EpisodeEvent =
