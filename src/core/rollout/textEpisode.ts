@@ -13,6 +13,7 @@
  */
 import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type DecoderParams, argmaxToken } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
+import { CLONE_SYSTEM, answerOf, toolResponseIds, writesToolResponse } from '../protocol/textProtocol';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 import type { ContextCredit, RewardBreakdown } from './trace';
@@ -77,54 +78,6 @@ export interface TextContext {
 
 export interface TextEpisode extends TextEpisodeOutcome {
   contexts: TextContext[];
-}
-
-/**
- * What a clone is told (its role, that keys may have been expanded into context, the answer line,
- * brevity, and to say why when it fails): the points of the reference's default clone prompt, in
- * this project's words.
- */
-export const CLONE_SYSTEM =
-  'You are a clone started by a root agent for one objective. Any context you are given was expanded from keys the root named. ' +
-  'Keep it short, and end with a line "Answer: <result>"; if the objective cannot be done, say why in one line.';
-
-/** What the root is told for a clone that returned no answer. */
-export const CLONE_FAILED = 'failed: no answer within the budget';
-
-/**
- * The tokens the loop injects after a root's turn: `messages` ending with that turn and its tool
- * message, `tokens` the root's context through the turn. Where the root's own text is what the
- * template renders, everything after it (the tool message and the next generation prompt); else
- * the tool part alone.
- */
-export function toolResponseIds(
-  tokenizer: Pick<HfTokenizer, 'chatText' | 'decode' | 'encode'>,
-  messages: readonly ChatMessage[],
-  tokens: readonly number[],
-  tools: readonly object[] | undefined,
-): number[] {
-  const rootText = tokenizer.decode(tokens);
-  const withoutTool = tokenizer.chatText(messages.slice(0, -1), false, tools);
-  const withTool = tokenizer.chatText(messages, true, tools);
-  return tokenizer.encode(withTool.startsWith(rootText) ? withTool.slice(rootText.length) : withTool.slice(withoutTool.length), false);
-}
-
-/** Text only the loop may write: the tool-response markers of the chat templates (Qwen's, Hermes'). */
-const TOOL_RESPONSE_MARKERS = ['<tool_response>', '</tool_response>'];
-
-function writesToolResponse(text: string): boolean {
-  return TOOL_RESPONSE_MARKERS.some((m) => text.includes(m));
-}
-
-/** The text after the last "Answer:" marker, trimmed; null when there is none. */
-export function answerOf(text: string): string | null {
-  const i = text.lastIndexOf('Answer:');
-  if (i < 0) return null;
-  const a = text
-    .slice(i + 'Answer:'.length)
-    .split('\n')[0]
-    .trim();
-  return a === '' ? null : a;
 }
 
 /** Runs one episode from the root's chat (system and user message: `rootChat` for a task's problem). */

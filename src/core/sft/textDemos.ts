@@ -26,7 +26,7 @@
  */
 import { type ProtocolLimits, type SpawnBlock, RootParser, clonePrompt, fanOut } from '../protocol/grammar';
 import { SPAWN_CLONE, TOOL_CALL_END, TOOL_CALL_START, cloneUserMessage } from '../protocol/toolCalls';
-import { CLONE_FAILED, CLONE_SYSTEM, toolResponseIds } from '../rollout/textEpisode';
+import { CLONE_FAILED, CLONE_SYSTEM, toolResponseIds } from '../protocol/textProtocol';
 import type { TaskName } from '../tasks';
 import type { DemoContext, Demonstration, Problem, Segment } from '../tasks/types';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
