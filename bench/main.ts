@@ -15,6 +15,7 @@ import { runLmBench } from './lm';
 import { runPageBench } from './page';
 import { runPoolBench } from './pool';
 import { runProfileBench } from './profile';
+import { runRolloutBench } from './rollout';
 import { runScalingBench } from './scaling';
 import { runSftBench } from './sft';
 
@@ -27,6 +28,7 @@ const BENCHES: Record<string, ((args: string[], backend: BackendName) => Promise
   page: { own: runPageBench },
   pool: runPoolBench,
   profile: runProfileBench,
+  rollout: runRolloutBench,
   scaling: runScalingBench,
   sft: runSftBench,
 };

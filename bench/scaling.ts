@@ -17,6 +17,7 @@
  * the table prints the tokens per episode with the time.
  * `--quick` shrinks the grids and the GRPO step to one repetition each, for a smoke check (well under a minute).
  */
+import { toyPolicyModel, toyScorer } from '../src/core/policyModel';
 import { parseFlags } from '../src/cli/args';
 import { loadPolicy } from '../src/cli/setup';
 import type { ModelConfig } from '../src/core/model/config';
@@ -219,7 +220,15 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
           let rolloutMs = 0;
           const t = await timeMs(async () => {
             const { metrics } = await grpoStep(
-              { policy, reference, optimizer, task: arithmetic, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+              {
+                model: toyPolicyModel(policy, encode),
+                reference: reference === null ? null : toyScorer(reference, policy.config),
+                optimizer,
+                task: arithmetic,
+                encode,
+                ...(decoder ? { decoder } : {}),
+                ...(gradients ? { gradients } : {}),
+              },
               cfg,
               step,
             );

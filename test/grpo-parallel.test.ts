@@ -1,4 +1,5 @@
 /** Data-parallel GRPO: updates shared with a gradient worker thread give the update of one thread, also when the worker dies or hangs. */
+import { toyPolicyModel, toyScorer } from '../src/core/policyModel';
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
@@ -70,7 +71,15 @@ async function oneStep(pool: GradPool | null, withStartCopy = false): Promise<{ 
     }),
   };
   const { metrics } = await grpoStep(
-    { policy: { config, params }, reference, optimizer, task: arithmetic, encode, rewardFn: digits, ...(gradients ? { gradients } : {}) },
+    {
+      model: toyPolicyModel({ config, params }, encode),
+      reference: reference === null ? null : toyScorer(reference, config),
+      optimizer,
+      task: arithmetic,
+      encode,
+      rewardFn: digits,
+      ...(gradients ? { gradients } : {}),
+    },
     cfg,
     0,
   );

@@ -5,6 +5,7 @@
  * Skipped, with the reason printed, where no adapter can be created; SELFCEST_REQUIRE_WEBGPU=1
  * turns the skip into a failure (CI on a machine known to have one).
  */
+import { toyScorer } from '../src/core/policyModel';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { initBackend } from '../src/runtime/backend';
@@ -142,7 +143,7 @@ const LOSS: PolicyLossConfig = { ...TABLE_GRPO.loss, beta: 0.05, dualClip: 3 };
 async function policyUpdate(backend: Backend, seqs: RlSequence[]) {
   return on(backend, async (p) => {
     const batches = packRl(seqs, aggregationWeights(seqs, LOSS.aggregation), 24); // 2 micro-batches
-    const r = await policyGradients(p, config, batches, LOSS);
+    const r = await policyGradients(toyScorer(p, config), batches, LOSS);
     const grads = new Map<string, Float32Array>();
     for (const [name, g] of r.grads) grads.set(name, (await g.data()) as Float32Array);
     const opt = new AdamW(p, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });

@@ -16,7 +16,7 @@ import { DecoderConfigError, DecoderWeightsError, decoderTensorSpecs } from '../
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
 import type { TextModel } from '../core/rollout/textEpisode';
 import { nodeFolderReader } from '../runtime/node/folderReader';
-import type { RunWeights } from './runDir';
+import { type RunWeights, otherModelKind } from './runDir';
 import type { FlagSpec } from './args';
 import { isRecord } from '../core/io/savedConfig';
 
@@ -143,7 +143,9 @@ export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, base
     ],
     // As saved (a resume with other LoRA settings is refused by the run config's check).
     load: (dir) => loadAdapter('out', dir, model),
-    mismatch: (state) => (isRecord(state.config.training) && 'lora' in state.config.training ? null : 'it trains every weight (--lora-r 0), not LoRA adapters'),
+    mismatch: (state) =>
+      otherModelKind(state, 'hf') ??
+      (isRecord(state.config.training) && 'lora' in state.config.training ? null : 'it trains every weight (--lora-r 0), not LoRA adapters'),
   };
 }
 
@@ -154,7 +156,8 @@ export function adapterRunWeights(model: TextModel, loraConfig: LoraConfig, base
 export function fullRunWeights(model: TextModel, configJson: Uint8Array, beside: readonly [string, Uint8Array][] = []): RunWeights<Map<string, Float32Array>> {
   return {
     mismatch: (state) =>
-      isRecord(state.config.training) && state.config.training.full === true ? null : 'it trains LoRA adapters, not every weight (--lora-r 0)',
+      otherModelKind(state, 'hf') ??
+      (isRecord(state.config.training) && state.config.training.full === true ? null : 'it trains LoRA adapters, not every weight (--lora-r 0)'),
     files: async (weights) => [
       ['config.json', configJson],
       ...beside,

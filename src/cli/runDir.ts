@@ -70,9 +70,18 @@ export interface RunWeights<W> {
 /** A run directory written by another command or with other weights: not damaged, only not this run's (exit 2). */
 export class RunMismatchError extends UsageError {}
 
+/** Why a save of a toy run (`init`) or a Hugging Face run (`model`) is not the other's, or null. */
+export function otherModelKind(state: RunState, wants: 'toy' | 'hf'): string | null {
+  const { model } = state.config;
+  if (wants === 'toy' && typeof model === 'string') return `it trains the Hugging Face model ${model} (--model), not a toy checkpoint`;
+  if (wants === 'hf' && typeof model !== 'string') return 'it trains a toy checkpoint (--init), not a Hugging Face model';
+  return null;
+}
+
 /** The toy model's weights as a checkpoint (`--checkpoint RUN` reads the committed save), recorded as `preset`. */
 export function policyWeights(preset: string): RunWeights<Policy> {
   return {
+    mismatch: (state) => otherModelKind(state, 'toy'),
     files: async (policy, state) =>
       encodeCheckpoint(await policyToCheckpoint(policy, { preset, step: state.step, training: { kind: state.kind, ...state.config } })),
     load: async (dir) => (await loadPolicy(dir)).policy,

@@ -15,8 +15,8 @@ import type { TextModel } from '../core/rollout/textEpisode';
 import type { TextLimits } from '../core/rollout/textLimits';
 import { heldOutProblems } from '../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../core/eval/splits';
-import { textFrontierPoint } from '../core/eval/textEval';
-import type { FrontierPoint } from '../core/eval/frontier';
+import { FRONTIER_DEFAULTS, type FrontierPoint, frontierPoint } from '../core/eval/frontier';
+import { hfPolicyModel } from '../core/policyModel';
 import type { TaskMixEntry } from '../core/sft/sft';
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
@@ -111,8 +111,11 @@ export async function textHeldOut(
 ): Promise<{ fields: Record<string, number>; text: string }> {
   const fields: Record<string, number> = {};
   const points: FrontierPoint[] = [];
+  const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(64);
+  const rollout = { budgets: [limits.cloneBudget], maxClonesPerRound: limits.maxClones, maxRounds: limits.maxRounds };
   for (const { task, opts } of mix) {
-    const e = await textFrontierPoint(model, task, heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor'), 'delegate', limits.rootMaxTokens, limits);
+    const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
+    const e = await frontierPoint(decoder, task, problems, 'delegate', limits.rootMaxTokens, { ...FRONTIER_DEFAULTS, rollout }, () => []);
     points.push(e);
     if (mix.length > 1)
       Object.assign(fields, {
@@ -121,6 +124,7 @@ export async function textHeldOut(
         [`evalMeanTokens_${task.name}`]: e.meanTokens,
       });
   }
+  decoder.dispose();
   const mean = (f: (p: FrontierPoint) => number) => points.reduce((a, p) => a + f(p), 0) / points.length;
   Object.assign(fields, {
     evalAccuracy: mean((p) => p.accuracy),

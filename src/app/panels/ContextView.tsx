@@ -2,7 +2,7 @@
 import type { ContextTrace } from '../../core/rollout/trace';
 import { WRITER_NAMES, contextPieces } from '../tokens/tokenText';
 
-export function TokenText({ ctx }: { ctx: Pick<ContextTrace, 'tokens' | 'writers' | 'spans'> }) {
+export function TokenText({ ctx }: { ctx: Pick<ContextTrace, 'tokens' | 'writers' | 'spans' | 'pieces'> }) {
   // A text-only context (another trainer's rollout): its text by writer, no token ids.
   if (ctx.spans) {
     return (

@@ -21,6 +21,13 @@ function asWriter(c: string | undefined): Writer {
   return c === 'p' || c === 'i' ? c : 'g';
 }
 
-export function contextPieces(ctx: Pick<ContextTrace, 'tokens' | 'writers'>): TokenPiece[] {
-  return ctx.tokens.map((id, i) => ({ ...pieceOf(id), writer: asWriter(ctx.writers[i]) }));
+/** A subword's own text (a Hugging Face model's token), shown as the toy's are: a newline as ↵, a special token marked. */
+function subwordPiece(piece: string): { text: string; special: boolean } {
+  if (/^<\|.*\|>$|^<\/?tool_(call|response)>$/.test(piece)) return { text: piece, special: true };
+  return { text: piece.replace(/\n/g, '↵'), special: false };
+}
+
+export function contextPieces(ctx: Pick<ContextTrace, 'tokens' | 'writers' | 'pieces'>): TokenPiece[] {
+  const { pieces } = ctx;
+  return ctx.tokens.map((id, i) => ({ ...(pieces ? subwordPiece(pieces[i]) : pieceOf(id)), writer: asWriter(ctx.writers[i]) }));
 }

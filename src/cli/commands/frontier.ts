@@ -14,13 +14,15 @@ import {
   taskFromFlags,
 } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
-import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, paretoOf, validateLimits, validateMethods } from '../../core/eval/frontier';
-import { textFrontierPoint } from '../../core/eval/textEval';
+import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
+import { hfPolicyModel } from '../../core/policyModel';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel } from '../hfModel';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
+
+/** Root limits of a frontier in a chat model's own tokens (its turns hold the chat's tool calls and answer line). */
+const TEXT_FRONTIER_LIMITS = [64, 128, 256, 512];
 
 export const frontierCommand = defineCommand(
   'frontier',
@@ -45,7 +47,10 @@ export const frontierCommand = defineCommand(
       help: 'problem set: final (the final evaluation) or monitor (the set watched during training); disjoint from each other and from training problems',
     },
     methods: { type: 'string', default: FRONTIER_DEFAULTS.methods.join(','), help: 'comma list of delegate, mono, scK' },
-    limits: { type: 'string', default: FRONTIER_DEFAULTS.limits.join(','), help: 'comma list of root token limits' },
+    limits: {
+      type: 'string',
+      help: `comma list of root token limits (default ${FRONTIER_DEFAULTS.limits.join(',')}; with --model, in its own tokens, ${TEXT_FRONTIER_LIMITS.join(',')})`,
+    },
     json: { type: 'bool', default: false, help: 'print {"points": [...], "pareto": [...]}' },
     backend: BACKEND_FLAG,
     weights: { ...WEIGHTS_FLAG, help: `with --model: ${WEIGHTS_FLAG.help}` },
@@ -57,7 +62,7 @@ export const frontierCommand = defineCommand(
     let limits: number[];
     try {
       methods = validateMethods(f.methods.split(',').map((m) => m.trim()));
-      limits = validateLimits(f.limits.split(',').map(Number));
+      limits = validateLimits((f.limits ?? FRONTIER_DEFAULTS.limits.join(',')).split(',').map(Number));
     } catch (e) {
       throw new UsageError(`--${(e as Error).message}`);
     }
@@ -65,31 +70,35 @@ export const frontierCommand = defineCommand(
     if ((f.model === undefined) === (f.checkpoint === undefined))
       throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
     if (f.model !== undefined) {
-      const bad = methods.filter((m) => m !== 'delegate' && m !== 'mono');
-      if (bad.length > 0) throw new UsageError(`--methods: with --model only delegate and mono (got ${bad.join(', ')})`);
+      if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
       await setupBackend(f.backend);
       const loaded = await loadTextModel('model', f.model, f.weights);
       const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
       const model = { ...loaded.model, adapters };
+      // The one runner: the decoder carries the model's text protocol; limits count the model's own tokens.
+      const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(64);
       const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
-      const spawn = defaultRolloutConfig(task.name);
-      const points: FrontierPoint[] = [];
-      for (const method of methods as ('delegate' | 'mono')[]) {
-        for (const limit of limits) {
-          const p = await textFrontierPoint(model, task, problems, method, limit, {
-            cloneBudget: f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget,
-            maxClones: spawn.maxClonesPerRound,
-            maxRounds: spawn.maxRounds,
-          });
-          points.push({ ...p, checkpoint: f.adapter ?? f.model });
-          if (!f.json) console.log(pointLine(p));
-        }
-      }
+      const result = await frontier(
+        decoder,
+        task,
+        problems,
+        {
+          ...FRONTIER_DEFAULTS,
+          methods,
+          limits: f.limits === undefined ? TEXT_FRONTIER_LIMITS : limits,
+          seed: f.seed,
+          rollout: { ...FRONTIER_DEFAULTS.rollout, budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget] },
+        },
+        () => [],
+        f.json ? undefined : (p) => console.log(pointLine(p)),
+      );
+      decoder.dispose();
       adapters?.dispose();
       model.params.forEach((t) => t.dispose());
-      report({ points, pareto: paretoOf(points, 'total') });
+      report({ ...result, points: result.points.map((p) => ({ ...p, checkpoint: f.adapter ?? (f.model as string) })) });
       return;
     }
+    if (f['clone-budget'] !== undefined) throw new UsageError('--clone-budget: a toy spawn names its own budget bucket (this is for --model)');
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint as string, false);

@@ -13,7 +13,6 @@ import { probeLookup } from './probeLookup';
 import { importVerl } from './importVerl';
 import { exportVerl } from './exportVerl';
 import { generate } from './generate';
-import { trainLm } from './trainLm';
 import { mergeLora } from './mergeLora';
 
 export const COMMANDS: Record<string, Command> = {
@@ -31,6 +30,7 @@ export const COMMANDS: Record<string, Command> = {
   'import-verl': importVerl,
   'export-verl': exportVerl,
   generate,
-  'train-lm': trainLm,
+  // The name it had while Hugging Face models trained beside the toy: now `train --model`.
+  'train-lm': train,
   'merge-lora': mergeLora,
 };

@@ -9,13 +9,9 @@ import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
 import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel';
-import { runTextEpisode, textEpisodeTrace } from '../../core/rollout/textEpisode';
-import { formatTextEpisode } from '../../core/rollout/textTrace';
+import type { ContextDecoder } from '../../core/rollout/scheduler';
+import { hfPolicyModel } from '../../core/policyModel';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { samplingChooser } from '../../core/model/decoder';
-import { rootChat } from '../../core/verl/dataset';
-import type { Task } from '../../core/tasks/types';
-import type { TaskName } from '../../core/tasks';
 
 export const rollout = defineCommand(
   'rollout',
@@ -25,7 +21,12 @@ export const rollout = defineCommand(
     checkpoint: { type: 'string', dir: true, help: 'checkpoint directory (default: a random tiny model)' },
     model: { ...MODEL_FLAG, required: false, help: `${MODEL_FLAG.help}: the episode runs under the spawn_clone text protocol` },
     adapter: { type: 'string', dir: true, help: "with --model: a PEFT LoRA adapter folder (a train-lm save's) the model decodes with" },
-    'root-tokens': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens the root may generate (default ${TEXT_LENGTHS.rootMaxTokens})` },
+    'root-tokens': {
+      type: 'int',
+      min: 1,
+      max: 1 << 20,
+      help: `tokens the root may generate (default the task's root limit; with --model ${TEXT_LENGTHS.rootMaxTokens})`,
+    },
     'clone-budget': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens each clone may generate (default ${TEXT_LENGTHS.cloneBudget})` },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'problem and sampling seed' },
     temperature: { type: 'number', default: 1, min: TEMPERATURE.min, max: TEMPERATURE.max, help: 'sampling temperature' },
@@ -39,61 +40,46 @@ export const rollout = defineCommand(
   async (f) => {
     const { task, opts } = taskFromFlags(f.task, f.options);
     await setupBackend(f.backend);
-    if (f.model !== undefined) {
-      if (f.checkpoint !== undefined) throw new UsageError('--checkpoint and --model: give one (a playground checkpoint, or a Hugging Face folder)');
-      await textRollout(f.model, f.adapter, task, opts, f);
-      return;
-    }
-    if (f.adapter !== undefined) throw new UsageError('--adapter needs --model (the folder the adapter was trained on)');
+    if (f.model !== undefined && f.checkpoint !== undefined)
+      throw new UsageError('--checkpoint and --model: give one (a playground checkpoint, or a Hugging Face folder)');
+    if (f.model === undefined && f.adapter !== undefined) throw new UsageError('--adapter needs --model (the folder the adapter was trained on)');
+    if (f.model === undefined && f['clone-budget'] !== undefined)
+      throw new UsageError('--clone-budget: a toy spawn names its own budget bucket (this is for --model)');
     const tok = getTokenizer();
-    const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
-    const cfg = defaultRolloutConfig(task.name, { temperature: f.temperature, greedy: f.greedy, allowSpawn: !f.mono });
     const rng = new Rng(f.seed);
     const problem = task.generate(rng, opts, `seed${f.seed}`);
-    const decoder = new PolicyDecoder(policy);
+    // One runner for every model: the toy's token grammar, or a Hugging Face model's text protocol (its decoder carries it).
+    let summary = '';
+    let decoder: ContextDecoder & { dispose(): void };
+    let release: () => void;
+    if (f.model !== undefined) {
+      const loaded = await loadTextModel('model', f.model, f.weights);
+      const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
+      const model = { ...loaded.model, adapters };
+      summary = `${modelSummary(loaded)}${f.adapter ? ` with the adapter ${f.adapter}` : ''}\n`;
+      decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(8);
+      release = () => {
+        adapters?.dispose();
+        model.params.forEach((t) => t.dispose());
+      };
+    } else {
+      const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
+      decoder = new PolicyDecoder(policy);
+      release = () => disposeParams(policy.params);
+    }
+    const text = f.model !== undefined;
+    const cfg = defaultRolloutConfig(task.name, {
+      temperature: f.temperature,
+      greedy: f.greedy,
+      allowSpawn: !f.mono,
+      ...(f['root-tokens'] !== undefined || text ? { rootMaxTokens: f['root-tokens'] ?? TEXT_LENGTHS.rootMaxTokens } : {}),
+      ...(text ? { budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget] } : {}),
+    });
     const scheduler = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode: (t) => tok.encode(t) });
     scheduler.addEpisode(task, problem, rng.fork());
     const [trace] = await scheduler.run();
-    console.log(f.json ? JSON.stringify(trace) : formatEpisode(trace));
+    console.log(f.json ? JSON.stringify(trace) : `${summary}${formatEpisode(trace)}`);
     decoder.dispose();
-    disposeParams(policy.params);
+    release();
   },
 );
-
-/** One text episode of a Hugging Face model (with an adapter, if given) on the seed's problem. */
-async function textRollout<O>(
-  modelDir: string,
-  adapterDir: string | undefined,
-  task: Task<O>,
-  opts: O,
-  f: { seed: number; temperature: number; greedy: boolean; mono: boolean; json: boolean; weights: string; 'root-tokens'?: number; 'clone-budget'?: number },
-): Promise<void> {
-  if (f.mono) throw new UsageError('--mono applies to the token protocol; a text episode offers the spawn_clone tool');
-  const loaded = await loadTextModel('model', modelDir, f.weights);
-  const adapters = adapterDir !== undefined ? await loadAdapter('adapter', adapterDir, loaded.model) : undefined;
-  const model = { ...loaded.model, adapters };
-  const rng = new Rng(f.seed);
-  const problem = task.generate(rng, opts, `seed${f.seed}`);
-  const vocab = model.config.vocabSize;
-  // The task's spawn limits in the config table.
-  const spawn = defaultRolloutConfig(task.name);
-  const episode = await runTextEpisode(
-    model,
-    rootChat(task.name as TaskName, problem),
-    {
-      rootMaxTokens: f['root-tokens'] ?? TEXT_LENGTHS.rootMaxTokens,
-      cloneBudget: f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget,
-      maxClones: spawn.maxClonesPerRound,
-      maxRounds: spawn.maxRounds,
-    },
-    {
-      context: problem.context ?? {},
-      choose: samplingChooser(vocab, f.greedy ? 0 : f.temperature, rng),
-    },
-  );
-  const trace = textEpisodeTrace(episode, model.tokenizer, problem, task.verify(problem, episode.answer).correct);
-  if (f.json) console.log(JSON.stringify(trace));
-  else console.log(`${modelSummary(loaded)}${adapterDir ? ` with the adapter ${adapterDir}` : ''}\n${formatTextEpisode(trace)}`);
-  adapters?.dispose();
-  model.params.forEach((t) => t.dispose());
-}

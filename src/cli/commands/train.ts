@@ -1,73 +1,167 @@
+/**
+ * `train`: GRPO with clone credit and rollout gating, for any model: a toy checkpoint (`--init`,
+ * the token grammar) or a Hugging Face model (`--model`, the reference's text protocol under its
+ * chat template; LoRA adapters in PEFT's format, or every weight with `--lora-r 0`). Both run the
+ * one trainer (core/rl/grpoRun.ts, grpoStep.ts) over the model seam (core/policyModel.ts) with the
+ * same run-config flags; a flag one kind of model cannot honour is refused by name. Resumable.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import { type PolicyModel, type Scorer, hfPolicyModel, hfScorer, toyPolicyModel, toyScorer } from '../../core/policyModel';
 import { defineRunCommand } from '../command';
-import { usageErrors } from '../args';
+import { UsageError, usageErrors } from '../args';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { RunDir, allSkippedError, policyWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
+import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
+import { RunDir, type RunState, allSkippedError, policyWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAM_MOMENTS } from '../../core/optim/adamw';
 import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
 import { scoredTrace } from '../../core/rollout/trace';
-import { PolicyDecoder } from '../../core/rollout';
+import type { ContextDecoder } from '../../core/rollout/scheduler';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
+import { WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+
+/** Run-config fields the text protocol has no form for: refused with `--model`, by flag. */
+const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitMin', 'rootLimitStraddle'];
+
+type Rows = { 'metrics.jsonl': object[]; 'traces.jsonl': object[] };
+
+/** What the loop needs of the model a run trains, whichever kind it is. */
+interface Trainee {
+  model: PolicyModel;
+  reference: Scorer | null;
+  /** What the run directory holds about the run so far; null for a new run. */
+  saved: RunState | null;
+  restoreOptimizer(opt: AdamW): void;
+  describe(argv: readonly string[], runConfig: Record<string, unknown>): Promise<void>;
+  save(opt: AdamW, state: RunState, rows: Rows): Promise<void>;
+  /** The toy's policy (rollout and gradient workers replicate it); absent for a Hugging Face model. */
+  toy?: Policy;
+}
+
+const givenFlag = (argv: readonly string[], name: string) => argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
 
 export const train = defineRunCommand(
   'train',
-  'GRPO with clone credit and rollout gating from a checkpoint. Resumes from --out when it holds a run.',
+  'GRPO with clone credit and rollout gating from a toy checkpoint (--init) or a Hugging Face model (--model: the spawn_clone text protocol, LoRA or every weight). Resumes from --out when it holds a run.',
   {
-    init: { type: 'string', dir: true, required: true, help: 'starting checkpoint (also the frozen KL reference)' },
+    init: { type: 'string', dir: true, help: 'starting toy checkpoint (also the frozen KL reference); or give --model' },
+    model: {
+      type: 'string',
+      help: 'a Hugging Face model to train instead: a folder (gpt2, llama, qwen2, qwen3: config.json, model.safetensors, tokenizer.json, tokenizer_config.json) or a Hub id; its weights as given are the KL reference',
+    },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total GRPO steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between saves' },
     'trace-every': { type: 'int', default: 1, min: 1, max: 10_000_000, help: 'write the traces of every Nth step' },
     backend: BACKEND_FLAG,
-    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process)' },
-    'grad-workers': { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only)' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process; toy checkpoints)' },
+    'grad-workers': {
+      type: 'int',
+      default: 0,
+      min: 0,
+      max: 16,
+      help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only; toy checkpoints)',
+    },
+    ...LORA_FLAGS,
+    weights: WEIGHTS_FLAG,
   },
-  async ({ flags: f, config: rc, argv }) => {
+  async ({ flags: f, config: given, given: named, argv }) => {
+    if ((f.init === undefined) === (f.model === undefined)) {
+      throw new UsageError('give the model to train: --init (a toy checkpoint) or --model (a Hugging Face model), one of them');
+    }
+    const hf = f.model !== undefined;
+    const refuse = (flags: string[], why: string) => {
+      if (flags.length > 0) throw new UsageError(`${flags.join(', ')}: ${why}`);
+    };
+    if (hf) {
+      refuse(
+        TOY_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
+        'the text protocol has no form for it (a root told its limit in the prompt; a fresh toy preset)',
+      );
+      refuse(
+        (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`),
+        'worker threads replicate the toy model only; a Hugging Face model trains in this thread',
+      );
+    } else {
+      refuse(
+        ['lora-r', 'lora-alpha', 'lora-targets', 'weights'].filter((k) => givenFlag(argv, k)).map((k) => `--${k}`),
+        'a toy checkpoint trains every weight in float32 (these are for --model)',
+      );
+    }
+    // A text root writes chat turns: its limit defaults to the text protocol's, not the token grammar's.
+    const rc: RunConfig = hf && !named.has('rootMaxTokens') ? { ...given, rootMaxTokens: TEXT_LENGTHS.rootMaxTokens } : given;
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
     await checkOutDir(f.out);
     const mix = usageErrors(() => taskMixOf(rc, '--options'), {});
     const backend = await setupBackend(f.backend);
     const tok = getTokenizer();
     const encode = (t: string) => tok.encode(t);
-    const runConfig: Record<string, unknown> = { ...cfg, init: f.init };
-    const out = f.out;
-    const start = await loadPolicyFlag('init', f.init);
-    const preset = String(start.meta.preset ?? 'custom');
-    let policy: Policy = start.policy;
+    let runConfig: Record<string, unknown>;
+    let trainee: Trainee;
+    if (f.model !== undefined) {
+      const loaded = await loadTextModel('model', f.model, f.weights);
+      console.log(modelSummary(loaded));
+      const training = trainingOf(f, loaded.model);
+      runConfig = { ...cfg, model: f.model, training: training.full ? { full: true } : { lora: training.lora } };
+      const run = await openTextPolicyRun(f.out, 'train', loaded, training, f.model, cfg.seed);
+      const { policy, runDir } = run;
+      trainee = {
+        model: hfPolicyModel(policy.model, policy.model.tokenizer, policy.trainable),
+        // The reference decodes without adapters: the frozen base (LoRA), or the weights as given (full).
+        reference: cfg.loss.beta > 0 ? hfScorer({ config: policy.model.config, params: policy.reference }, new Map()) : null,
+        saved: runDir.saved?.state ?? null,
+        restoreOptimizer: (opt) => runDir.restoreOptimizer(opt),
+        describe: (a, c) => runDir.describe(a, c),
+        save: (opt, state, rows) => run.save(opt, state, rows),
+      };
+    } else {
+      runConfig = { ...cfg, init: f.init };
+      const start = await loadPolicyFlag('init', f.init as string);
+      const runDir = await RunDir.open(f.out, 'train', policyWeights(String(start.meta.preset ?? 'custom')));
+      const policy = runDir.saved?.weights ?? start.policy;
+      trainee = {
+        model: toyPolicyModel(policy, encode),
+        // The frozen reference is the starting checkpoint, also after a resume.
+        reference:
+          cfg.loss.beta > 0 ? toyScorer(runDir.saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false }), policy.config) : null,
+        saved: runDir.saved?.state ?? null,
+        restoreOptimizer: (opt) => runDir.restoreOptimizer(opt),
+        describe: (a, c) => runDir.describe(a, c),
+        save: (opt, state, rows) => runDir.save(policy, opt, state, rows),
+        toy: policy,
+      };
+    }
+    const { model, saved } = trainee;
+    const optimizer = () =>
+      new AdamW(model.params as Map<string, tf.Variable>, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+    let opt = optimizer();
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const runDir = await RunDir.open(out, 'train', policyWeights(preset));
-    const saved = runDir.saved;
-    const optimizer = () => new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-    let opt: AdamW;
     if (saved) {
-      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], GRPO_IMPLIED);
-      policy = saved.weights;
-      opt = optimizer();
-      runDir.restoreOptimizer(opt);
-      ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
-      console.log(`resuming ${out} at step ${step}/${cfg.steps}`);
+      checkResumeConfig(saved.config, runConfig, ['steps', 'microTokens'], GRPO_IMPLIED);
+      trainee.restoreOptimizer(opt);
+      ({ step, elapsedSec: elapsed, tokensSeen } = saved);
+      console.log(`resuming ${f.out} at step ${step}/${cfg.steps}`);
     } else {
-      opt = optimizer();
-      await runDir.describe(argv, runConfig);
-      console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
+      await trainee.describe(argv, runConfig);
+      console.log(`new run in ${f.out}: ${JSON.stringify(runConfig)}`);
     }
-    // The frozen reference is the starting checkpoint, also after a resume.
-    const reference = cfg.loss.beta > 0 ? (saved ? start.policy.params : cloneParams(start.policy.params, { trainable: false })) : null;
-    const save = (rows: { 'metrics.jsonl': object[]; 'traces.jsonl': object[] }) =>
-      runDir.save(policy, opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, rows);
+    const save = (rows: Rows) =>
+      trainee.save(opt, { kind: 'train', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() }, rows);
     let appliedSteps = 0;
     let skippedSteps = 0;
 
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
-    const rollouts = f.workers > 0 ? await PolicyRollouts.start(policy, f.workers, backend, step) : null;
+    const rollouts = trainee.toy && f.workers > 0 ? await PolicyRollouts.start(trainee.toy, f.workers, backend, step) : null;
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
-    const grads = await startNodeGradPool(f['grad-workers'], backend);
+    const grads = await startNodeGradPool(trainee.toy ? f['grad-workers'] : 0, backend);
     // The weights a step starts from, as the rollout workers were sent them (with --workers): the gradient workers' first sync reuses them.
     let startCopy: Map<string, Float32Array> | undefined;
     const run = new GrpoRun(cfg, mix, { every: rc.evalEvery, n: rc.evalN, methods: ['delegate'] }, step);
@@ -77,7 +171,7 @@ export const train = defineRunCommand(
     const sessionStart = Date.now();
     while (!run.done) {
       const decoder = rollouts?.decoder;
-      const gradients = grads.share(policy.config, startCopy);
+      const gradients = trainee.toy ? grads.share(trainee.toy.config, startCopy) : undefined;
       const restart = () => {
         opt.dispose();
         opt = optimizer();
@@ -85,7 +179,7 @@ export const train = defineRunCommand(
         return opt;
       };
       const { metrics, episodes } = await run.step(
-        { policy, reference, optimizer: opt, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+        { model, reference: trainee.reference, optimizer: opt, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
         restart,
       );
       step = run.steps;
@@ -97,8 +191,8 @@ export const train = defineRunCommand(
       if (metrics.nonFiniteSkips > 0 && metrics.updates === 0) skippedSteps++;
       else appliedSteps++;
       if (run.evaluatesAt(step)) {
-        const local = rollouts ? null : new PolicyDecoder(policy);
-        Object.assign(row, heldOutRowFields(await run.evaluate(rollouts?.decoder ?? (local as PolicyDecoder), encode)));
+        const local = rollouts ? null : model.decoder(64);
+        Object.assign(row, heldOutRowFields(await run.evaluate(rollouts?.decoder ?? (local as ContextDecoder), encode)));
         local?.dispose();
       }
       pendingMetrics.push(row);
@@ -120,6 +214,6 @@ export const train = defineRunCommand(
     grads.terminate();
     const skipError = allSkippedError(appliedSteps, skippedSteps);
     if (skipError) throw new Error(skipError);
-    console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
+    console.log(`done: ${f.out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );

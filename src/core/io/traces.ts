@@ -111,6 +111,11 @@ function checkContext(c: unknown, i: number, fail: (m: string) => never): void {
   if (x.generatedTokens !== generated) fail(`${at}.generatedTokens is ${String(x.generatedTokens)} but writers mark ${generated}`);
   if (!Array.isArray(x.logprobs) || (x.logprobs as unknown[]).length !== generated) fail(`${at}.logprobs must hold one number per generated token`);
   if (x.violation !== null && !VIOLATION_SET.has(String(x.violation))) fail(`${at}.violation ${JSON.stringify(x.violation)} is not a known class`);
+  if (
+    x.pieces !== undefined &&
+    (!Array.isArray(x.pieces) || x.pieces.length !== (x.tokens as unknown[]).length || !x.pieces.every((p) => typeof p === 'string'))
+  )
+    fail(`${at}.pieces must hold one string per token (each token's own text)`);
 }
 
 /**

@@ -553,13 +553,16 @@ export function decoderForward(
     kv.push({ k, v });
     if (group > 1) {
       // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
-      // (Slices and a concat along the head axis: differentiable on every backend, unlike a rank-5
-      // tile, or a gather, whose gradient wasm lacks.)
+      // (A concat of `group` views of each kv head, then a reshape: only copies, differentiable on
+      // every backend, unlike a rank-5 tile or a gather (whose gradient wasm lacks); a slice per
+      // query head instead copies the whole cache once per head on wasm.)
       const repeat = (t: tf.Tensor4D) =>
-        tf.concat(
-          Array.from({ length: c.heads }, (_, h) => tf.slice(t, [0, Math.floor(h / group), 0, 0], [batch, 1, total, c.headDim])),
-          1,
-        ) as tf.Tensor4D;
+        tf.reshape(tf.concat(new Array<tf.Tensor>(group).fill(tf.reshape(t, [batch, c.kvHeads, 1, total * c.headDim])), 2), [
+          batch,
+          c.heads,
+          total,
+          c.headDim,
+        ]) as tf.Tensor4D;
       k = repeat(k);
       v = repeat(v);
     }

@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs';
  * Adds one micro-batch's gradients (keyed by variable name, as tf.variableGrads returns
  * them) into running sums keyed by parameter name. Takes ownership of `grads`.
  */
-export function accumulateGrads(sums: Map<string, tf.Tensor>, params: Map<string, tf.Variable>, grads: tf.NamedTensorMap): void {
+export function accumulateGrads(sums: Map<string, tf.Tensor>, params: ReadonlyMap<string, tf.Variable>, grads: tf.NamedTensorMap): void {
   for (const [name, v] of params) {
     const g = grads[v.name];
     if (!g) continue;

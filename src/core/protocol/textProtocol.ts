@@ -119,7 +119,8 @@ class TextRoot implements RootTurns {
     if (this.tools === undefined && calls.length > 0) notes.push({ violation: 'malformed_spawn', detail: 'a tool call where no tool was offered' });
     const spawns = this.tools === undefined ? [] : calls.filter((c) => c.name === SPAWN_CLONE);
     if (this.tools !== undefined)
-      for (const c of calls) if (c.name !== SPAWN_CLONE) notes.push({ violation: 'malformed_spawn', detail: `a call of the unknown tool ${JSON.stringify(c.name)}` });
+      for (const c of calls)
+        if (c.name !== SPAWN_CLONE) notes.push({ violation: 'malformed_spawn', detail: `a call of the unknown tool ${JSON.stringify(c.name)}` });
     if (spawns.length > 0 && this.rounds >= limits.maxRounds)
       notes.push({ violation: 'too_many_rounds', detail: `a spawn_clone call after the last of ${limits.maxRounds} rounds` });
     if (spawns.length === 0 || this.rounds >= limits.maxRounds) {
@@ -172,8 +173,10 @@ class TextClone implements CloneTurns {
     if (!this.stop.has(id)) return { kind: 'continue' };
     // With its special tokens (the tool-call markers are special in most tokenizers).
     const raw = this.tokenizer.decode(this.ids);
-    if (extractToolCalls(raw).calls.some((c) => c.name === SPAWN_CLONE)) return { kind: 'violation', violation: 'clone_spawn', detail: 'the clone called spawn_clone (clones do not spawn)' };
-    if (writesToolResponse(raw)) return { kind: 'violation', violation: 'reserved_token', detail: 'the clone wrote a tool response (only the loop writes them)' };
+    if (extractToolCalls(raw).calls.some((c) => c.name === SPAWN_CLONE))
+      return { kind: 'violation', violation: 'clone_spawn', detail: 'the clone called spawn_clone (clones do not spawn)' };
+    if (writesToolResponse(raw))
+      return { kind: 'violation', violation: 'reserved_token', detail: 'the clone wrote a tool response (only the loop writes them)' };
     const text = this.tokenizer.decode(this.ids, true);
     // A clone that ends its turn without the line answers with its whole text.
     const answer = answerOf(text) ?? (text.trim() || null);

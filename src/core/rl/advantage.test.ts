@@ -1,3 +1,4 @@
+import { toyScorer } from '../policyModel';
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
@@ -224,9 +225,9 @@ describe('a gated clone in the loss', () => {
 
   async function grads(seqs: RlSequence[], beta: number): Promise<{ flat: Float32Array; trainedTokens: number }> {
     const c = { ...TABLE_GRPO.loss, beta };
-    const withRef = await withReferenceLogprobs(reference, config, seqs, c, 1000);
+    const withRef = await withReferenceLogprobs(reference === null ? null : toyScorer(reference, config), seqs, c, 1000);
     const batches = packRl(withRef, aggregationWeights(withRef, c.aggregation), 1000);
-    const r = await policyGradients(params, config, batches, c);
+    const r = await policyGradients(toyScorer(params, config), batches, c);
     const parts: number[] = [];
     for (const [name, p] of params) parts.push(...(r.grads.has(name) ? await r.grads.get(name)!.data() : new Float32Array(p.size)));
     r.grads.forEach((t) => t.dispose());

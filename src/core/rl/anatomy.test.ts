@@ -1,3 +1,4 @@
+import { toyPolicyModel } from '../policyModel';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
@@ -44,7 +45,12 @@ async function anatomyOf(lr: number, seed = 3) {
   const params = initParams(config, seed);
   const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr });
   try {
-    const r = await grpoStep({ policy: { config, params }, reference: null, optimizer, task: arithmetic, encode, rewardFn: digitFirst }, cfg, 0, 0);
+    const r = await grpoStep(
+      { model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, task: arithmetic, encode, rewardFn: digitFirst },
+      cfg,
+      0,
+      0,
+    );
     return await stepAnatomy(params, config, cfg, r, 0, 1);
   } finally {
     optimizer.dispose();

@@ -11,6 +11,7 @@
  * is recomputed by the same function, and "after" is one forward of the updated weights at the
  * loss temperature. The step is not redone and nothing is trained here.
  */
+import { toyScorer } from '../policyModel';
 import type { GPTParams } from '../model/params';
 import type { ModelConfig } from '../model/config';
 import { type EpisodeTrace, scoredTrace } from '../rollout/trace';
@@ -77,7 +78,7 @@ export async function stepAnatomy(
 ): Promise<StepAnatomy> {
   const { episodes } = result;
   const seqs = episodes.flatMap((e) => episodeSequences(e.trace, e.credits));
-  const lps = await actionLogprobs(params, config, seqs, cfg.loss.temperature, cfg.microTokens);
+  const lps = await actionLogprobs(toyScorer(params, config), seqs, cfg.loss.temperature, cfg.microTokens);
   let s = 0;
   const after = episodes.map((e) =>
     e.trace.contexts.map(() => {

@@ -1,3 +1,4 @@
+import { toyPolicyModel } from '../policyModel';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
@@ -51,7 +52,7 @@ describe('GrpoRun', () => {
     const restartedAt: number[] = [];
     const versions: number[] = [];
     while (!run.done) {
-      const { metrics, episodes } = await run.step({ policy: { config, params }, reference: null, optimizer, encode }, () => {
+      const { metrics, episodes } = await run.step({ model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, encode }, () => {
         restartedAt.push(run.steps);
         optimizer.dispose();
         optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });

@@ -1,3 +1,4 @@
+import { toyPolicyModel, toyScorer } from '../policyModel';
 import { splitOf } from '../eval/splits';
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -71,7 +72,11 @@ async function runToy(seed: number, steps: number) {
   const rewards: number[] = [];
   const metrics = [];
   for (let s = 0; s < steps; s++) {
-    const { metrics: m } = await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode, rewardFn: digitFirst }, cfg, s);
+    const { metrics: m } = await grpoStep(
+      { model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, task, encode, rewardFn: digitFirst },
+      cfg,
+      s,
+    );
     rewards.push(m.meanReward);
     metrics.push(m);
   }
@@ -111,7 +116,11 @@ describe('GRPO training', () => {
       batch: 2,
       rollout: { ...TABLE_GRPO.rollout, rootMaxTokens: 24 },
     };
-    const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference: params, optimizer, task, encode }, cfg, 0);
+    const { episodes, metrics } = await grpoStep(
+      { model: toyPolicyModel({ config, params }, encode), reference: toyScorer(params, config), optimizer, task, encode },
+      cfg,
+      0,
+    );
     expect(tf.memory().numTensors).toBe(before);
     // Two prompts, two episodes each, in the order they were added.
     expect(episodes.map((e) => e.problem.id)).toEqual(['train-0-0', 'train-0-0', 'train-0-1', 'train-0-1']);
@@ -163,7 +172,7 @@ describe('GRPO training', () => {
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, { ...ADAM_MOMENTS, lr: 1e-3, weightDecay: 0, gradClip: 1 });
     for (const step of [1, 2]) {
-      const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode }, cfg, step);
+      const { episodes } = await grpoStep({ model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, task, encode }, cfg, step);
       for (const e of episodes) {
         expect(e.reward).toEqual(episodeReward(e.trace, e.verdict, rewardAt(cfg, step)));
         // By hand: the cost is rate × every generated token, root and clones.
@@ -213,7 +222,7 @@ describe('GRPO on a task mix', () => {
     ];
     const limits = { arithmetic: { rootMaxTokens: 2 }, multihop: { rootMaxTokens: 5 } };
     const cfg: GrpoConfig = { ...TABLE_GRPO, task: 'arithmetic,multihop', taskRollout: limits, steps: 1, seed: 5, group: 2, batch: 8 };
-    const { episodes } = await grpoStep({ policy: { config, params }, reference: null, optimizer, mix, encode }, cfg, 0);
+    const { episodes } = await grpoStep({ model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, mix, encode }, cfg, 0);
     const byTask = (name: string) => episodes.filter((e) => e.problem.task === name);
     expect(byTask('arithmetic').length).toBeGreaterThan(0);
     expect(byTask('multihop').length).toBeGreaterThan(0);
@@ -247,7 +256,18 @@ async function toySteps(init: number, cfg: GrpoConfig, steps: number, rewardFn: 
   const metrics: StepMetrics[] = [];
   const episodes: ScoredEpisode[][] = [];
   for (let s = 0; s < steps; s++) {
-    const r = await grpoStep({ policy: { config, params }, reference, optimizer, ...(mix ? { mix } : { task }), encode, rewardFn }, cfg, s);
+    const r = await grpoStep(
+      {
+        model: toyPolicyModel({ config, params }, encode),
+        reference: reference === null ? null : toyScorer(reference, config),
+        optimizer,
+        ...(mix ? { mix } : { task }),
+        encode,
+        rewardFn,
+      },
+      cfg,
+      s,
+    );
     metrics.push(r.metrics);
     episodes.push(r.episodes);
   }
@@ -274,16 +294,26 @@ describe('PPO mini-batches', () => {
     const reference = cloneParams(params, { trainable: false });
     const cfg: GrpoConfig = { ...toyConfig(5), miniBatch: 4, loss: { ...toyConfig(5).loss, beta: 0.01 } };
     const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
-    const { episodes, metrics } = await grpoStep({ policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst }, cfg, 0);
+    const { episodes, metrics } = await grpoStep(
+      {
+        model: toyPolicyModel({ config, params }, encode),
+        reference: reference === null ? null : toyScorer(reference, config),
+        optimizer,
+        task,
+        encode,
+        rewardFn: digitFirst,
+      },
+      cfg,
+      0,
+    );
     // The update as it was before mini-batches: every context of the batch weighted together, one Adam step.
     const seqs = await withReferenceLogprobs(
-      reference,
-      config,
+      toyScorer(reference, config),
       episodes.flatMap((e) => episodeSequences(e.trace, e.credits)),
       cfg.loss,
       cfg.microTokens,
     );
-    const full = await policyGradients(before, config, packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens), cfg.loss);
+    const full = await policyGradients(toyScorer(before, config), packRl(seqs, aggregationWeights(seqs, cfg.loss.aggregation), cfg.microTokens), cfg.loss);
     const optimizer2 = new AdamW(before, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
     const stats = await optimizer2.apply(full.grads, cfg.lr);
     expect(full.trainedTokens).toBeGreaterThan(0);
@@ -331,7 +361,11 @@ describe('PPO mini-batches', () => {
     const seen: StepProgress[] = [];
     const params = initParams(config, 2);
     const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
-    await grpoStep({ policy: { config, params }, reference: null, optimizer, task, encode, rewardFn: digitFirst, onProgress: (p) => seen.push(p) }, cfg, 0);
+    await grpoStep(
+      { model: toyPolicyModel({ config, params }, encode), reference: null, optimizer, task, encode, rewardFn: digitFirst, onProgress: (p) => seen.push(p) },
+      cfg,
+      0,
+    );
     optimizer.dispose();
     params.forEach((p) => p.dispose());
     const rollouts = seen.filter((p) => p.phase === 'rollouts');
@@ -365,7 +399,14 @@ describe('PPO mini-batches', () => {
     const params = initParams(config, 4);
     const reference = cloneParams(params, { trainable: false });
     const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
-    const deps = { policy: { config, params }, reference, optimizer, task, encode, rewardFn: digitFirst };
+    const deps = {
+      model: toyPolicyModel({ config, params }, encode),
+      reference: reference === null ? null : toyScorer(reference, config),
+      optimizer,
+      task,
+      encode,
+      rewardFn: digitFirst,
+    };
     await grpoStep(deps, cfg, 0);
     // Fill the causal-mask cache (16 lengths, least recently used out): a new length then
     // replaces an entry instead of adding one.

@@ -18,13 +18,12 @@
  * step); only how many rounds run depends on the policy.
  */
 import { drawProblem } from '../eval/splits';
-import type { Policy } from '../policy';
+import type { PolicyModel, Scorer } from '../policyModel';
 import type { Violation } from '../protocol/violations';
 import type { GPTParams } from '../model/params';
 import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
 import type { EpisodeLimits, RolloutConfig } from '../rollout/config';
-import { PolicyDecoder } from '../rollout/policyDecoder';
 import { type ContextDecoder, RolloutScheduler } from '../rollout/scheduler';
 import type { EpisodeTrace } from '../rollout/trace';
 import type { AnyTask } from '../tasks';
@@ -202,9 +201,10 @@ export function promptLimits(
 }
 
 export interface TrainerDeps<O> {
-  policy: Policy;
-  /** Frozen reference weights for the KL term (null when β = 0). */
-  reference: GPTParams | null;
+  /** The policy: what decodes the rollouts (in its protocol) and what the update trains (policyModel.ts). */
+  model: PolicyModel;
+  /** The frozen reference's scores for the KL term (null when β = 0). */
+  reference: Scorer | null;
   optimizer: AdamW;
   /** The task; its options come from `GrpoConfig.taskOptions`. Not read when `mix` is given. */
   task?: Task<O>;
@@ -290,20 +290,21 @@ function mixOf<O>(deps: TrainerDeps<O>, cfg: GrpoConfig): readonly TaskMixEntry[
 
 /** Roll out and score the step's prompts: one round, or the rounds of dynamic sampling. */
 async function sampleBatch<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, policyVersion: number): Promise<SampledBatch> {
-  const { policy, encode } = deps;
+  const { model, encode } = deps;
   const ds = cfg.dynamicSampling;
   const mix = mixOf(deps, cfg);
   const reward = rewardAt(cfg, step);
   const rewardFn: RewardFn = deps.rewardFn ?? ((trace, verdict) => episodeReward(trace, verdict, reward));
   const roundPrompts = (missing: number) => (ds ? Math.ceil(ds.factor * missing) : missing);
   // Room for a round's contexts up front (the cache grows past it when clones need more); 4096 is the decoder's largest start.
-  const local = deps.decoder === undefined ? new PolicyDecoder(policy, Math.min(4096, roundPrompts(cfg.batch) * cfg.group * 2)) : null;
-  const decoder = deps.decoder ?? (local as PolicyDecoder);
+  const local = deps.decoder === undefined ? model.decoder(Math.min(4096, roundPrompts(cfg.batch) * cfg.group * 2)) : null;
+  const decoder = deps.decoder ?? (local as ContextDecoder);
+  const protocol = model.protocol(cfg.rollout);
   const out: SampledBatch = { problems: [], traces: [], verdicts: [], breakdowns: [], groups: [], batch: [] };
   try {
     for (let round = 0; round < (ds?.maxRounds ?? 1) && out.batch.length < cfg.batch; round++) {
       const rng = round === 0 ? Rng.stream(cfg.seed, 'grpo-step', step) : Rng.stream(cfg.seed, 'grpo-resample', step, round);
-      const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode });
+      const scheduler = new RolloutScheduler(decoder, cfg.rollout, { policyVersion, encode, protocol });
       const firstGroup = out.groups.length;
       const offset = out.traces.length;
       const problems: Problem[] = [];
@@ -383,13 +384,16 @@ async function updateGradients<O>(
   cfg: GrpoConfig,
   seqs: readonly RlSequence[],
 ): Promise<{ grads: Map<string, tf.Tensor>; loss: number; sums: TokenSums } | null> {
-  const { policy } = deps;
+  const { model } = deps;
   const weights = aggregationWeights(seqs, cfg.loss.aggregation);
   const remotes = deps.gradients?.remotes ?? [];
   const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (batches.length === 0) return null;
-  if (remotes.length > 0) await (deps.gradients as GradientShare).sync(policy.params);
-  const r = await policyGradients(policy.params, policy.config, batches, cfg.loss, { plan, remotes, patience: deps.gradients?.patience });
+  if (remotes.length > 0) {
+    if (model.toy === undefined) throw new Error('grpo: gradient workers train the toy model only');
+    await (deps.gradients as GradientShare).sync(model.toy.params);
+  }
+  const r = await policyGradients(model, batches, cfg.loss, { plan, remotes, patience: deps.gradients?.patience });
   return { grads: r.grads, loss: r.loss, sums: r.sums };
 }
 
@@ -400,8 +404,7 @@ async function updateGradients<O>(
  * packs and sums exactly as the full-batch update.
  */
 async function ppoUpdates<O>(deps: TrainerDeps<O>, cfg: GrpoConfig, step: number, groups: readonly RlSequence[][]): Promise<UpdateStats> {
-  const { policy } = deps;
-  const withRef = await withReferenceLogprobs(deps.reference, policy.config, groups.flat(), cfg.loss, cfg.microTokens, deps.gradients);
+  const withRef = await withReferenceLogprobs(deps.reference, groups.flat(), cfg.loss, cfg.microTokens, deps.gradients);
   let at = 0;
   const seqsOf = groups.map((g) => withRef.slice(at, (at += g.length)));
   const size = Math.min(cfg.miniBatch ?? groups.length, groups.length);

@@ -1,3 +1,4 @@
+import { toyScorer } from '../policyModel';
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
@@ -39,7 +40,7 @@ async function sequences(n: number, seed: number, advantages: number[]): Promise
 
 async function grads(seqs: RlSequence[], c: PolicyLossConfig = { ...TABLE_GRPO.loss, beta: 0 }, microTokens = 40) {
   const w = aggregationWeights(seqs, c.aggregation);
-  return policyGradients(params, config, packRl(seqs, w, microTokens), c);
+  return policyGradients(toyScorer(params, config), packRl(seqs, w, microTokens), c);
 }
 
 async function flat(g: Map<string, tf.Tensor>): Promise<Float32Array> {
@@ -194,11 +195,11 @@ describe('policy gradient', () => {
     expect(per[0]).toBeCloseTo(0.5, 12);
     expect(per[1]).toBeCloseTo(0.5, 12);
     const c = { ...TABLE_GRPO.loss, beta: 0.1 };
-    const withRef = await withReferenceLogprobs(params, config, seqs, c, 1000);
+    const withRef = await withReferenceLogprobs(toyScorer(params, config), seqs, c, 1000);
     // The reference is the policy itself: its log-probs are the behaviour ones (ρ = 1 sequences).
     const refDiff = withRef.flatMap((s, i) => s.actions.map((a, t) => (a ? Math.abs((s.refLogprobs as number[])[t] - seqs[i].oldLogprobs[t]) : 0)));
     expect(Math.max(...refDiff)).toBeLessThan(1e-5);
-    const r = await policyGradients(params, config, packRl(withRef, aggregationWeights(withRef, c.aggregation), 1000), c);
+    const r = await policyGradients(toyScorer(params, config), packRl(withRef, aggregationWeights(withRef, c.aggregation), 1000), c);
     expect(r.kl).toBeCloseTo(0, 6);
     dispose(r.grads);
   });

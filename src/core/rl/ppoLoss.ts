@@ -30,9 +30,8 @@ import * as tf from '@tensorflow/tfjs';
 import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from '../parallel/grads';
 import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from '../parallel/sequences';
 import { type Claims, type Patience, type QueuePlan, computeQueue, computeShares } from '../parallel/shares';
-import type { ModelConfig } from '../model/config';
-import { targetLogProbs, targetLogProbsAndEntropy } from '../model/gpt';
 import type { GPTParams } from '../model/params';
+import type { Scorer } from '../policyModel';
 
 export interface PolicyLossConfig {
   clipLow: number;
@@ -152,8 +151,7 @@ export function packRlPlan(
  * no reference. Done once per rollout batch: every mini-batch and epoch reads them.
  */
 export async function withReferenceLogprobs(
-  ref: GPTParams | null,
-  config: ModelConfig,
+  ref: Scorer | null,
   seqs: readonly RlSequence[],
   c: PolicyLossConfig,
   maxTokens: number,
@@ -165,14 +163,14 @@ export async function withReferenceLogprobs(
   const remotes = elsewhere?.referenceRemotes ?? [];
   let lp: number[][];
   if (remotes.length === 0) {
-    lp = await actionLogprobs(ref, config, seqs, c.temperature, maxTokens, trains);
+    lp = await actionLogprobs(ref, seqs, c.temperature, maxTokens, trains);
   } else {
     const parts = shareGroups(
       seqs.map((q) => (trains(q) ? q.tokens.length - 1 : 0)),
       remotes.length + 1,
       maxTokens,
     ).map((groups) => groups.flat().sort((a, b) => a - b));
-    await (elsewhere as ReferenceShare).syncReference(ref);
+    await (elsewhere as ReferenceShare).syncReference(ref.params as GPTParams);
     // Each share's rows with its sequence indices, placed once every share is in.
     const checked = (part: number[]) => (r: number[][]) => {
       if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length))
@@ -183,7 +181,6 @@ export async function withReferenceLogprobs(
       checked(part)(
         await actionLogprobs(
           ref,
-          config,
           part.map((i) => seqs[i]),
           c.temperature,
           maxTokens,
@@ -226,13 +223,12 @@ export interface ReferenceShare {
 }
 
 /**
- * Log-probs (at `temperature`) under `params` of each sequence's own tokens: per position, as
+ * Log-probs (at `temperature`) under `model` of each sequence's own tokens: per position, as
  * `actions` (0 off the actions, and everywhere in a sequence `include` leaves out). One forward
  * without gradient, packed in micro-batches of at most `maxTokens` cells, one readback.
  */
 export async function actionLogprobs(
-  params: GPTParams,
-  config: ModelConfig,
+  model: Scorer,
   seqs: readonly RlSequence[],
   temperature: number,
   maxTokens: number,
@@ -249,7 +245,7 @@ export async function actionLogprobs(
     tf.concat(
       batches.map((b) => {
         const shape: [number, number] = [b.rows, b.length];
-        return tf.reshape(targetLogProbs(params, config, tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), temperature), [-1]);
+        return tf.reshape(model.scores(tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), temperature).logp, [-1]);
       }),
     ),
   );
@@ -309,8 +305,8 @@ export function tokenMeans(s: TokenSums): { kl: number; clipFraction: number; du
 export const DIAGNOSTICS = ['kl', 'clipped', 'dualClipped', 'approxKl', 'entropy', 'ratio'] as const;
 
 /** The negated objective of one packed batch (a scalar to minimise) and its diagnostic sums. */
-function batchLoss(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
-  return surrogateLoss((inputs, targets) => targetLogProbsAndEntropy(params, config, inputs, targets, c.temperature), b, c);
+function batchLoss(model: Scorer, b: PackedBatch, c: PolicyLossConfig): { loss: tf.Scalar; diagnostics: tf.Scalar[] } {
+  return surrogateLoss((inputs, targets) => model.scores(inputs, targets, c.temperature), b, c);
 }
 
 /**
@@ -378,13 +374,13 @@ export interface PolicyGradResult {
 const POLICY_SCALARS = 1 + DIAGNOSTICS.length;
 
 /** One packed batch's policy-loss gradients; its scalars: the loss, then the diagnostics' sums (DIAGNOSTICS). */
-export function policyItem(params: GPTParams, config: ModelConfig, b: PackedBatch, c: PolicyLossConfig): GradItem {
+export function policyItem(model: Scorer, b: PackedBatch, c: PolicyLossConfig): GradItem {
   checkDualClip(c);
-  const vars = [...params.values()];
+  const vars = [...model.params.values()];
   const { grads: byVariable, scalars } = tf.tidy(() => {
     let diag: tf.Scalar[] = [];
     const g = tf.variableGrads(() => {
-      const r = batchLoss(params, config, b, c);
+      const r = batchLoss(model, b, c);
       diag = r.diagnostics.map((t) => tf.keep(t));
       return r.loss;
     }, vars);
@@ -393,7 +389,7 @@ export function policyItem(params: GPTParams, config: ModelConfig, b: PackedBatc
     return { grads: g.grads, scalars };
   });
   const grads = new Map<string, tf.Tensor>();
-  accumulateGrads(grads, params, byVariable);
+  accumulateGrads(grads, model.params, byVariable);
   return { grads, scalars };
 }
 
@@ -436,22 +432,16 @@ export interface PolicyShare {
  * with `share`'s workers taking micro-batches from one queue (`computeQueue`); either way folded
  * in micro-batch order (`GradFold`), so the result is the same bits however they were spread.
  */
-export async function policyGradients(
-  params: GPTParams,
-  config: ModelConfig,
-  batches: PackedBatch[],
-  c: PolicyLossConfig,
-  share?: PolicyShare,
-): Promise<PolicyGradResult> {
+export async function policyGradients(model: Scorer, batches: PackedBatch[], c: PolicyLossConfig, share?: PolicyShare): Promise<PolicyGradResult> {
   checkDualClip(c);
   const all = batches.map((_, i) => i);
-  const sum = new GradFold(params, POLICY_SCALARS);
+  const sum = new GradFold(model.params, POLICY_SCALARS);
   try {
     await computeQueue(
       share?.plan ?? { order: all, shares: [all] },
       (share?.remotes ?? []).map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, c, claims, signal)),
       {
-        here: async (i) => policyItem(params, config, batches[i], c),
+        here: async (i) => policyItem(model, batches[i], c),
         fold: (_i, r) => sum.add(r),
         release: releaseGradItem,
       },

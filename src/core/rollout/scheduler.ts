@@ -26,6 +26,8 @@ export interface ContextDecoder {
   close(slot: number): void;
   /** Append each slot's tokens; logits after each slot's last token, [slots.length × vocab]. */
   feed(slots: number[], tokens: number[][]): Promise<Float32Array>;
+  /** How the model's contexts read and write delegation, where it is not the toy's token grammar (a Hugging Face model's text protocol). */
+  readonly protocol?: Protocol;
 }
 
 class LiveEpisode {
@@ -78,7 +80,7 @@ export interface SchedulerOptions {
   policyVersion: number;
   /** The toy tokenizer's encode (the token protocol's prompts and injections). */
   encode: (text: string) => number[];
-  /** How contexts read and write delegation (protocol/protocol.ts); default the toy's token grammar. */
+  /** How contexts read and write delegation (protocol/protocol.ts); default the decoder's, else the toy's token grammar. */
   protocol?: Protocol;
   onToken?: (e: TokenEvent) => void;
 }
@@ -95,7 +97,7 @@ export class RolloutScheduler {
     private readonly cfg: RolloutConfig,
     private readonly opts: SchedulerOptions,
   ) {
-    this.protocol = opts.protocol ?? tokenProtocol(opts.encode, cfg.answerMaxChars);
+    this.protocol = opts.protocol ?? decoder.protocol ?? tokenProtocol(opts.encode, cfg.answerMaxChars);
     this.banned = this.protocol.banned(cfg.allowSpawn);
   }
 
@@ -110,7 +112,10 @@ export class RolloutScheduler {
       maxRounds: limits.maxRounds ?? this.cfg.maxRounds,
       rootMaxTokens: limits.rootMaxTokens ?? this.cfg.rootMaxTokens,
     };
-    const { promptText, prompt, turns } = this.protocol.root(problem, own, { allowSpawn: this.cfg.allowSpawn, limitInPrompt: this.cfg.rootLimitMin !== undefined });
+    const { promptText, prompt, turns } = this.protocol.root(problem, own, {
+      allowSpawn: this.cfg.allowSpawn,
+      limitInPrompt: this.cfg.rootLimitMin !== undefined,
+    });
     const episode = new LiveEpisode(problem, promptText, (answer) => task.verify(problem, answer), rng, own);
     episode.root = this.openContext(episode, {
       role: 'root',
@@ -394,4 +399,3 @@ export class RolloutScheduler {
     };
   }
 }
-

@@ -10,6 +10,7 @@
  * the step is redone with the same seed. A lost trainer device falls back the same way and
  * rebuilds the weights from the host copy made at the last broadcast (optimizer moments restart).
  */
+import { toyPolicyModel, toyScorer } from '../../core/policyModel';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
 import { type FrontierPoint, type Method, frontierPoint } from '../../core/eval/frontier';
@@ -191,8 +192,8 @@ export class Training {
           this.synced?.model === model && this.synced.version === model.version ? this.synced.weights : undefined,
         );
         const deps = {
-          policy: model.policy,
-          reference: cfg.loss.beta > 0 ? model.reference : null,
+          model: toyPolicyModel(model.policy, encode),
+          reference: cfg.loss.beta > 0 ? toyScorer(model.reference, model.policy.config) : null,
           optimizer: model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip),
           encode,
           decoder: this.decoder,

@@ -5,6 +5,7 @@
  * from (one shared buffer where memory can be shared), then the update's micro-batches, of
  * which this worker computes those it claims and sends back each one's gradients apart.
  */
+import { toyScorer } from '../../core/policyModel';
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, sameModel } from '../../core/model/config';
 import { type GPTParams, paramsFromArrays } from '../../core/model/params';
@@ -103,7 +104,9 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
       }
       case 'policyGrads': {
         const r = ready(req.version);
-        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) => policyItem(r.params, r.model, req.batches[i], req.loss));
+        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) =>
+          policyItem(toyScorer(r.params, r.model), req.batches[i], req.loss),
+        );
         return reply({ items }, transfer);
       }
       case 'reference': {
@@ -114,7 +117,7 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
       }
       case 'refLogprobs': {
         if (reference === null || reference.id !== req.id) throw new Error(`grad worker: holds reference ${reference?.id ?? 'none'}, asked for ${req.id}`);
-        return reply({ logprobs: await actionLogprobs(reference.params, reference.model, req.seqs, req.temperature, req.maxTokens) });
+        return reply({ logprobs: await actionLogprobs(toyScorer(reference.params, reference.model), req.seqs, req.temperature, req.maxTokens) });
       }
       default:
         throw new Error(`grad worker: unknown request kind ${JSON.stringify((req as { kind: unknown }).kind)}`);

@@ -24,7 +24,8 @@ import { type WeightStoragePreference, loadHfTextModel } from '../../core/io/hfT
 import type { FrontierPoint } from '../../core/eval/frontier';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
-import { textFrontierPoint } from '../../core/eval/textEval';
+import { FRONTIER_DEFAULTS, frontierPoint } from '../../core/eval/frontier';
+import { hfPolicyModel } from '../../core/policyModel';
 import { LmStepper, type LmStepperState, type StepUntil } from './lmStepper';
 
 /** A folder reader over files given by name (a folder's top level; nested paths are read by their last part). */
@@ -165,11 +166,28 @@ export class LmSession {
     const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
     const points: FrontierPoint[] = [];
     const total = methods.length * rootLimits.length * n;
-    for (const method of methods) {
-      for (const limit of rootLimits) {
-        const done = points.length * n;
-        points.push(await textFrontierPoint(model, task, problems, method, limit, limits, (k) => this.onProgress('frontier', done + k, total)));
+    const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(64);
+    const rollout = { budgets: [limits.cloneBudget], maxClonesPerRound: limits.maxClones, maxRounds: limits.maxRounds };
+    try {
+      for (const method of methods) {
+        for (const limit of rootLimits) {
+          const done = points.length * n;
+          points.push(
+            await frontierPoint(
+              decoder,
+              task,
+              problems,
+              method,
+              limit,
+              { ...FRONTIER_DEFAULTS, rollout },
+              () => [],
+              (k) => this.onProgress('frontier', done + k, total),
+            ),
+          );
+        }
       }
+    } finally {
+      decoder.dispose();
     }
     return { points };
   }

@@ -1,0 +1,87 @@
+/**
+ * The model seam: what the trainer, the rollouts and the warm start need of a model, so that the
+ * toy and every Hugging Face family run through one runner and one trainer.
+ *
+ *   Scorer       the variables training updates, and the log-probs (and entropies) of target
+ *                tokens after inputs: what the policy loss, the reference pass and SFT read;
+ *   PolicyModel  a Scorer that also decodes (a ContextDecoder for the rollout scheduler over the
+ *                weights as they are now) in its protocol (the toy's token grammar, or tool calls
+ *                in text under a chat template).
+ *
+ * The toy's fast kernels (BatchedDecoder, its hand-written backward) are the toy's side of this
+ * one interface; a Hugging Face model's side is decoderForward with its LoRA adapters.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import type { Policy } from './policy';
+import type { Protocol } from './protocol/protocol';
+import { textProtocol } from './protocol/textProtocol';
+import { tokenProtocol } from './protocol/tokenProtocol';
+import { PolicyDecoder } from './rollout/policyDecoder';
+import type { RolloutConfig } from './rollout/config';
+import type { ContextDecoder } from './rollout/scheduler';
+import type { HfTokenizer } from './tokenizer/hfTokenizer';
+import type { ModelConfig } from './model/config';
+import { type Adapters, type DecoderConfig, type DecoderParams, decoderTargetScores } from './model/decoder';
+import { targetLogProbsAndEntropy } from './model/gpt';
+import { HfContextDecoder } from './model/hfContextDecoder';
+import type { GPTParams } from './model/params';
+
+export interface Scorer {
+  /** The variables a gradient is taken for (and an optimizer updates), by name. */
+  readonly params: ReadonlyMap<string, tf.Variable>;
+  /** Log-probs [B, T] of `targets` after `inputs` (both [B, T]) at `temperature`, and each position's entropy; call inside a tidy or a gradient. */
+  scores(inputs: tf.Tensor2D, targets: tf.Tensor2D, temperature: number): { logp: tf.Tensor2D; entropy: tf.Tensor2D };
+}
+
+export interface PolicyModel extends Scorer {
+  /** The model's protocol, with the rollout's settings it reads (the toy cuts injected answers to `answerMaxChars`). */
+  protocol(rollout: Pick<RolloutConfig, 'answerMaxChars'>): Protocol;
+  readonly vocabSize: number;
+  /** Longest context the model holds. */
+  readonly maxPositions: number;
+  /** A decoder over the weights as they are now, with room for `capacity` contexts to start with; the caller disposes it. */
+  decoder(capacity: number): ContextDecoder & { dispose(): void };
+  /** The toy's policy behind this model (gradient workers copy its weights); absent for a Hugging Face model. */
+  readonly toy?: Policy;
+}
+
+/** The toy GPT's scorer over `params` (all of them trained). */
+export function toyScorer(params: GPTParams, config: ModelConfig): Scorer {
+  return { params, scores: (inputs, targets, temperature) => targetLogProbsAndEntropy(params, config, inputs, targets, temperature) };
+}
+
+/** The toy GPT as a policy model: the token grammar, its batched decoder and its scorer. */
+export function toyPolicyModel(policy: Policy, encode: (text: string) => number[]): PolicyModel {
+  return {
+    ...toyScorer(policy.params, policy.config),
+    protocol: (rollout) => tokenProtocol(encode, rollout.answerMaxChars),
+    vocabSize: policy.config.vocabSize,
+    maxPositions: policy.config.nPositions,
+    decoder: (capacity) => new PolicyDecoder(policy, capacity),
+    toy: policy,
+  };
+}
+
+/** A Hugging Face decoder's weights, with the adapters it decodes with (LoRA) where it has them. */
+export interface HfWeights {
+  config: DecoderConfig;
+  params: DecoderParams;
+  adapters?: Adapters;
+}
+
+/** A Hugging Face decoder's scorer: `trainable` (its LoRA adapters, or every weight) is what a gradient is taken for. */
+export function hfScorer(w: HfWeights, trainable: ReadonlyMap<string, tf.Variable>): Scorer {
+  return { params: trainable, scores: (inputs, targets, temperature) => decoderTargetScores(w.params, w.config, inputs, targets, temperature, w.adapters) };
+}
+
+/** A Hugging Face decoder as a policy model: the text protocol under its tokenizer's chat template, decoded by HfContextDecoder. */
+export function hfPolicyModel(w: HfWeights, tokenizer: HfTokenizer, trainable: ReadonlyMap<string, tf.Variable>): PolicyModel {
+  const protocol = textProtocol(tokenizer);
+  return {
+    ...hfScorer(w, trainable),
+    protocol: () => protocol,
+    vocabSize: w.config.vocabSize,
+    maxPositions: w.config.maxPositions,
+    decoder: () => Object.assign(new HfContextDecoder(w.params, w.config, w.adapters), { protocol }),
+  };
+}
