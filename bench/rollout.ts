@@ -1,6 +1,7 @@
 /**
  * A real model's batched rollout against the same episodes one at a time, in one run
- * (`npm run bench -- rollout --model DIR [--episodes 16] [--seed 0] [--temperature 1]`): the one
+ * (`npm run bench -- rollout --model DIR [--episodes 16] [--group 1] [--seed 0] [--temperature 1]`,
+ * `--group G`: G episodes of each problem, as a GRPO step samples a prompt's group): the one
  * rollout scheduler drives EPISODES arithmetic episodes of a Hugging Face model (the text protocol,
  * its clones included) through HfContextDecoder, first all together (every runnable root and clone
  * context of every episode in one forward per step), then each episode alone in its own scheduler.
@@ -26,6 +27,7 @@ export async function runRolloutBench(args: string[], backend: BackendName): Pro
   const f = parseFlags(args, {
     model: { type: 'string', required: true, help: 'a Hugging Face model folder (one that calls spawn_clone: a warm start)' },
     episodes: { type: 'int', default: 16, min: 1, max: 1024, help: 'episodes' },
+    group: { type: 'int', default: 1, min: 1, max: 1024, help: 'episodes per problem (a GRPO group: G samples of one prompt)' },
     seed: { type: 'int', default: 0, min: 0, max: 1 << 30, help: 'seed of the problems and the sampling' },
     temperature: { type: 'number', default: 1, min: 0.01, max: 10, help: 'sampling temperature' },
   });
@@ -39,11 +41,25 @@ export async function runRolloutBench(args: string[], backend: BackendName): Pro
     budgets: [TEXT_LENGTHS.cloneBudget],
   });
   const rng = new Rng(f.seed);
-  const problems: Problem[] = Array.from({ length: f.episodes }, (_, i) => drawProblem(task, rng, task.defaultOptions, `bench-${i}`, 'train'));
+  const distinct: Problem[] = Array.from({ length: Math.ceil(f.episodes / f.group) }, (_, i) =>
+    drawProblem(task, rng, task.defaultOptions, `bench-${i}`, 'train'),
+  );
+  const problems = Array.from({ length: f.episodes }, (_, i) => distinct[Math.floor(i / f.group)]);
   const episodeRng = (i: number) => Rng.stream(f.seed, 'bench-rollout', i);
 
+  const time = { single: 0, multi: 0, singleCalls: 0, multiCalls: 0, rows: 0 };
   const run = async (indices: readonly number[]): Promise<EpisodeTrace[]> => {
     const decoder = model.decoder(indices.length * 4);
+    const feed = decoder.feed.bind(decoder);
+    decoder.feed = async (slots, tokens) => {
+      const t = performance.now();
+      const out = await feed(slots, tokens);
+      const multi = tokens.some((r) => r.length > 1);
+      time[multi ? 'multi' : 'single'] += performance.now() - t;
+      time[multi ? 'multiCalls' : 'singleCalls']++;
+      if (!multi) time.rows += slots.length;
+      return out;
+    };
     const scheduler = new RolloutScheduler(decoder, cfg, { policyVersion: 0, encode: () => [] });
     for (const i of indices) scheduler.addEpisode(task, problems[i], episodeRng(i));
     const traces = await scheduler.run();
@@ -55,13 +71,21 @@ export async function runRolloutBench(args: string[], backend: BackendName): Pro
   await run([0, 1]);
 
   const all = problems.map((_, i) => i);
+  split();
   let t0 = performance.now();
   const batched = await run(all);
   const batchedSec = (performance.now() - t0) / 1000;
+  function split(): string {
+    const r = `prefill/injection feeds ${time.multiCalls} (${(time.multi / 1000).toFixed(2)} s), one-token feeds ${time.singleCalls} of ${(time.rows / Math.max(1, time.singleCalls)).toFixed(1)} rows on average (${(time.single / 1000).toFixed(2)} s)`;
+    Object.assign(time, { single: 0, multi: 0, singleCalls: 0, multiCalls: 0, rows: 0 });
+    return r;
+  }
+  const batchedSplit = split();
   t0 = performance.now();
   const single: EpisodeTrace[] = [];
   for (const i of all) single.push(...(await run([i])));
   const singleSec = (performance.now() - t0) / 1000;
+  const singleSplit = split();
 
   const same = batched.filter((t, i) => JSON.stringify(t.contexts.map((c) => c.tokens)) === JSON.stringify(single[i].contexts.map((c) => c.tokens))).length;
   const clones = batched.reduce((n, t) => n + t.contexts.length - 1, 0);
@@ -69,7 +93,7 @@ export async function runRolloutBench(args: string[], backend: BackendName): Pro
   console.log(
     `episodes ${f.episodes}, clones ${clones}, generated tokens ${generated(batched)} batched / ${generated(single)} one at a time; ${same} episodes token-identical`,
   );
-  console.log(`batched       ${batchedSec.toFixed(2)} s  ${rate(batched, batchedSec).toFixed(1)} tokens/s`);
-  console.log(`one at a time ${singleSec.toFixed(2)} s  ${rate(single, singleSec).toFixed(1)} tokens/s`);
+  console.log(`batched       ${batchedSec.toFixed(2)} s  ${rate(batched, batchedSec).toFixed(1)} tokens/s; ${batchedSplit}`);
+  console.log(`one at a time ${singleSec.toFixed(2)} s  ${rate(single, singleSec).toFixed(1)} tokens/s; ${singleSplit}`);
   console.log(`ratio (batched / one at a time, tokens per second): ${(rate(batched, batchedSec) / rate(single, singleSec)).toFixed(2)}×`);
 }

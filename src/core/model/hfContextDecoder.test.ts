@@ -167,6 +167,53 @@ describe('HfContextDecoder', () => {
     });
   }
 
+  for (const family of ['qwen2', 'gpt2']) {
+    it(`${family}: prompts that begin alike are read from one shared head, to the full forward's logits`, async () => {
+      const m = tinyModel(family, 9);
+      const rng = new Rng(5);
+      const start = tf.memory().numTensors;
+      const dec = new HfContextDecoder(m.params, m.config);
+      const seqs = new Map<number, number[]>();
+      const head = randomTokens(rng, 12);
+      const slots = [dec.open(), dec.open(), dec.open(), dec.open()];
+      // A shared head with rests of different lengths, and two identical prompts (a GRPO group's).
+      const same = [...head, ...randomTokens(rng, 3)];
+      await feedAndCheck(m, dec, seqs, slots, [[...head, ...randomTokens(rng, 6)], same, [...same], [...head, ...randomTokens(rng, 1)]]);
+      for (let r = 0; r < 3; r++)
+        await feedAndCheck(
+          m,
+          dec,
+          seqs,
+          slots,
+          slots.map(() => randomTokens(rng, 1)),
+        );
+      // Fresh prompts beside stepping slots: the new ones share their own head.
+      const [e, f] = [dec.open(), dec.open()];
+      const other = randomTokens(rng, 10);
+      await feedAndCheck(m, dec, seqs, [...slots, e, f], [...slots.map(() => randomTokens(rng, 1)), [...other, 4, 5], [...other, 6]]);
+      await feedAndCheck(
+        m,
+        dec,
+        seqs,
+        [...slots, e, f],
+        [...slots, e, f].map(() => randomTokens(rng, 1)),
+      );
+      // A later prompt alone that begins with a head read before: read from it, to the same logits.
+      const g = dec.open();
+      await feedAndCheck(m, dec, seqs, [g], [[...head, ...randomTokens(rng, 2)]]);
+      // The weights change (an update: new data under a name): the kept heads are not read again.
+      const name = [...m.params.keys()].find((k) => k.includes('mlp') || k.includes('c_fc')) as string;
+      const old = m.params.get(name) as tf.Tensor;
+      m.params.set(name, tf.mul(old, 1.5));
+      old.dispose();
+      const h = dec.open();
+      await feedAndCheck(m, dec, seqs, [h], [[...head, ...randomTokens(rng, 2)]]);
+      dec.dispose();
+      expect(tf.memory().numTensors).toBe(start);
+      m.params.forEach((t) => t.dispose());
+    });
+  }
+
   it('reaches maxPositions exactly, in the batch and alone', async () => {
     const m = tinyModel('qwen2', 8);
     const rng = new Rng(4);

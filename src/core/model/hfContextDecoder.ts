@@ -78,6 +78,9 @@ export class HfContextDecoder implements ContextDecoder {
   private readonly inverse: Float64Array | null;
   private repacks = 0;
   private disposed = false;
+  /** Shared prompt heads read so far (newest last), with the weights they were read under (weightsStamp). */
+  private heads: { tokens: number[]; kv: LayerKv[] }[] = [];
+  private headsStamp: readonly object[] = [];
 
   constructor(
     private readonly params: DecoderParams,
@@ -140,12 +143,21 @@ export class HfContextDecoder implements ContextDecoder {
       }
       const fresh = multis.filter((i) => this.slotOf(slots[i]).length === 0);
       for (const group of prefillGroups(fresh, (i) => tokens[i].length)) {
+        const prompts = group.map((i) => tokens[i]);
+        const head = this.headFor(prompts);
         parts.push(
-          this.prefill(
-            group.map((i) => slots[i]),
-            group.map((i) => tokens[i]),
-            group,
-          ),
+          head !== null
+            ? this.prefillShared(
+                group.map((i) => slots[i]),
+                prompts,
+                group,
+                head,
+              )
+            : this.prefill(
+                group.map((i) => slots[i]),
+                prompts,
+                group,
+              ),
         );
       }
       for (const i of multis.filter((i) => !fresh.includes(i))) parts.push(this.extend(slots[i], tokens[i], i));
@@ -175,6 +187,8 @@ export class HfContextDecoder implements ContextDecoder {
     this.slots.clear();
     disposeKv(this.batch?.kv ?? null);
     this.batch = null;
+    this.heads.forEach((h) => disposeKv(h.kv));
+    this.heads = [];
   }
 
   // ------------------------------------------------------------------------------ internals
@@ -389,6 +403,80 @@ export class HfContextDecoder implements ContextDecoder {
     return { logits, indices: [index] };
   }
 
+  /** The weights as they are now: a variable's data changes identity when it is assigned (an update). */
+  private weightsStamp(): object[] {
+    const adapted = (this.adapters as { params?: ReadonlyMap<string, tf.Tensor> } | undefined)?.params;
+    return [...this.params.values(), ...(adapted?.values() ?? [])].map((t) => t.dataId);
+  }
+
+  /**
+   * The head a group of fresh prompts shares: one read before under the same weights (a chat's
+   * system prompt, the clones' own), else their common first part read now when two or more begin
+   * alike; null when they share too little. Every prompt keeps at least one token of its own.
+   */
+  private headFor(prompts: readonly (readonly number[])[]): { tokens: number[]; kv: LayerKv[] } | null {
+    const stamp = this.weightsStamp();
+    if (stamp.length !== this.headsStamp.length || stamp.some((d, i) => d !== this.headsStamp[i])) {
+      this.heads.forEach((h) => disposeKv(h.kv));
+      this.heads = [];
+      this.headsStamp = stamp;
+    }
+    const fits = (h: { tokens: number[] }) => prompts.every((p) => p.length > h.tokens.length && h.tokens.every((t, i) => p[i] === t));
+    const known = this.heads.filter(fits).sort((a, b) => b.tokens.length - a.tokens.length)[0];
+    const shared = prompts.length > 1 ? sharedHead(prompts) : 0;
+    if (known !== undefined && known.tokens.length >= shared) return known;
+    if (shared < SHARED_HEAD_MIN) return known ?? null;
+    const tokens = prompts[0].slice(0, shared);
+    const kv = tidyKv(() => decoderForward(this.params, this.config, tf.tensor2d([tokens], [1, shared], 'int32'), null, this.adapters).kv);
+    this.heads.push({ tokens, kv });
+    if (this.heads.length > MAX_HEADS) disposeKv((this.heads.shift() as { kv: LayerKv[] }).kv);
+    return this.heads[this.heads.length - 1];
+  }
+
+  /**
+   * Prompts of empty slots that begin alike (a chat's system prompt and tools; a GRPO group's one
+   * prompt): the first `shared` tokens read once, their keys and values copied to every row, then
+   * every prompt's rest in one forward from there, right-padded with its last token (causal
+   * attention keeps a real position from reading the padding after it); each slot keeps its own
+   * positions' keys and values, and its logits are those after its last real token.
+   */
+  private prefillShared(slots: readonly number[], prompts: readonly (readonly number[])[], indices: number[], head: { tokens: number[]; kv: LayerKv[] }): Part {
+    const rows = slots.length;
+    const shared = head.tokens.length;
+    const rests = prompts.map((p) => p.slice(shared));
+    const longest = Math.max(...rests.map((r) => r.length));
+    const V = this.vocabSize;
+    let own: LayerKv[][] = [];
+    const logits = tf.tidy(() => {
+      const tiled = head.kv.map((l) => ({ k: tf.tile(l.k, [rows, 1, 1, 1]) as tf.Tensor4D, v: tf.tile(l.v, [rows, 1, 1, 1]) as tf.Tensor4D }));
+      const input = tf.tensor2d(
+        rests.map((r) => [...r, ...new Array<number>(longest - r.length).fill(r[r.length - 1])]),
+        [rows, longest],
+        'int32',
+      );
+      const r = decoderForward(this.params, this.config, input, tiled, this.adapters);
+      own = rests.map((rest, row) =>
+        r.kv.map((l) => {
+          const keep = (t: tf.Tensor4D) => {
+            const one = pickRows(t, [row]);
+            return tf.keep(tf.slice(one, [0, 0, 0, 0], [1, one.shape[1], shared + rest.length, one.shape[3]]) as tf.Tensor4D);
+          };
+          return { k: keep(l.k), v: keep(l.v) };
+        }),
+      );
+      return tf.concat(
+        rests.map((rest, row) => tf.reshape(tf.slice(r.logits, [row, rest.length - 1, 0], [1, 1, V]), [1, V])),
+        0,
+      ) as tf.Tensor2D;
+    });
+    slots.forEach((slot, row) => {
+      const s = this.slotOf(slot);
+      s.kv = own[row];
+      s.length = prompts[row].length;
+    });
+    return { logits, indices };
+  }
+
   /** Prompts of empty slots in one left-padded forward; each slot keeps its rows of keys and values. */
   private prefill(slots: readonly number[], prompts: readonly (readonly number[])[], indices: number[]): Part {
     const rows = slots.length;
@@ -415,6 +503,22 @@ export class HfContextDecoder implements ContextDecoder {
     });
     return { logits, indices };
   }
+}
+
+/** Fewest tokens a feed's prompts must share for their common first part to be read once (prefillShared). */
+const SHARED_HEAD_MIN = 8;
+/** Shared heads a decoder keeps (the root's chat, the clones' chat, a few more). */
+const MAX_HEADS = 4;
+
+/** Tokens every prompt begins with, leaving each at least one of its own (its logits come from there). */
+function sharedHead(prompts: readonly (readonly number[])[]): number {
+  let n = Math.min(...prompts.map((p) => p.length)) - 1;
+  for (const p of prompts.slice(1)) {
+    let k = 0;
+    while (k < n && p[k] === prompts[0][k]) k++;
+    n = k;
+  }
+  return Math.max(0, n);
 }
 
 /** Callers' indices in passes of at most PREFILL_TOKENS padded positions. */
