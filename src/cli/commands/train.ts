@@ -20,11 +20,14 @@ import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
 import { scoredTrace } from '../../core/rollout/trace';
 import type { ContextDecoder } from '../../core/rollout/scheduler';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
+import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
 import { WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
 import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+
+const RECIPES = ['project', 'reference'] as const;
 
 /** Run-config fields the text protocol has no form for: refused with `--model`, by flag. */
 const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitMin', 'rootLimitStraddle'];
@@ -68,6 +71,12 @@ export const train = defineRunCommand(
       max: 16,
       help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only; toy checkpoints)',
     },
+    recipe: {
+      type: 'string',
+      choices: RECIPES,
+      default: 'project',
+      help: "whose settings the run-config flags not given take: the project's table, or the reference's (SELFCEST's verl recipe: batch 32, group 4, lr 6e-7, clip 0.1, 30 clones a round, 9 rounds, its reward constants; with --model its root length, 4,096 tokens)",
+    },
     ...LORA_FLAGS,
     weights: WEIGHTS_FLAG,
   },
@@ -94,8 +103,11 @@ export const train = defineRunCommand(
         'a toy checkpoint trains every weight in float32 (these are for --model)',
       );
     }
-    // A text root writes chat turns: its limit defaults to the text protocol's, not the token grammar's.
-    const rc: RunConfig = hf && !named.has('rootMaxTokens') ? { ...given, rootMaxTokens: TEXT_LENGTHS.rootMaxTokens } : given;
+    const reference = f.recipe === 'reference';
+    const recipe = reference ? withReferenceRecipe(given, named) : given;
+    // A text root writes chat turns: its limit defaults to the text protocol's (or the reference's response length), not the token grammar's.
+    const textRoot = reference ? REFERENCE_RECIPE.lengths.responseLength : TEXT_LENGTHS.rootMaxTokens;
+    const rc: RunConfig = hf && !named.has('rootMaxTokens') ? { ...recipe, rootMaxTokens: textRoot } : recipe;
     const cfg = usageErrors(() => grpoConfigOf(rc, f.steps), { taskOptions: '--options', miniBatch: '--mini-batch' });
     await checkOutDir(f.out);
     const mix = usageErrors(() => taskMixOf(rc, '--options'), {});
@@ -108,7 +120,7 @@ export const train = defineRunCommand(
       const loaded = await loadTextModel('model', f.model, f.weights);
       console.log(modelSummary(loaded));
       const training = trainingOf(f, loaded.model);
-      runConfig = { ...cfg, model: f.model, training: training.full ? { full: true } : { lora: training.lora } };
+      runConfig = { ...cfg, model: f.model, recipe: f.recipe, training: training.full ? { full: true } : { lora: training.lora } };
       const run = await openTextPolicyRun(f.out, 'train', loaded, training, f.model, cfg.seed);
       const { policy, runDir } = run;
       trainee = {
@@ -121,7 +133,7 @@ export const train = defineRunCommand(
         save: (opt, state, rows) => run.save(opt, state, rows),
       };
     } else {
-      runConfig = { ...cfg, init: f.init };
+      runConfig = { ...cfg, init: f.init, ...(reference ? { recipe: f.recipe } : {}) };
       const start = await loadPolicyFlag('init', f.init as string);
       const runDir = await RunDir.open(f.out, 'train', policyWeights(String(start.meta.preset ?? 'custom')));
       const policy = runDir.saved?.weights ?? start.policy;
