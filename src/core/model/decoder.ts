@@ -524,6 +524,8 @@ export function decoderForward(
   const norm = (t: tf.Tensor, name: string) =>
     gpt2 ? layerNorm(t, get(`${name}.weight`), get(`${name}.bias`), c.normEps) : rmsNorm(t, get(`${name}.weight`), c.normEps);
   const group = c.heads / c.kvHeads;
+  // The mask of every query row, once per group (the group's queries share the query axis below).
+  const groupedNegative = group > 1 ? tf.tile(negative, negative.rank === 2 ? [group, 1] : [1, 1, group, 1]) : negative;
   const heads = (t: tf.Tensor, n: number) => tf.transpose(tf.reshape(t, [batch, time, n, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
   const kv: LayerKv[] = [];
   for (let l = 0; l < c.layers; l++) {
@@ -551,23 +553,13 @@ export function decoderForward(
       v = tf.concat([cache[l].v, v], 2);
     }
     kv.push({ k, v });
-    if (group > 1) {
-      // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
-      // (A concat of `group` views of each kv head, then a reshape: only copies, differentiable on
-      // every backend, unlike a rank-5 tile or a gather (whose gradient wasm lacks); a slice per
-      // query head instead copies the whole cache once per head on wasm.)
-      const repeat = (t: tf.Tensor4D) =>
-        tf.reshape(tf.concat(new Array<tf.Tensor>(group).fill(tf.reshape(t, [batch, c.kvHeads, 1, total * c.headDim])), 2), [
-          batch,
-          c.heads,
-          total,
-          c.headDim,
-        ]) as tf.Tensor4D;
-      k = repeat(k);
-      v = repeat(v);
-    }
-    const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(c.headDim)), negative);
-    const attended = tf.matMul(tf.softmax(scores, -1), v);
+    // Grouped-query attention: each kv head serves `group` consecutive query heads (HF repeat_kv).
+    // The group's queries are folded into the query axis ([B, kvHeads, group·time, dh]) so each kv
+    // head is read once as it is: no copy of the keys and values per query head (on wasm such a
+    // copy of the whole cache was most of a batched decoding step). The mask repeats per group.
+    const qGrouped = group > 1 ? (tf.reshape(q, [batch, c.kvHeads, group * time, c.headDim]) as tf.Tensor4D) : q;
+    const scores = tf.add(tf.mul(tf.matMul(qGrouped, k, false, true), 1 / Math.sqrt(c.headDim)), groupedNegative);
+    const attended = tf.reshape(tf.matMul(tf.softmax(scores, -1), v), [batch, c.heads, time, c.headDim]);
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, time, c.heads * c.headDim]);
     x = tf.add(x, lin(merged, gpt2 ? `${attnModule}.c_proj` : `${attnModule}.o_proj`));
     const h2 = norm(x, gpt2 ? `${p}.ln_2` : `${p}.post_attention_layernorm`);
