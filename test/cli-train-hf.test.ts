@@ -214,6 +214,17 @@ describe.skipIf(py.python === null)(`train --model on a Hugging Face folder${py.
     expect(out.pareto.length).toBeGreaterThan(0);
   }, 400_000);
 
+  it("samples dynamically as the toy's step does: rounds of oversampled prompts, their groups counted", async () => {
+    const out = join(dir, 'dynamic');
+    const r = await cli('train', '--model', model, '--out', out, '--steps', '1', ...small, '--dynamic-sampling', '--oversample', '2', '--sample-rounds', '2');
+    expect(r.code, r.stderr).toBe(0);
+    const [row] = (await lines(join(out, 'metrics.jsonl'))).map((l) => JSON.parse(l) as { groupsSampled: number; groupsDropped: number });
+    // Each round draws twice the prompts missing (2 a step), until the batch holds groups with a spread or the rounds run out.
+    expect(row.groupsSampled).toBeGreaterThanOrEqual(4);
+    expect(row.groupsSampled).toBeLessThanOrEqual(8);
+    expect(row.groupsSampled - row.groupsDropped).toBeLessThanOrEqual(2);
+  }, 400_000);
+
   it('refuses bad flags naming them, before any work', async () => {
     const targets = await cli('train', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--lora-targets', 'q_proj,attn_c', ...small);
     expect(targets.code).toBe(2);
