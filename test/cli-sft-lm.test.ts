@@ -99,7 +99,7 @@ describe('sft --model', () => {
 
   it('reads every task of a mix held out (--eval-every): the mean and each task under its name', async () => {
     const out = join(dir, 'mix');
-    const args = ['--task', 'arithmetic,multihop', '--eval-every', '2', '--eval-n', '2', '--root-tokens', '16', '--clone-budget', '8'];
+    const args = ['--task', 'arithmetic,multihop', '--eval-every', '2', '--eval-n', '2', '--root-max-tokens', '16', '--budgets', '8'];
     const a = await cli('sft', '--model', model, '--out', out, '--steps', '2', ...small, ...args);
     expect(a.code, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/step 2\/2 loss .* \| eval acc \d\.\d{3} delegating \d\.\d{2}/);
@@ -120,9 +120,9 @@ describe('sft --model', () => {
     const toy = await cli('sft', '--model', model, '--out', out, '--steps', '1', '--label-smoothing', '0.1', '--root-limit-min', '20', '--workers', '1');
     expect(toy.code).toBe(2);
     expect(toy.stderr).toMatch(/--root-limit-min, --label-smoothing, --workers: not for a Hugging Face model's warm start/);
-    const text = await cli('sft', '--out', out, '--steps', '1', '--lora-r', '4', '--clone-budget', '9');
+    const text = await cli('sft', '--out', out, '--steps', '1', '--lora-r', '4', '--weights', 'half');
     expect(text.code).toBe(2);
-    expect(text.stderr).toContain('--lora-r, --clone-budget: only with --model');
+    expect(text.stderr).toContain('--lora-r, --weights: only with --model');
     await expect(readdir(out)).rejects.toThrow();
   }, 120_000);
 });

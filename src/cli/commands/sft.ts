@@ -1,16 +1,25 @@
+/**
+ * `sft`: the warm start, supervised training on the teachers' demonstrations, for any model: a toy
+ * model (fresh, or `--init`), or a Hugging Face model (`--model`: the same demonstrations, drawn by
+ * seed and step, rendered in the reference's text protocol by core/sft/textDemos.ts and trained by
+ * core/sft/textSft.ts over LoRA adapters or every weight). One loop and one run directory for both;
+ * a flag one kind of model cannot honour is refused by name. Resumable.
+ */
 import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
-import { MODEL_FLAG, WEIGHTS_FLAG } from '../hfModel';
-import { LORA_FLAGS } from '../textPolicyRun';
-import { type SftLmFlags, sftTextModel, toyOnlySettings } from './sftLm';
+import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { LORA_FLAGS, openTextPolicyRun, textHeldOut, trainingOf } from '../textPolicyRun';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
+import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
 import type { RolloutConfig } from '../../core/rollout/config';
-import { RunDir, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
+import { RunDir, type RunState, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { AdamW, ADAM_MOMENTS, cosineLr } from '../../core/optim/adamw';
-import { sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
+import { type SftConfig, type SftStepOutcome, type TaskMixEntry, sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
+import { textSftSequences, textSftStep } from '../../core/sft/textSft';
+import type { TrainSequence } from '../../core/parallel/sequences';
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
@@ -18,116 +27,96 @@ import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 
+/** Run-config fields a Hugging Face model's warm start has no form for: refused with `--model`, by flag. */
+const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitMin', 'rootLimitStraddle', 'sftLabelSmoothing'];
+
+/** What the loop needs of the model a warm start trains, whichever kind it is. */
+interface Student {
+  /** The run's config as its state records it (a resume must match it). */
+  runConfig: Record<string, unknown>;
+  saved: RunState | null;
+  optimizer: AdamW;
+  restoreOptimizer(): void;
+  describe(argv: readonly string[]): Promise<void>;
+  sequences(step: number): TrainSequence[];
+  step(seqs: readonly TrainSequence[], lr: number): Promise<SftStepOutcome>;
+  /** The held-out reading as metrics-row fields, and a few words for the progress line. */
+  evaluate(): Promise<{ fields: Record<string, unknown>; text: string }>;
+  save(state: RunState, rows: object[]): Promise<void>;
+  close(): void;
+}
+
 export const sft = defineRunCommand(
   'sft',
-  'Warm start: supervised training on teacher demonstrations. Resumes from --out when it holds a run.',
+  'Warm start: supervised training on teacher demonstrations, of a toy model or a Hugging Face model (--model: the spawn_clone text protocol, LoRA or every weight). Resumes from --out when it holds a run.',
   {
-    init: { type: 'string', dir: true, help: 'start from this checkpoint instead of a random model' },
+    init: { type: 'string', dir: true, help: 'start from this toy checkpoint instead of a random model' },
     steps: { type: 'int', required: true, min: 1, max: 10_000_000, help: 'total optimisation steps' },
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 50, min: 1, max: 10_000_000, help: 'steps between saves' },
     'log-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between progress lines' },
-    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only)' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only; toy models)' },
     backend: BACKEND_FLAG,
-    model: { ...MODEL_FLAG, required: false, help: `train this Hugging Face model in the text protocol instead of the toy (${MODEL_FLAG.help})` },
+    model: {
+      ...MODEL_FLAG,
+      required: false,
+      help: `train this Hugging Face model in the text protocol instead of the toy (${MODEL_FLAG.help}); a demonstrated root may write --root-max-tokens (default ${TEXT_LENGTHS.rootMaxTokens}) of its tokens, a clone the largest of --budgets`,
+    },
     ...LORA_FLAGS,
-    'root-tokens': {
-      type: 'int',
-      min: 1,
-      max: 1 << 20,
-      help: `with --model: tokens a demonstrated root may write (default ${TEXT_LENGTHS.rootMaxTokens}; longer ones are left out)`,
-    },
-    'clone-budget': {
-      type: 'int',
-      min: 1,
-      max: 1 << 20,
-      help: `with --model: each clone's token budget (default ${TEXT_LENGTHS.cloneBudget}; a cut clone runs to it)`,
-    },
     weights: WEIGHTS_FLAG,
   },
   async ({ flags: f, config: rc, given, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
     const mix = usageErrors(() => taskMixOf(rc), renames);
     let cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
-    // Flags of one path given to the other are refused by name, never ignored.
+    // Flags of one kind of model given to the other are refused by name, never ignored.
     const named = (names: readonly string[]) => names.filter((n) => argv.some((a) => a === n || a.startsWith(`${n}=`)));
     if (f.model !== undefined) {
-      const refusal = toyOnlySettings(given, [...named(['--init']), ...(f.workers > 0 ? ['--workers'] : [])]);
-      if (refusal !== null) throw new UsageError(refusal);
-      return sftTextModel(f as SftLmFlags, rc, mix, given, argv, cfg);
+      const refused = [
+        ...TOY_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
+        ...named(['--init']),
+        ...(f.workers > 0 ? ['--workers'] : []),
+      ];
+      if (refused.length > 0)
+        throw new UsageError(
+          `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing, gradient workers)`,
+        );
+    } else {
+      const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--weights']);
+      if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     }
-    const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--root-tokens', '--clone-budget', '--weights']);
-    if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     await checkOutDir(f.out);
     const backend = await setupBackend(f.backend);
-    const tok = getTokenizer();
-    const encode = (t: string) => tok.encode(t);
-    const out = f.out;
-
-    let policy: Policy;
+    const student = f.model !== undefined ? await textStudent(f as TextFlags, rc, given, mix, cfg) : await toyStudent(f, rc, given, mix, cfg, backend);
+    const { saved } = student;
+    cfg = { ...cfg, warmup: student.runConfig.warmup as number };
     let step = 0;
     let elapsed = 0;
     let tokensSeen = 0;
-    const runDir = await RunDir.open(out, 'sft', policyWeights(rc.preset));
-    const saved = runDir.saved;
-    // The warm-up is the run's, stored in its config when it started: a resume with more --steps
-    // keeps it (the default is derived from the step count); a --warmup given now must agree.
-    const savedWarmup = saved?.state.config.warmup;
-    if (typeof savedWarmup === 'number' && !given.has('sftWarmup')) cfg = { ...cfg, warmup: savedWarmup };
-    const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
-    let optimizer: AdamW;
     if (saved) {
-      checkResumeConfig(saved.state.config, runConfig, ['steps', 'microTokens'], SFT_IMPLIED);
-      policy = saved.weights;
-      optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-      runDir.restoreOptimizer(optimizer);
-      ({ step, elapsedSec: elapsed, tokensSeen } = saved.state);
-      const before = saved.state.config.steps;
+      checkResumeConfig(saved.config, student.runConfig, ['steps', 'microTokens'], SFT_IMPLIED);
+      student.restoreOptimizer();
+      ({ step, elapsedSec: elapsed, tokensSeen } = saved);
+      const before = saved.config.steps;
       console.log(
-        `resuming ${out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`,
+        `resuming ${f.out} at step ${step}/${cfg.steps}${typeof before === 'number' && before !== cfg.steps ? ` (extended from ${before} steps: the learning-rate schedule now ends at step ${cfg.steps})` : ''}`,
       );
     } else {
-      policy = f.init ? (await loadPolicyFlag('init', f.init)).policy : freshPolicy(rc.preset, cfg.seed);
-      optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-      await runDir.describe(argv, runConfig);
-      console.log(`new run in ${out}: ${JSON.stringify(runConfig)}`);
+      await student.describe(argv);
+      console.log(`new run in ${f.out}: ${JSON.stringify(student.runConfig)}`);
     }
-    const save = (rows: object[]) =>
-      runDir.save(
-        policy,
-        optimizer,
-        { kind: 'sft', step, config: runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() },
-        {
-          'metrics.jsonl': rows,
-        },
-      );
     let appliedSteps = 0;
     let skippedSteps = 0;
     let skippedSinceLog = 0;
-
     const sessionStart = Date.now();
     const sessionFirstStep = step;
-    // Data parallel: the workers take shares of each step's micro-batches.
-    const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
     let windowStart = Date.now();
     let windowTokens = 0;
     const pending: object[] = [];
     while (step < cfg.steps) {
       const t0 = Date.now();
       const lr = cosineLr(step, cfg.steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
-      const seqs = sftMixSequences(mix, cfg, step, encode, policy.config.nPositions);
-      if (grad) await grad.sync(policy.params, policy.config);
-      const r = await sftStep(
-        policy.params,
-        policy.config,
-        optimizer,
-        seqs,
-        lr,
-        cfg.microTokens,
-        grad?.sftRemotes() ?? [],
-        grad?.patience,
-        cfg.labelSmoothing ?? 0,
-      );
+      const r = await student.step(student.sequences(step), lr);
       step++;
       elapsed += (Date.now() - t0) / 1000;
       tokensSeen += r.tokens;
@@ -140,12 +129,9 @@ export const sft = defineRunCommand(
       }
       let evalText = '';
       if (rc.evalEvery > 0 && (step % rc.evalEvery === 0 || step === cfg.steps)) {
-        // Every task of the mix; the first keeps the plain keys, the others are `<task>.delegateAcc` and so on.
-        for (const [i, { task: t, opts }] of mix.entries()) {
-          const scores = await quickEval(policy, t, opts, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode);
-          for (const [k, v] of Object.entries(scores)) row[i === 0 ? k : `${t.name}.${k}`] = v;
-          evalText += ` | ${i === 0 ? 'eval' : t.name} delegate ${fmt(scores.delegateAcc)} mono ${fmt(scores.monoAcc)}`;
-        }
+        const e = await student.evaluate();
+        Object.assign(row, e.fields);
+        evalText = e.text;
       }
       pending.push(row);
       if (step % f['log-every'] === 0 || step === cfg.steps) {
@@ -160,15 +146,114 @@ export const sft = defineRunCommand(
         windowTokens = 0;
       }
       if (step % f['save-every'] === 0 || step === cfg.steps) {
-        await save(pending.splice(0));
+        await student.save(
+          { kind: 'sft', step, config: student.runConfig, elapsedSec: elapsed, tokensSeen, savedAt: new Date().toISOString() },
+          pending.splice(0),
+        );
       }
     }
-    grad?.terminate();
+    student.close();
     const skipError = allSkippedError(appliedSteps, skippedSteps);
     if (skipError) throw new Error(skipError);
-    console.log(`done: ${out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
+    console.log(`done: ${f.out} at step ${step}${skippedSteps > 0 ? ` (${skippedSteps} step(s) skipped as non-finite)` : ''}`);
   },
 );
+
+/** The run's warm-up: the one stored when it started (a resume with more --steps keeps it; the default derives from the step count), unless given now. */
+function warmupOf(cfg: SftConfig, saved: RunState | null, given: ReadonlySet<string>): SftConfig {
+  const savedWarmup = saved?.config.warmup;
+  return typeof savedWarmup === 'number' && !given.has('sftWarmup') ? { ...cfg, warmup: savedWarmup } : cfg;
+}
+
+/** The toy model's warm start: a fresh model of the preset or `--init`, every weight, gradient workers with `--workers`. */
+async function toyStudent(
+  f: { out: string; init?: string; workers: number },
+  rc: RunConfig,
+  given: ReadonlySet<string>,
+  mix: readonly TaskMixEntry[],
+  cfg0: SftConfig,
+  backend: Awaited<ReturnType<typeof setupBackend>>,
+): Promise<Student> {
+  const tok = getTokenizer();
+  const encode = (t: string) => tok.encode(t);
+  const runDir = await RunDir.open(f.out, 'sft', policyWeights(rc.preset));
+  const saved = runDir.saved?.state ?? null;
+  const cfg = warmupOf(cfg0, saved, given);
+  const policy: Policy = runDir.saved?.weights ?? (f.init ? (await loadPolicyFlag('init', f.init)).policy : freshPolicy(rc.preset, cfg.seed));
+  const optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+  // Data parallel: the workers take shares of each step's micro-batches.
+  const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
+  const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
+  return {
+    runConfig,
+    saved,
+    optimizer,
+    restoreOptimizer: () => runDir.restoreOptimizer(optimizer),
+    describe: (argv) => runDir.describe(argv, runConfig),
+    sequences: (step) => sftMixSequences(mix, cfg, step, encode, policy.config.nPositions),
+    step: async (seqs, lr) => {
+      if (grad) await grad.sync(policy.params, policy.config);
+      return sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience, cfg.labelSmoothing ?? 0);
+    },
+    evaluate: async () => {
+      // Every task of the mix; the first keeps the plain keys, the others are `<task>.delegateAcc` and so on.
+      const fields: Record<string, unknown> = {};
+      let text = '';
+      for (const [i, { task: t, opts }] of mix.entries()) {
+        const scores = await quickEval(policy, t, opts, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode);
+        for (const [k, v] of Object.entries(scores)) fields[i === 0 ? k : `${t.name}.${k}`] = v;
+        text += ` | ${i === 0 ? 'eval' : t.name} delegate ${fmt(scores.delegateAcc)} mono ${fmt(scores.monoAcc)}`;
+      }
+      return { fields, text };
+    },
+    save: (state, rows) => runDir.save(policy, optimizer, state, { 'metrics.jsonl': rows }),
+    close: () => grad?.terminate(),
+  };
+}
+
+interface TextFlags {
+  model: string;
+  out: string;
+  'lora-r': number;
+  'lora-alpha': number;
+  'lora-targets'?: string;
+  weights: string;
+}
+
+/**
+ * A Hugging Face model's warm start: the demonstrations in the text protocol, LoRA or every weight.
+ * A demonstrated root may write `rootMaxTokens` of the model's tokens (256 unless given: a chat turn,
+ * not the toy's characters), a clone the run's largest budget; a longer demonstration is left out.
+ */
+async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<string>, mix: readonly TaskMixEntry[], cfg0: SftConfig): Promise<Student> {
+  const loaded = await loadTextModel('model', f.model, f.weights);
+  const { model } = loaded;
+  console.log(modelSummary(loaded));
+  const lengths = {
+    rootMaxTokens: given.has('rootMaxTokens') ? rc.rootMaxTokens : TEXT_LENGTHS.rootMaxTokens,
+    cloneBudget: Math.max(...cfg0.limits.budgets),
+  };
+  const training = trainingOf(f, model);
+  const run = await openTextPolicyRun(f.out, 'sft', loaded, training, f.model, cfg0.seed);
+  const { policy, runDir } = run;
+  const saved = runDir.saved?.state ?? null;
+  const cfg = warmupOf(cfg0, saved, given);
+  const runConfig: Record<string, unknown> = { ...cfg, model: f.model, lengths, training: training.full ? { full: true } : { lora: training.lora } };
+  const optimizer = new AdamW(policy.trainable, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
+  const limits = { ...lengths, maxClones: cfg.limits.maxClonesPerRound, maxRounds: cfg.limits.maxRounds };
+  return {
+    runConfig,
+    saved,
+    optimizer,
+    restoreOptimizer: () => runDir.restoreOptimizer(optimizer),
+    describe: (argv) => runDir.describe(argv, runConfig),
+    sequences: (step) => textSftSequences(mix, cfg, step, model.tokenizer, lengths, model.config.maxPositions),
+    step: (seqs, lr) => textSftStep(policy, optimizer, seqs, lr, cfg.microTokens),
+    evaluate: () => textHeldOut(policy.model, mix, rc.evalN, limits),
+    save: (state, rows) => run.save(optimizer, state, { 'metrics.jsonl': rows }),
+    close: () => undefined,
+  };
+}
 
 const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
 
