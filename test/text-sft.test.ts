@@ -23,7 +23,13 @@ import { fullPolicy, loraPolicy } from '../src/core/rl/textGrpo';
 import { defaultRolloutConfig } from '../src/core/runConfigTargets';
 import type { TextModel } from '../src/core/rollout/textEpisode';
 import { SFT_FIXED, type SftConfig } from '../src/core/sft/sft';
-import { textSftLossAndGrads, textSftSequences, textSftStep } from '../src/core/sft/textSft';
+import { textSftSequences } from '../src/core/sft/textSft';
+import { scorerLearner, sftLossAndGrads, sftStepOf } from '../src/core/sft/sft';
+import { hfScorer } from '../src/core/policyModel';
+import type { TextPolicy } from '../src/core/rl/textGrpo';
+
+/** A text policy's warm-start learner: the one SFT step over its scorer. */
+const learnerOf = (p: TextPolicy) => scorerLearner(hfScorer(p.model, p.trainable));
 import { withOptions } from '../src/core/tasks';
 import { initBackend } from '../src/runtime/backend';
 import { nodeFolderReader } from '../src/runtime/node/folderReader';
@@ -109,8 +115,8 @@ describe('the warm start of a Hugging Face model', () => {
     const lora = Lora.init(model.config, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj'] }, 3);
     try {
       const policy = loraPolicy(model, lora);
-      const whole = await textSftLossAndGrads(policy, seqs, 1 << 20);
-      const cut = await textSftLossAndGrads(policy, seqs, 200);
+      const whole = await sftLossAndGrads(learnerOf(policy), seqs, 1 << 20);
+      const cut = await sftLossAndGrads(learnerOf(policy), seqs, 200);
       expect(cut.loss).toBeCloseTo(whole.loss, 5);
       for (const [k, g] of whole.grads) expectClose(await cut.grads.get(k)!.data(), Array.from(await g.data()), k);
       [...whole.grads.values(), ...cut.grads.values()].forEach((t) => t.dispose());
@@ -124,10 +130,10 @@ describe('the warm start of a Hugging Face model', () => {
     const policy = fullPolicy(model);
     const opt = new AdamW(policy.trainable, { lr: 3e-3, ...ADAM_MOMENTS, weightDecay: 0.01, gradClip: 1 });
     try {
-      const first = await textSftStep(policy, opt, seqs, 3e-3, 300);
+      const first = await sftStepOf(learnerOf(policy), opt, seqs, 3e-3, 300);
       const before = tf.memory().numTensors;
       let last = first;
-      for (let i = 0; i < 8; i++) last = await textSftStep(policy, opt, seqs, 3e-3, 300);
+      for (let i = 0; i < 8; i++) last = await sftStepOf(learnerOf(policy), opt, seqs, 3e-3, 300);
       expect(tf.memory().numTensors).toBe(before);
       expect(first.applied && last.applied).toBe(true);
       expect(last.loss).toBeLessThan(first.loss - 0.5);
@@ -147,7 +153,7 @@ describe('the warm start of a Hugging Face model', () => {
       await mkdir(join(dir, 'adapter'), { recursive: true });
       await writeFile(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify(peftAdapterConfig(lora.config, model.config, join(dir, 'model'))));
       await writeFile(join(dir, 'adapter', 'adapter_model.safetensors'), encodeSafetensors(await lora.peftTensors()));
-      const ours = await textSftLossAndGrads(loraPolicy(model, lora), seqs, 256);
+      const ours = await sftLossAndGrads(learnerOf(loraPolicy(model, lora)), seqs, 256);
       const theirs = await torchSide(join(dir, 'adapter'), seqs);
       expect(Math.abs(ours.loss - theirs.loss) / theirs.loss).toBeLessThan(1e-4);
       expect([...ours.grads.keys()].map((k) => `${k}.weight`).sort()).toEqual(Object.keys(theirs.grads).sort());
@@ -159,7 +165,7 @@ describe('the warm start of a Hugging Face model', () => {
     it('full fine-tuning: the loss and the gradient of every weight equal torch autograd', async () => {
       const seqs = sequences().slice(0, 4);
       const policy = fullPolicy(model);
-      const ours = await textSftLossAndGrads(policy, seqs, 1 << 20);
+      const ours = await sftLossAndGrads(learnerOf(policy), seqs, 1 << 20);
       const theirs = await torchSide('-', seqs);
       expect(Math.abs(ours.loss - theirs.loss) / theirs.loss).toBeLessThan(1e-4);
       expect([...ours.grads.keys()].sort()).toEqual(Object.keys(theirs.grads).sort());

@@ -17,8 +17,9 @@ import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, type RunState, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { AdamW, ADAM_MOMENTS, cosineLr } from '../../core/optim/adamw';
-import { type SftConfig, type SftStepOutcome, type TaskMixEntry, sftMetricsRow, sftMixSequences, sftStep } from '../../core/sft/sft';
-import { textSftSequences, textSftStep } from '../../core/sft/textSft';
+import { type SftConfig, type SftStepOutcome, type TaskMixEntry, scorerLearner, sftMetricsRow, sftMixSequences, sftStep, sftStepOf } from '../../core/sft/sft';
+import { textSftSequences } from '../../core/sft/textSft';
+import { hfScorer } from '../../core/policyModel';
 import type { TrainSequence } from '../../core/parallel/sequences';
 import type { Task } from '../../core/tasks';
 import { PolicyDecoder } from '../../core/rollout';
@@ -241,6 +242,8 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
   const runConfig: Record<string, unknown> = { ...cfg, model: f.model, lengths, training: training.full ? { full: true } : { lora: training.lora } };
   const optimizer = new AdamW(policy.trainable, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
   const limits = { ...lengths, maxClones: cfg.limits.maxClonesPerRound, maxRounds: cfg.limits.maxRounds };
+  // The one warm-start step, over the model's scorer (its adapters, or every weight).
+  const learner = scorerLearner(hfScorer(policy.model, policy.trainable));
   return {
     runConfig,
     saved,
@@ -248,7 +251,7 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
     restoreOptimizer: () => runDir.restoreOptimizer(optimizer),
     describe: (argv) => runDir.describe(argv, runConfig),
     sequences: (step) => textSftSequences(mix, cfg, step, model.tokenizer, lengths, model.config.maxPositions),
-    step: (seqs, lr) => textSftStep(policy, optimizer, seqs, lr, cfg.microTokens),
+    step: (seqs, lr) => sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens),
     evaluate: () => textHeldOut(policy.model, mix, rc.evalN, limits),
     save: (state, rows) => run.save(optimizer, state, { 'metrics.jsonl': rows }),
     close: () => undefined,

@@ -11,6 +11,7 @@ import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGra
 import type { ModelConfig } from '../model/config';
 import { maskedTokenLoss } from '../model/gpt';
 import type { GPTParams } from '../model/params';
+import type { Scorer } from '../policyModel';
 import { type ProtocolLimits, rootLimitText } from '../protocol/grammar';
 import { drawProblem } from '../eval/splits';
 import { Rng } from '../rng';
@@ -299,13 +300,112 @@ export interface SftStepOutcome {
 }
 
 /**
- * One optimisation step over a set of sequences: cut into padded micro-batches by length
- * (`groupPlan`) whose gradients add up to the token-mean loss of the whole set. With `remotes`,
- * this thread and the remote workers take the micro-batches from one queue (`computeQueue`); the
- * gradients are added in micro-batch order, so the step is the same bits however they were spread.
- * `trainedTokens` counts the tokens that carried loss, `tokens` all tokens (padding excluded).
+ * What a warm-start step needs of a model: the variables it trains, and the gradient item of one
+ * padded micro-batch (its share `w / totalWeight` of the token-mean loss, and that loss as its one
+ * scalar). The toy's (`toyLearner`: its hand-written backward, label smoothing) and any Scorer's
+ * (`scorerLearner`: a Hugging Face decoder, LoRA or every weight).
  */
-export async function sftStep(
+export interface SftLearner {
+  readonly params: ReadonlyMap<string, tf.Variable>;
+  item(b: PaddedBatch, totalWeight: number, labelSmoothing: number): GradItem;
+}
+
+export const toyLearner = (params: GPTParams, config: ModelConfig): SftLearner => ({
+  params,
+  item: (b, totalWeight, labelSmoothing) => sftItem(params, config, b, totalWeight, labelSmoothing),
+});
+
+/** A Scorer's warm start: the masked NLL of its target log-probs (label smoothing needs every logit: the toy's only). */
+export function scorerLearner(scorer: Scorer): SftLearner {
+  return {
+    params: scorer.params,
+    item: (b, totalWeight, labelSmoothing) => {
+      if (labelSmoothing !== 0) throw new Error("sft: label smoothing reads every logit, which only the toy model's loss does");
+      const grads = new Map<string, tf.Tensor>();
+      if (b.weights.every((x) => x === 0)) return { grads, scalars: tf.zeros([1]) };
+      const { value, grads: byVariable } = tf.tidy(() =>
+        tf.variableGrads(() => {
+          const shape: [number, number] = [b.rows, b.length];
+          const { logp } = scorer.scores(tf.tensor2d(b.inputs, shape, 'int32'), tf.tensor2d(b.targets, shape, 'int32'), 1);
+          return tf.div(tf.neg(tf.sum(tf.mul(logp, tf.tensor2d(b.weights, shape, 'float32')))), totalWeight) as tf.Scalar;
+        }, [...scorer.params.values()]),
+      );
+      accumulateGrads(grads, scorer.params, byVariable);
+      const scalars = tf.reshape(value, [1]) as tf.Tensor1D;
+      value.dispose();
+      return { grads, scalars };
+    },
+  };
+}
+
+/**
+ * The summed gradients of a set of sequences' token-mean loss: cut into padded micro-batches by
+ * length (`groupPlan`); with `remotes`, this thread and the remote workers take the micro-batches
+ * from one queue (`computeQueue`); added in micro-batch order, so the same bits however they were
+ * spread. The gradients are the caller's to dispose.
+ */
+export async function sftLossAndGrads(
+  learner: SftLearner,
+  seqs: readonly TrainSequence[],
+  microTokens: number,
+  remotes: readonly RemoteGradients[] = [],
+  patience?: Patience,
+  labelSmoothing = 0,
+): Promise<{ loss: number; grads: Map<string, tf.Tensor>; trainedTokens: number }> {
+  const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
+  if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
+  const plan = groupPlan(
+    seqs.map((s) => s.tokens.length - 1),
+    remotes.length + 1,
+    microTokens,
+  );
+  const batches = plan.groups.map((g) => padBatch(seqs, g));
+  const sum = new GradFold(learner.params, 1);
+  try {
+    await computeQueue(
+      plan,
+      remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, labelSmoothing, claims, signal)),
+      {
+        here: async (i) => learner.item(batches[i], totalWeight, labelSmoothing),
+        fold: (_i, r) => sum.add(r),
+        release: releaseGradItem,
+      },
+      { patience },
+    );
+    const [loss] = await sum.finish();
+    return { loss, grads: sum.grads, trainedTokens: totalWeight };
+  } catch (e) {
+    sum.release();
+    throw e;
+  }
+}
+
+/**
+ * One optimisation step of any model over a set of sequences (`sftLossAndGrads`, then AdamW); a
+ * non-finite loss or gradient skips the update. `trainedTokens` counts the tokens that carried
+ * loss, `tokens` all tokens (padding excluded).
+ */
+export async function sftStepOf(
+  learner: SftLearner,
+  optimizer: AdamW,
+  seqs: readonly TrainSequence[],
+  lr: number,
+  microTokens: number,
+  remotes: readonly RemoteGradients[] = [],
+  patience?: Patience,
+  labelSmoothing = 0,
+): Promise<SftStepOutcome> {
+  const { loss, grads, trainedTokens } = await sftLossAndGrads(learner, seqs, microTokens, remotes, patience, labelSmoothing);
+  try {
+    const stats = Number.isFinite(loss) ? await optimizer.apply(grads, lr) : { gradNorm: NaN, applied: false };
+    return { loss, ...stats, trainedTokens, tokens: seqs.reduce((n, s) => n + s.tokens.length, 0) };
+  } finally {
+    grads.forEach((g) => g.dispose());
+  }
+}
+
+/** The toy model's warm-start step (`sftStepOf` over `toyLearner`). */
+export function sftStep(
   params: GPTParams,
   config: ModelConfig,
   optimizer: AdamW,
@@ -316,32 +416,6 @@ export async function sftStep(
   patience?: Patience,
   labelSmoothing = 0,
 ): Promise<SftStepOutcome> {
-  const totalWeight = seqs.reduce((n, s) => n + s.weights.reduce((a, b) => a + b, 0), 0);
-  if (totalWeight === 0) throw new Error('sft: no trainable tokens in the batch');
-  const plan = groupPlan(
-    seqs.map((s) => s.tokens.length - 1),
-    remotes.length + 1,
-    microTokens,
-  );
-  const batches = plan.groups.map((g) => padBatch(seqs, g));
-  const sum = new GradFold(params, 1);
-  try {
-    await computeQueue(
-      plan,
-      remotes.map((remote) => (claims: Claims, signal: AbortSignal) => remote(batches, totalWeight, labelSmoothing, claims, signal)),
-      {
-        here: async (i) => sftItem(params, config, batches[i], totalWeight, labelSmoothing),
-        fold: (_i, r) => sum.add(r),
-        release: releaseGradItem,
-      },
-      { patience },
-    );
-    const [loss] = await sum.finish();
-    const stats = Number.isFinite(loss) ? await optimizer.apply(sum.grads, lr) : { gradNorm: NaN, applied: false };
-    const tokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
-    return { loss, ...stats, trainedTokens: totalWeight, tokens };
-  } finally {
-    sum.release();
-  }
+  return sftStepOf(toyLearner(params, config), optimizer, seqs, lr, microTokens, remotes, patience, labelSmoothing);
 }
 export { cosineLr };
