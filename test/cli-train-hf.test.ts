@@ -238,6 +238,9 @@ describe.skipIf(py.python === null)(`train --model on a Hugging Face folder${py.
     const lora = await cli('train', '--init', 'public/checkpoints/warmstart-tiny', '--out', join(dir, 'bad'), '--steps', '1', '--lora-r', '4');
     expect(lora.code).toBe(2);
     expect(lora.stderr).toContain('--lora-r: a toy checkpoint trains every weight');
+    const told = await cli('frontier', '--model', model, '--n', '1', '--limit-in-prompt', 'yes');
+    expect(told.code).toBe(2);
+    expect(told.stderr).toContain('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
     const neither = await cli('train', '--out', join(dir, 'bad'), '--steps', '1');
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain('--init (a toy checkpoint) or --model (a Hugging Face model), one of them');

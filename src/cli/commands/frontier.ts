@@ -71,6 +71,7 @@ export const frontierCommand = defineCommand(
       throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
     if (f.model !== undefined) {
       if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
+      if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
       await setupBackend(f.backend);
       const loaded = await loadTextModel('model', f.model, f.weights);
       const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
