@@ -1,14 +1,14 @@
 /**
  * How many tokens a text root writes in the teachers' demonstrations (docs/TRAINING.md, "How long a
  * text root is"): `npx tsx scripts/textRootLengths.ts DIR [N]` renders N (default 200) arithmetic
- * problems' monolithic and expert delegating demonstrations in the text protocol under the tokenizer
+ * problems' monolithic, expert and naive delegating demonstrations in the text protocol under the tokenizer
  * of the model folder DIR (one made by `init --family`), and prints the quantiles of the tokens the
- * root writes (each assistant turn and its end of turn), with the objectives as rendered and as bare
- * expressions.
+ * root writes (each assistant turn and its end of turn) in the folder's prompt set.
  */
 import { loadHfTextModel } from '../src/core/io/hfTextModel';
 import { Rng } from '../src/core/rng';
 import { defaultRolloutConfig } from '../src/core/runConfigTargets';
+import { textPrompts } from '../src/core/protocol/prompts';
 import { renderTextDemo } from '../src/core/sft/textDemos';
 import { withOptions } from '../src/core/tasks';
 import type { Demonstration } from '../src/core/tasks/types';
@@ -25,39 +25,41 @@ const tok = (await loadHfTextModel(nodeFolderReader(dir), 'float32')).model.toke
 const { task, opts } = withOptions('arithmetic', {});
 const limits = defaultRolloutConfig('arithmetic');
 const rng = new Rng(11);
-/** The root's written tokens; `bare`: each objective as its expression alone. */
-const rootTokens = (demo: Demonstration, bare: boolean) =>
-  renderTextDemo(demo)
+const prompts = textPrompts(tok.prompts);
+/** The root's written tokens: each assistant turn and its end of turn. */
+const rootTokens = (demo: Demonstration) =>
+  renderTextDemo(demo, prompts)
     .root.messages.filter((m) => m.role === 'assistant')
-    .reduce((k, m) => k + tok.encode(bare ? m.content.replace(/Calculate the value of ([^"]*)\./g, '$1') : m.content, false).length + 1, 0);
-const rows: { mono: number; delegate: number; bare: number; chars: number }[] = [];
+    .reduce((k, m) => k + tok.encode(m.content, false).length + 1, 0);
+const rows: { mono: number; expert: number; naive: number; chars: number }[] = [];
 for (let i = 0; i < Number(n); i++) {
   const p = task.generate(rng, opts, `lengths-${i}`);
   const mono = task.teacherMono(p, rng);
-  const d = task.teacherDelegate(p, rng, limits, 'expert');
-  if (d) rows.push({ mono: rootTokens(mono, false), delegate: rootTokens(d, false), bare: rootTokens(d, true), chars: p.prompt.length });
+  const expert = task.teacherDelegate(p, rng, limits, 'expert');
+  const naive = task.teacherDelegate(p, rng, limits, 'naive');
+  if (expert && naive) rows.push({ mono: rootTokens(mono), expert: rootTokens(expert), naive: rootTokens(naive), chars: p.prompt.length });
 }
 const quantile = (xs: number[], f: number) => [...xs].sort((a, b) => a - b)[Math.floor(f * (xs.length - 1))];
 const line = (name: string, xs: number[]) => console.log(`${name}: median ${quantile(xs, 0.5)}, p75 ${quantile(xs, 0.75)}, p90 ${quantile(xs, 0.9)}`);
+console.log(`${dir}: ${prompts.name} prompts, ${rows.length} problems`);
 line(
   'monolithic chain',
   rows.map((r) => r.mono),
 );
 line(
   'expert delegation',
-  rows.map((r) => r.delegate),
+  rows.map((r) => r.expert),
 );
 line(
-  'expert delegation, bare objectives',
-  rows.map((r) => r.bare),
+  'naive delegation',
+  rows.map((r) => r.naive),
 );
 const long = rows.filter((r) => r.chars >= 20);
-console.log(
-  `problems of at least 20 characters (${long.length}): chain median ${quantile(
-    long.map((r) => r.mono),
-    0.5,
-  )}, bare delegation median ${quantile(
-    long.map((r) => r.bare),
-    0.5,
-  )}`,
+line(
+  `monolithic chain, problems of at least 20 characters (${long.length})`,
+  long.map((r) => r.mono),
+);
+line(
+  `expert delegation, problems of at least 20 characters (${long.length})`,
+  long.map((r) => r.expert),
 );

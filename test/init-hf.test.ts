@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfTextModel } from '../src/core/io/hfTextModel';
 import { decoderConfigFromHf, decoderLogits, decoderTensorSpecs } from '../src/core/model/decoder';
 import { GPT2_DEFAULT_SIZES, INIT_DEFAULT_SIZES, INIT_FAMILIES, initHfConfig, initHfFolder } from '../src/core/model/hfInit';
+import { PROMPTS_FIELD } from '../src/core/protocol/prompts';
 import { SPAWN_CLONE_TOOL } from '../src/core/protocol/toolCalls';
 import { Rng } from '../src/core/rng';
 import { withOptions } from '../src/core/tasks';
@@ -27,6 +28,7 @@ import { protocolCorpusTexts } from '../src/core/tokenizer/protocolTokenizer';
 import { SHORT_SYSTEM_PROMPT } from '../src/core/verl/dataset';
 import { initBackend } from '../src/runtime/backend';
 import { nodeFolderReader } from '../src/runtime/node/folderReader';
+import { writeHfFolder } from '../src/runtime/node/folderWriter';
 import { cli } from './cliProcess';
 import { pythonWith } from './python/python';
 
@@ -196,6 +198,24 @@ describe('init --family sizes and tokenizer', () => {
     expect(std).toBeLessThan(0.021);
   });
 
+  it('names its prompt set in tokenizer_config.json (short unless told); the tokenizer reads it and refuses another value by name', async () => {
+    const sizes = { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 32, kvHeads: 4, maxPositions: 64 };
+    expect(initHfFolder('qwen2', sizes, 1).tokenizerConfig[PROMPTS_FIELD]).toBe('short');
+    const ref = initHfFolder('qwen2', sizes, 1, 'reference');
+    expect(ref.tokenizerConfig[PROMPTS_FIELD]).toBe('reference');
+    const at = join(dir, 'prompts');
+    await writeHfFolder(at, ref);
+    expect((await loadHfTextModel(nodeFolderReader(at), 'float32')).model.tokenizer.prompts).toBe('reference');
+    const config = JSON.parse(await readFile(join(at, 'tokenizer_config.json'), 'utf8'));
+    delete config[PROMPTS_FIELD];
+    await writeFile(join(at, 'tokenizer_config.json'), JSON.stringify(config));
+    expect((await loadHfTextModel(nodeFolderReader(at), 'float32')).model.tokenizer.prompts).toBe('reference');
+    await writeFile(join(at, 'tokenizer_config.json'), JSON.stringify({ ...config, [PROMPTS_FIELD]: 'long' }));
+    await expect(loadHfTextModel(nodeFolderReader(at), 'float32')).rejects.toThrow(
+      /tokenizer_config.json: selfcest_prompts must be one of reference, short \(got "long"\)/,
+    );
+  });
+
   it('refuses by name, with exit 2 and nothing written, a size a family lacks, sizes that do not fit, and a mix of the two forms', async () => {
     const cases: [string[], RegExp][] = [
       [['--family', 'gpt2', '--kv-heads', '2'], /--kv-heads does not apply to gpt2/],
@@ -207,6 +227,8 @@ describe('init --family sizes and tokenizer', () => {
       [['--preset', 'tiny', '--family', 'qwen2'], /give one of --preset .* and --family/],
       [[], /give one of --preset .* and --family/],
       [['--family', 'qwen3'], /--family must be one of qwen2, llama, gpt2/],
+      [['--preset', 'tiny', '--prompts', 'short'], /--prompts applies to --family/],
+      [['--family', 'qwen2', '--prompts', 'long'], /--prompts must be one of reference, short/],
     ];
     const runs = await Promise.all(cases.map(([args], i) => cli('init', ...args, '--out', join(dir, `refused-${i}`))));
     cases.forEach(([args, message], i) => {

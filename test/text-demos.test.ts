@@ -5,7 +5,8 @@
  * token (with who wrote each), the same clones with the same objectives and answers, the
  * demonstration's answer, and no violation but the clones the teacher shows over their budget.
  * Both tasks, both teacher styles, monolithic and delegated, many seeds, on a folder made by
- * `init --family qwen2` (its tokenizer and ChatML template with tools).
+ * `init --family qwen2 --prompts reference` (its tokenizer and ChatML template with tools); the
+ * short prompt set's rendering beside it.
  */
 import * as tf from '@tensorflow/tfjs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,7 +15,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfTextModel } from '../src/core/io/hfTextModel';
 import { initHfFolder, INIT_DEFAULT_SIZES } from '../src/core/model/hfInit';
+import { SHORT_CLONE_SYSTEM, textPrompts } from '../src/core/protocol/prompts';
 import { Rng } from '../src/core/rng';
+import { SHORT_SYSTEM_PROMPT } from '../src/core/verl/dataset';
 import { type TextModel, runTextEpisode } from '../src/core/rollout/textEpisode';
 import type { TextLimits } from '../src/core/rollout/textLimits';
 import { type TextDemonstration, renderTextDemo, textDemoContexts, textTrainSequence } from '../src/core/sft/textDemos';
@@ -25,6 +28,7 @@ import { initBackend } from '../src/runtime/backend';
 import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { writeHfFolder } from '../src/runtime/node/folderWriter';
 
+const REFERENCE = textPrompts('reference');
 let dir = '';
 let model: TextModel;
 const LIMITS: TextLimits = { rootMaxTokens: 4096, cloneBudget: 48, maxClones: 16, maxRounds: 4 };
@@ -34,7 +38,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'text-demos-'));
   await writeHfFolder(
     dir,
-    initHfFolder('qwen2', { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 16, heads: 2, kvHeads: 1, intermediateSize: 16, maxPositions: 4096 }, 3),
+    initHfFolder('qwen2', { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 16, heads: 2, kvHeads: 1, intermediateSize: 16, maxPositions: 4096 }, 3, 'reference'),
   );
   model = (await loadHfTextModel(nodeFolderReader(dir), 'float32')).model;
 });
@@ -74,7 +78,7 @@ function script(demo: TextDemonstration): number[] {
 }
 
 async function replay(d: Demonstration) {
-  const demo = renderTextDemo(d);
+  const demo = renderTextDemo(d, REFERENCE);
   const tokens = script(demo);
   let at = 0;
   const episode = await runTextEpisode(
@@ -143,7 +147,7 @@ describe('text demonstrations replayed through runTextEpisode', () => {
 
   it("renders an arithmetic root as a chat: the call with the clones' objectives, their answers as the tool response, the answer line", () => {
     const [d] = demos('arithmetic', 'expert', 1, 1);
-    const demo = renderTextDemo(d);
+    const demo = renderTextDemo(d, REFERENCE);
     expect(d.problem.prompt).toBe('57-77+1-7*7');
     expect(demo.root.messages.slice(1)).toEqual([
       { role: 'user', content: 'Calculate the value of 57-77+1-7*7.' },
@@ -156,5 +160,27 @@ describe('text demonstrations replayed through runTextEpisode', () => {
       { role: 'assistant', content: '-19-49=-68\nAnswer: -68' },
     ]);
     expect(demo.clones.map((c) => c.messages[2].content)).toEqual(['-20+1=-19\nAnswer: -19', '-49\nAnswer: -49']);
+  });
+
+  it('renders the same root in the short prompt set: its system prompt, the bare expression as the question and as objectives', () => {
+    const [d] = demos('arithmetic', 'expert', 1, 1);
+    const demo = renderTextDemo(d, textPrompts('short'));
+    expect(demo.root.messages).toEqual([
+      { role: 'system', content: SHORT_SYSTEM_PROMPT },
+      { role: 'user', content: '57-77+1-7*7' },
+      { role: 'assistant', content: '<tool_call>\n{"name": "spawn_clone", "arguments": {"objectives": ["57-77+1", "-7*7"]}}\n</tool_call>' },
+      { role: 'tool', content: '["-19","-49"]' },
+      { role: 'assistant', content: '-19-49=-68\nAnswer: -68' },
+    ]);
+    expect(demo.clones.map((c) => c.messages.slice(0, 2))).toEqual([
+      [
+        { role: 'system', content: SHORT_CLONE_SYSTEM },
+        { role: 'user', content: '57-77+1' },
+      ],
+      [
+        { role: 'system', content: SHORT_CLONE_SYSTEM },
+        { role: 'user', content: '-7*7' },
+      ],
+    ]);
   });
 });

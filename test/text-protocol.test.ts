@@ -7,7 +7,8 @@
  * contexts token for token (with who wrote each), the same clones with the same objectives and
  * answers, the demonstration's answer, and no violation but the clones the teacher shows over their
  * budget. Every episode of a task runs in one scheduler, its contexts interleaved. Both tasks, both
- * teacher styles, monolithic and delegated, on a folder made by `init --family qwen2`.
+ * teacher styles, monolithic and delegated, in both prompt sets, on folders made by
+ * `init --family qwen2 --prompts reference|short`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfTextModel } from '../src/core/io/hfTextModel';
 import { initHfFolder, INIT_DEFAULT_SIZES } from '../src/core/model/hfInit';
 import { CLONE_FAILED, cloneChat, textProtocol } from '../src/core/protocol/textProtocol';
+import { PROMPT_SETS, type PromptSetName, type TextPrompts, textPrompts } from '../src/core/protocol/prompts';
 import { cloneUserMessage } from '../src/core/protocol/toolCalls';
 import { Rng } from '../src/core/rng';
 import type { RolloutConfig } from '../src/core/rollout/config';
@@ -32,18 +34,26 @@ import { writeHfFolder } from '../src/runtime/node/folderWriter';
 
 let dir = '';
 let tokenizer: HfTokenizer;
+let prompts: TextPrompts;
 const BUDGET = 48;
 const WINDOW = 4096;
 
 beforeAll(async () => {
   await initBackend('wasm');
+});
+
+/** A folder made by `init --family qwen2 --prompts <set>`: its tokenizer frames the episodes in that set. */
+async function useFolder(set: PromptSetName): Promise<void> {
+  if (dir) await rm(dir, { recursive: true, force: true });
   dir = await mkdtemp(join(tmpdir(), 'text-protocol-'));
   await writeHfFolder(
     dir,
-    initHfFolder('qwen2', { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 16, heads: 2, kvHeads: 1, intermediateSize: 16, maxPositions: WINDOW }, 3),
+    initHfFolder('qwen2', { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 16, heads: 2, kvHeads: 1, intermediateSize: 16, maxPositions: WINDOW }, 3, set),
   );
   tokenizer = (await loadHfTextModel(nodeFolderReader(dir), 'float32')).model.tokenizer;
-});
+  expect(tokenizer.prompts).toBe(set);
+  prompts = textPrompts(set);
+}
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -99,20 +109,21 @@ const lengths = { rootMaxTokens: WINDOW, cloneBudget: BUDGET };
 
 /** Every context an episode of `d` holds: the demonstration's, and a one-line answer for a clone the teacher leaves out. */
 function scripts(d: Demonstration): { contexts: TextDemoContext[]; extra: number[][] } {
-  const demo = renderTextDemo(d);
+  const demo = renderTextDemo(d, prompts);
   const contexts = textDemoContexts(demo, tokenizer, lengths)!;
   const extra = demo.rounds
     .flat()
     .filter((c) => c.chat === null)
     .map((c) => [
-      ...tokenizer.chatIds(cloneChat(cloneUserMessage({ instruction: c.objective, sharedContextKeys: c.keys }, d.problem.context ?? {})), true),
+      ...tokenizer.chatIds(cloneChat(prompts, cloneUserMessage({ instruction: c.objective, sharedContextKeys: c.keys }, d.problem.context ?? {})), true),
       ...tokenizer.encode(`Answer: ${c.answer}`, false),
       ...tokenizer.stopIds(),
     ]);
   return { contexts, extra };
 }
 
-describe('the text protocol through the rollout scheduler', () => {
+describe.each(PROMPT_SETS)('the text protocol through the rollout scheduler, %s prompts', (set) => {
+  beforeAll(() => useFolder(set));
   const cases: [TaskName, 'expert' | 'naive', Record<string, unknown>][] = [
     ['arithmetic', 'expert', {}],
     ['arithmetic', 'naive', {}],
@@ -125,7 +136,7 @@ describe('the text protocol through the rollout scheduler', () => {
       const { task: t } = withOptions(task, options);
       // Monolithic demonstrations run as the monolithic method (no tool offered), the others delegated: one scheduler each.
       for (const mono of [false, true]) {
-        const chosen = ds.filter((d) => (d.style === 'mono') === mono && renderTextDemo(d).root.tools === !mono);
+        const chosen = ds.filter((d) => (d.style === 'mono') === mono && renderTextDemo(d, prompts).root.tools === !mono);
         if (chosen.length === 0) continue;
         const all = chosen.map(scripts);
         const cfg: RolloutConfig = {
@@ -146,7 +157,7 @@ describe('the text protocol through the rollout scheduler', () => {
         const traces: EpisodeTrace[] = await scheduler.run();
         traces.forEach((trace, i) => {
           const d = chosen[i];
-          const demo = renderTextDemo(d);
+          const demo = renderTextDemo(d, prompts);
           const [root, ...clones] = all[i].contexts;
           expect(trace.answer).toBe(d.problem.truth);
           expect(trace.correct).toBe(true);
@@ -185,7 +196,7 @@ describe('the text protocol through the rollout scheduler', () => {
     const turn1 = [...tokenizer.encode(`${call(['a', '', 'b', 'c'])}<tool_call>{oops</tool_call>`, false), ...stop];
     const root = [...start.prompt, ...turn1];
     const clone = (obj: string, reply: string) => [
-      ...tokenizer.chatIds(cloneChat(cloneUserMessage({ instruction: obj, sharedContextKeys: [] }, {})), true),
+      ...tokenizer.chatIds(cloneChat(prompts, cloneUserMessage({ instruction: obj, sharedContextKeys: [] }, {})), true),
       ...tokenizer.encode(reply, false),
       ...stop,
     ];

@@ -17,6 +17,7 @@ import {
   tensorParameterCount,
 } from '../../core/model/hfInit';
 import { writeHfFolder } from '../../runtime/node/folderWriter';
+import { PROMPT_SETS, type PromptSetName } from '../../core/protocol/prompts';
 
 // The toy's backend flag without its default, so that a --backend given with --family (which reads none) is seen and refused.
 const { default: _wasm, ...BACKEND_CHOICE } = BACKEND_FLAG;
@@ -46,6 +47,11 @@ export const init = defineCommand(
     'kv-heads': size(`key/value heads, dividing the heads (qwen2, llama; default ${d.kvHeads})`, 64),
     intermediate: size(`MLP size (--family; default ${d.intermediateSize}, gpt2 4 × hidden)`, 16384),
     'max-positions': size(`context window in tokens (--family; default ${d.maxPositions})`, 32768),
+    prompts: {
+      type: 'string',
+      choices: PROMPT_SETS,
+      help: "with --family: the prompts its episodes are framed in (written to tokenizer_config.json selfcest_prompts): short (about 30 tokens of system prompt, bare expressions) or reference (the verl export's) (default short)",
+    },
     seed: { type: 'int', default: 0, min: 0, max: SEED_MAX, help: 'initialisation seed' },
     out: { type: 'string', required: true, help: 'output directory' },
     backend: { ...BACKEND_CHOICE, help: `${BACKEND_FLAG.help} (--preset only; default ${BACKEND_FLAG.default})` },
@@ -57,6 +63,7 @@ export const init = defineCommand(
     if (family === undefined) {
       const given = Object.keys(SIZE_FLAGS).filter((k) => f[k as keyof typeof SIZE_FLAGS] !== undefined);
       if (given.length > 0) throw new UsageError(`${given.map((k) => `--${k}`).join(', ')} size a --family model; --preset sizes the toy`);
+      if (f.prompts !== undefined) throw new UsageError('--prompts applies to --family: the toy speaks its token grammar');
       await checkOutDir(f.out);
       await setupBackend(f.backend ?? BACKEND_FLAG.default);
       const policy = freshPolicy(f.preset as string, f.seed);
@@ -81,13 +88,13 @@ export const init = defineCommand(
     const flagOf = (field: keyof InitSizes) => `--${Object.keys(SIZE_FLAGS).find((k) => SIZE_FLAGS[k as keyof typeof SIZE_FLAGS] === field)}`;
     const error = initSizesError(family, sizes, flagOf);
     if (error !== null) throw new UsageError(error);
-    const parts = initHfFolder(family, sizes, f.seed);
+    const parts = initHfFolder(family, sizes, f.seed, (f.prompts ?? 'short') as PromptSetName);
     await checkOutDir(f.out);
     await writeHfFolder(f.out, parts);
     const params = tensorParameterCount([...parts.tensors.values()]);
     console.log(
       `wrote ${family} (${params.toLocaleString('en')} parameters, ${((params * 4) / 1e6).toFixed(1)} MB float32, vocabulary ${String(parts.config.vocab_size)}, ` +
-        `${sizes.layers} layers × ${sizes.hiddenSize}, ${sizes.maxPositions} positions, seed ${f.seed}) to ${f.out}`,
+        `${sizes.layers} layers × ${sizes.hiddenSize}, ${sizes.maxPositions} positions, ${f.prompts ?? 'short'} prompts, seed ${f.seed}) to ${f.out}`,
     );
   },
 );

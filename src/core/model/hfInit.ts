@@ -9,6 +9,7 @@
  */
 import type { FolderParts } from '../io/hfFolderParts';
 import { Rng } from '../rng';
+import type { PromptSetName } from '../protocol/prompts';
 import { IM_END, PAD_TOKEN, protocolTokenizerConfig, protocolTokenizerJson } from '../tokenizer/protocolTokenizer';
 import { decoderConfigFromHf, decoderTensorSpecs } from './decoder';
 
@@ -132,7 +133,7 @@ export function initHfTensors(config: Record<string, unknown>, seed: number): { 
  * the family's config sized to its vocabulary, the seeded weights, and a generation config that
  * stops at the end of a turn.
  */
-export function initHfFolder(family: InitFamily, sizes: InitSizes, seed: number): FolderParts {
+export function initHfFolder(family: InitFamily, sizes: InitSizes, seed: number, prompts: PromptSetName = 'short'): FolderParts {
   const tokenizer = protocolTokenizerJson();
   const vocab = (tokenizer.model as { vocab: Record<string, number> }).vocab;
   const ids: SpecialIds = { bos: vocab[PAD_TOKEN], eos: vocab[IM_END], pad: vocab[PAD_TOKEN] };
@@ -140,7 +141,7 @@ export function initHfFolder(family: InitFamily, sizes: InitSizes, seed: number)
   return {
     config,
     tokenizer,
-    tokenizerConfig: protocolTokenizerConfig(sizes.maxPositions),
+    tokenizerConfig: protocolTokenizerConfig(sizes.maxPositions, prompts),
     generationConfig: { bos_token_id: ids.bos, eos_token_id: ids.eos, pad_token_id: ids.pad },
     tensors: new Map(initHfTensors(config, seed).map(({ name, ...t }) => [name, t])),
   };

@@ -1,7 +1,7 @@
 /**
  * The reference's text protocol as a Protocol (protocol.ts), for a real model under its chat
  * template. The root reads the task with the spawn_clone tool offered and may call it at the end of
- * a turn; each objective becomes a clone, a fresh chat (CLONE_SYSTEM and the objective with its
+ * a turn; each objective becomes a clone, a fresh chat (the clone system prompt and the objective with its
  * shared-context keys expanded) with the run's clone budget (the largest of `budgets`: a call names
  * no budget); the clones' answers come back as one tool message rendered by the template; the root
  * ends with a line "Answer: …".
@@ -16,23 +16,14 @@ import type { EpisodeLimits } from '../rollout/config';
 import type { TaskName } from '../tasks';
 import type { Problem } from '../tasks/types';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
-import { monoChat, rootChat } from '../verl/dataset';
 import type { CloneEvent, CloneStart, CloneTurns, Protocol, ProtocolNote, RootEvent, RootStart, RootTurns } from './protocol';
+import { type TextPrompts, textPrompts } from './prompts';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from './toolCalls';
-
-/**
- * What a clone is told (its role, that keys may have been expanded into context, the answer line,
- * brevity, and to say why when it fails): the points of the reference's default clone prompt, in
- * this project's words.
- */
-export const CLONE_SYSTEM =
-  'You are a clone started by a root agent for one objective. Any context you are given was expanded from keys the root named. ' +
-  'Keep it short, and end with a line "Answer: <result>"; if the objective cannot be done, say why in one line.';
 
 /** What the root is told for a clone that returned no answer. */
 export const CLONE_FAILED = 'failed: no answer within the budget';
 
-export type ChatTokenizer = Pick<HfTokenizer, 'chatIds' | 'chatText' | 'decode' | 'encode' | 'stopIds' | 'pieces'>;
+export type ChatTokenizer = Pick<HfTokenizer, 'chatIds' | 'chatText' | 'decode' | 'encode' | 'stopIds' | 'pieces' | 'prompts'>;
 
 /**
  * The tokens the loop injects after a root's turn: `messages` ending with that turn and its tool
@@ -70,10 +61,10 @@ export function answerOf(text: string): string | null {
   return a === '' ? null : a;
 }
 
-/** A clone's chat before it writes: the clone system prompt and its message. */
-export function cloneChat(message: string): ChatMessage[] {
+/** A clone's chat before it writes: the clone system prompt of the set and its message. */
+export function cloneChat(prompts: TextPrompts, message: string): ChatMessage[] {
   return [
-    { role: 'system', content: CLONE_SYSTEM },
+    { role: 'system', content: prompts.cloneSystem },
     { role: 'user', content: message },
   ];
 }
@@ -141,7 +132,7 @@ class TextRoot implements RootTurns {
           break;
         }
         const message = cloneUserMessage(r, this.problem.context ?? {});
-        clones.push({ subtask: r.instruction, budget, prompt: tokenizer.chatIds(cloneChat(message), true) });
+        clones.push({ subtask: r.instruction, budget, prompt: tokenizer.chatIds(cloneChat(textPrompts(tokenizer.prompts), message), true) });
       }
     }
     return { kind: 'spawn', clones, notes };
@@ -189,12 +180,13 @@ export function textProtocol(tokenizer: ChatTokenizer): Protocol {
   const stop: ReadonlySet<number> = new Set(tokenizer.stopIds());
   if (stop.size === 0) throw new Error('text protocol: the tokenizer names no eos_token, so no turn can end');
   const none: ReadonlySet<number> = new Set();
+  const prompts = textPrompts(tokenizer.prompts);
   return {
     name: 'text',
     root(problem: Problem, limits: EpisodeLimits, o: { allowSpawn: boolean; limitInPrompt: boolean }): RootStart {
       if (o.limitInPrompt) throw new Error('text protocol: a root limit in the prompt has no form here (unset rootLimitMin)');
       const task = problem.task as TaskName;
-      const messages: ChatMessage[] = (o.allowSpawn ? rootChat(task, problem) : monoChat(task, problem)).map((m) => ({ ...m }));
+      const messages: ChatMessage[] = (o.allowSpawn ? prompts.root(task, problem) : prompts.mono(task, problem)).map((m) => ({ ...m }));
       const tools = o.allowSpawn ? [SPAWN_CLONE_TOOL] : undefined;
       const prompt = tokenizer.chatIds(messages, true, tools);
       return { promptText: problem.prompt, prompt, turns: new TextRoot(tokenizer, stop, problem, limits, messages, tools, prompt) };

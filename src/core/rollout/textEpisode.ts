@@ -13,7 +13,8 @@
  */
 import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type DecoderParams, argmaxToken } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
-import { CLONE_FAILED, CLONE_SYSTEM, answerOf, toolResponseIds, writesToolResponse } from '../protocol/textProtocol';
+import { CLONE_FAILED, answerOf, toolResponseIds, writesToolResponse } from '../protocol/textProtocol';
+import { CLONE_SYSTEM } from '../protocol/prompts';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 import type { ContextCredit, RewardBreakdown } from './trace';

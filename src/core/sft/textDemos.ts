@@ -8,25 +8,26 @@
  * `<ctx>*` fanned out as the runtime fans it) or in an answer block; the injected `<ret>…<resume>`
  * gives what each clone returned.
  *
- *   root   system + user as `rootChat` (the spawn_clone tool offered); each generated run an
+ *   root   system + user as the prompt set's `root` (the spawn_clone tool offered); each generated run an
  *          assistant turn: its chain of thought (the toy's leading `=` dropped), then one
  *          spawn_clone call whose objectives are the spawn blocks (with `shared_context` keys
  *          where a block names `<ctx>key`), or a last line `Answer: X`; each join a tool message
  *          holding the clones' answers as the loop writes it (a failed clone: CLONE_FAILED).
- *   clone  CLONE_SYSTEM + the objective with its context expanded (cloneUserMessage); the reply
+ *   clone  the set's clone prompt + the objective with its context expanded (cloneUserMessage); the reply
  *          its chain then `Answer: v`. A clone with no answer block (the naive teacher's clone
  *          over its budget) is `cut`: the loop stops it at the clone budget with no answer, so its
  *          tokens are its chain run on to exactly that budget, with no end of turn.
- *   mono   one chat with no call: under `rootChat` with the tool offered (the root answers alone)
+ *   mono   one chat with no call: under the set's `root` with the tool offered (the root answers alone)
  *          when the problem's root prompt holds everything, else (multihop: the context is in
- *          `monoPrompt` only) under `monoChat` with no tool, as the monolithic method runs.
+ *          `monoPrompt` only) under its `mono` with no tool, as the monolithic method runs.
  *
  * The toy budgets (`<bN>`) are not rendered: a spawn_clone call names no budget, every clone of a
  * text episode has the run's one clone budget.
  */
 import { type ProtocolLimits, type SpawnBlock, RootParser, clonePrompt, fanOut } from '../protocol/grammar';
 import { SPAWN_CLONE, TOOL_CALL_END, TOOL_CALL_START, cloneUserMessage } from '../protocol/toolCalls';
-import { CLONE_FAILED, CLONE_SYSTEM, toolResponseIds } from '../protocol/textProtocol';
+import { CLONE_FAILED, toolResponseIds } from '../protocol/textProtocol';
+import type { TextPrompts } from '../protocol/prompts';
 import type { TaskName } from '../tasks';
 import type { DemoContext, Demonstration, Problem, Segment } from '../tasks/types';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
@@ -35,7 +36,6 @@ import { Tokenizer } from '../tokenizer/tokenizer';
 import { BUDGET_BUCKETS, T, VOCAB } from '../tokenizer/vocab';
 import { SPAWN_CLONE_TOOL } from '../protocol/toolCalls';
 import type { TrainSequence } from '../parallel/sequences';
-import { monoChat, rootChat } from '../verl/dataset';
 
 /** One chat: its messages (assistant turns included) and whether the spawn_clone tool is offered. */
 export interface TextChat {
@@ -79,19 +79,8 @@ const toy = Tokenizer.builtin();
 const OPEN_LIMITS: ProtocolLimits = { maxClonesPerRound: 1 << 20, maxRounds: 1 << 20, budgets: BUDGET_BUCKETS };
 const chars = (ids: readonly number[]) => ids.map((id) => VOCAB[id]).join('');
 
-/** How a subtask is asked in text, by task: the toy prompt's question as an objective. */
-const OBJECTIVE: { readonly [N in TaskName]: (question: string) => string } = {
-  arithmetic: (q) => `Calculate the value of ${q}.`,
-  multihop: (q) => `What is the value of ${q.replace(/\?$/, '')}?`,
-};
-
-const taskOf = (p: Problem): TaskName => {
-  if (!(p.task in OBJECTIVE)) throw new Error(`textDemos: no text rendering for task ${JSON.stringify(p.task)}`);
-  return p.task as TaskName;
-};
-
 /** A spawn block's objective and keys: `<ctx>key` names a key; the rest is the question. */
-function blockRequest(task: TaskName, b: SpawnBlock): { objective: string; keys: string[] } {
+function blockRequest(prompts: TextPrompts, task: TaskName, b: SpawnBlock): { objective: string; keys: string[] } {
   const keys: string[] = [];
   let question = '';
   for (let i = 0; i < b.subtask.length; i++) {
@@ -103,7 +92,7 @@ function blockRequest(task: TaskName, b: SpawnBlock): { objective: string; keys:
     while (i + 1 < b.subtask.length && /^[a-z0-9_]$/.test(VOCAB[b.subtask[i + 1]] ?? '')) key += VOCAB[b.subtask[++i]];
     keys.push(key);
   }
-  return { objective: OBJECTIVE[task](question.trim()), keys };
+  return { objective: prompts.objective(task, question.trim()), keys };
 }
 
 /** A chain of thought as text: the toy's leading `=` dropped. */
@@ -146,10 +135,10 @@ const promptBody = (c: DemoContext, open: string) => {
   return s.text.slice(open.length, -'<sep>'.length);
 };
 
-/** The demonstration rendered in the text protocol. */
-export function renderTextDemo(demo: Demonstration): TextDemonstration {
+/** The demonstration rendered in the text protocol, in a prompt set's words. */
+export function renderTextDemo(demo: Demonstration, prompts: TextPrompts): TextDemonstration {
   const p = demo.problem;
-  const task = taskOf(p);
+  const task = p.task as TaskName;
   const context = p.context ?? {};
   const [root, ...cloneContexts] = demo.contexts;
   if (root?.role !== 'root') throw new Error('textDemos: a demonstration starts with its root');
@@ -164,7 +153,7 @@ export function renderTextDemo(demo: Demonstration): TextDemonstration {
     const cut = body.lastIndexOf(' ');
     const chunk = Object.keys(context).length > 0 && cut > 0 ? body.slice(0, cut) : null;
     const key = chunk === null ? null : (keyOfChunk.get(chunk) ?? `drill${i}`);
-    const objective = OBJECTIVE[task](chunk === null ? body : body.slice(cut + 1));
+    const objective = prompts.objective(task, chunk === null ? body : body.slice(cut + 1));
     const message = cloneUserMessage({ instruction: objective, sharedContextKeys: key === null ? [] : [key] }, key === null ? {} : { [key]: chunk! });
     const reply = cloneReply(
       c.segments
@@ -177,7 +166,7 @@ export function renderTextDemo(demo: Demonstration): TextDemonstration {
       cut: reply.cut,
       tools: false,
       messages: [
-        { role: 'system', content: CLONE_SYSTEM },
+        { role: 'system', content: prompts.cloneSystem },
         { role: 'user', content: message },
         { role: 'assistant', content: reply.text },
       ],
@@ -187,7 +176,7 @@ export function renderTextDemo(demo: Demonstration): TextDemonstration {
   // The root: its generated runs parsed, each ending in a join or the answer.
   const promptText = promptBody(root, '<root>');
   const mono = demo.style === 'mono';
-  const head: ChatMessage[] = mono && p.monoPrompt !== undefined && promptText === p.monoPrompt ? monoChat(task, p) : rootChat(task, p);
+  const head: ChatMessage[] = mono && p.monoPrompt !== undefined && promptText === p.monoPrompt ? prompts.mono(task, p) : prompts.root(task, p);
   const tools = head.length > 1;
   const messages: ChatMessage[] = [...head];
   const rounds: SpawnedClone[][] = [];
@@ -204,7 +193,7 @@ export function renderTextDemo(demo: Demonstration): TextDemonstration {
       const fanned = fanOut(blocks, context);
       if ('error' in fanned) throw new Error(`textDemos: ${fanned.error}`);
       if (answers.length !== fanned.blocks.length) throw new Error(`textDemos: ${fanned.blocks.length} clones spawned but ${answers.length} answers injected`);
-      const requests = fanned.blocks.map((b) => blockRequest(task, b));
+      const requests = fanned.blocks.map((b) => blockRequest(prompts, task, b));
       messages.push({ role: 'assistant', content: turn(thought(chars(text)), spawnCallText(requests)) });
       messages.push({ role: 'tool', content: JSON.stringify(answers) });
       rounds.push(

@@ -9,6 +9,7 @@
  * over what the policy trains (LoRA adapters or every weight), by AdamW at the cosine schedule.
  */
 import type { TrainSequence } from '../parallel/sequences';
+import { textPrompts } from '../protocol/prompts';
 import type { HfTokenizer } from '../tokenizer/hfTokenizer';
 import { Tokenizer } from '../tokenizer/tokenizer';
 import { type SftConfig, type TaskMixEntry, sftMixSequences } from './sft';
@@ -32,12 +33,13 @@ export function textSftSequences<O>(
   maxPositions: number,
 ): TrainSequence[] {
   if (cfg.rootLimits) throw new Error('sft: a root limit in the prompt has no form in the text protocol');
+  const prompts = textPrompts(tokenizer.prompts);
   return sftMixSequences(
     mix,
     cfg,
     step,
     (t) => toy.encode(t),
     maxPositions,
-    (demo) => textDemoContexts(renderTextDemo(demo), tokenizer, lengths)?.map(textTrainSequence) ?? null,
+    (demo) => textDemoContexts(renderTextDemo(demo, prompts), tokenizer, lengths)?.map(textTrainSequence) ?? null,
   );
 }

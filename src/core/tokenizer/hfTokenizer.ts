@@ -11,6 +11,7 @@
 import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
 import { type FolderReader, HfFolderError, jsonFile } from '../io/hfFolder';
 import { ChatTemplate } from './chatTemplate';
+import { PROMPTS_FIELD, PROMPT_SETS, type PromptSetName, isPromptSetName } from '../protocol/prompts';
 import { SPECIAL_TOKEN_FIELDS, type TokenizerVocabulary, checkSpecialTokens, specialToken, tokenizerVocabulary } from './hfTokenizerChecks';
 
 export interface ChatMessage {
@@ -48,6 +49,8 @@ export class HfTokenizer {
     private readonly specials: Record<string, string>,
     /** What the tokenizer can emit: its largest id is checked against the model's embedding. */
     readonly vocabulary: Omit<TokenizerVocabulary, 'tokens'>,
+    /** The prompt set a text episode frames its chats in (tokenizer_config.json `selfcest_prompts`; reference when absent). */
+    readonly prompts: PromptSetName,
   ) {}
 
   static async fromFolder(read: FolderReader): Promise<HfTokenizer> {
@@ -86,7 +89,10 @@ export class HfTokenizer {
       const token = specialToken(config, field);
       if (token !== null) specials[field] = token;
     }
-    const loaded = new HfTokenizer(hf, templates, specials, { maxId: vocabulary.maxId, maxIdToken: vocabulary.maxIdToken });
+    const prompts = config[PROMPTS_FIELD] ?? 'reference';
+    if (!isPromptSetName(prompts))
+      throw new HfFolderError(`tokenizer_config.json: ${PROMPTS_FIELD} must be one of ${PROMPT_SETS.join(', ')} (got ${JSON.stringify(prompts)})`);
+    const loaded = new HfTokenizer(hf, templates, specials, { maxId: vocabulary.maxId, maxIdToken: vocabulary.maxIdToken }, prompts);
     // A template that breaks on a plain user turn is refused now, not in the middle of an episode.
     if (templates.size > 0) loaded.chatText([{ role: 'user', content: 'Calculate the value of 1+2.' }], true);
     return loaded;

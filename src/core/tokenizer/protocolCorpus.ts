@@ -8,7 +8,7 @@
  */
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, TOOL_CALL_END, TOOL_CALL_START, cloneUserMessage } from '../protocol/toolCalls';
 import { Rng } from '../rng';
-import { CLONE_SYSTEM } from '../protocol/textProtocol';
+import { CLONE_SYSTEM } from '../protocol/prompts';
 import { TASK_NAMES, type TaskName, withOptions } from '../tasks';
 import type { Problem } from '../tasks/types';
 import { SHORT_SYSTEM_PROMPT, monoChat, rootChat } from '../verl/dataset';

@@ -10,6 +10,7 @@
  */
 import { type AddedToken, byteLevelBpeJson, trainByteLevelBpe } from './byteLevelBpe';
 import { ChatTemplate } from './chatTemplate';
+import { PROMPTS_FIELD, type PromptSetName } from '../protocol/prompts';
 import { corpusTools, protocolCorpusChats } from './protocolCorpus';
 
 export const PAD_TOKEN = '<|endoftext|>';
@@ -77,8 +78,8 @@ export function protocolTokenizerJson(): Record<string, unknown> {
   return structuredClone(trained);
 }
 
-/** tokenizer_config.json: the template, eos `<|im_end|>` (a turn's end), pad `<|endoftext|>`, no bos (`<|im_start|>` opens every context). */
-export function protocolTokenizerConfig(maxPositions: number): Record<string, unknown> {
+/** tokenizer_config.json: the template, eos `<|im_end|>` (a turn's end), pad `<|endoftext|>`, no bos (`<|im_start|>` opens every context), and the prompt set. */
+export function protocolTokenizerConfig(maxPositions: number, prompts: PromptSetName): Record<string, unknown> {
   return {
     tokenizer_class: 'PreTrainedTokenizerFast',
     model_max_length: maxPositions,
@@ -88,5 +89,7 @@ export function protocolTokenizerConfig(maxPositions: number): Record<string, un
     unk_token: null,
     clean_up_tokenization_spaces: false,
     chat_template: PROTOCOL_CHAT_TEMPLATE,
+    // The prompts the model is framed in (protocol/prompts.ts).
+    [PROMPTS_FIELD]: prompts,
   };
 }
