@@ -1,5 +1,5 @@
 /**
- * `train --model`, `rollout --model`, `frontier --model` and `merge-lora` as a user runs them, on a whole Hugging Face
+ * `train --model`, `rollout --model`, `frontier --model`, `eval --model` and `merge-lora` as a user runs them, on a whole Hugging Face
  * folder (a tiny random Qwen2 with a BPE tokenizer and chat template,
  * test/python/hf_tokenizer_fixture.py): a LoRA run saves, resumes and refuses a changed config;
  * its adapter loads in PEFT and, merged here, in transformers to the same logits
@@ -212,6 +212,16 @@ describe.skipIf(py.python === null)(`train --model on a Hugging Face folder${py.
       expect(p.meanTokens).toBeLessThanOrEqual(p.limit + 4 * 3 * 8);
     }
     expect(out.pareto.length).toBeGreaterThan(0);
+    // eval reads the same greedy episodes as the frontier's point at that limit.
+    const ev = await cli('eval', '--model', model, '--n', '3', '--root-limit', '12', '--clone-budget', '8', '--json');
+    expect(ev.code, ev.stderr).toBe(0);
+    const e = JSON.parse(ev.stdout) as { model: string; rootLimit: number; n: number; accuracy: number; meanTokens: number; delegationRate: number };
+    const point = out.points[1] as unknown as typeof e;
+    expect([e.model, e.rootLimit, e.n]).toEqual([model, 12, 3]);
+    expect([e.accuracy, e.meanTokens, e.delegationRate]).toEqual([point.accuracy, point.meanTokens, point.delegationRate]);
+    const toyOnly = await cli('eval', '--checkpoint', 'public/checkpoints/warmstart-tiny', '--n', '1', '--clone-budget', '8');
+    expect(toyOnly.code).toBe(2);
+    expect(toyOnly.stderr).toContain('--clone-budget applies to --model');
   }, 400_000);
 
   it("samples dynamically as the toy's step does: rounds of oversampled prompts, their groups counted", async () => {

@@ -16,6 +16,8 @@ import { DecoderConfigError, DecoderWeightsError, decoderTensorSpecs } from '../
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
 import type { TextModel } from '../core/rollout/textEpisode';
 import { nodeFolderReader } from '../runtime/node/folderReader';
+import { hfPolicyModel } from '../core/policyModel';
+import type { ContextDecoder } from '../core/rollout/scheduler';
 import { type RunWeights, otherModelKind } from './runDir';
 import type { FlagSpec } from './args';
 import { isRecord } from '../core/io/savedConfig';
@@ -122,6 +124,30 @@ export async function loadAdapter(flag: string, dir: string, model: TextModel): 
     if (e instanceof LoraConfigError) throw new UsageError(`--${flag} ${dir}: ${e.message}`);
     return fail('adapter_model.safetensors', (e as Error).message);
   }
+}
+
+/**
+ * A Hugging Face folder (and a PEFT adapter on it) as the one runner's decoder, which carries the
+ * folder's text protocol; `close` frees the decoder, the adapter and the weights. `capacity`: the
+ * decoder's batch rows to start with.
+ */
+export async function openTextDecoder(
+  f: { model: string; adapter?: string; weights: string },
+  capacity: number,
+): Promise<{ loaded: LoadedTextModel; decoder: ContextDecoder & { dispose(): void }; close(): void }> {
+  const loaded = await loadTextModel('model', f.model, f.weights);
+  const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
+  const model = { ...loaded.model, adapters };
+  const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(capacity);
+  return {
+    loaded,
+    decoder,
+    close() {
+      decoder.dispose();
+      adapters?.dispose();
+      model.params.forEach((t) => t.dispose());
+    },
+  };
 }
 
 /** A model's one-line summary: family, size, load time. */

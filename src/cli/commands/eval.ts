@@ -20,13 +20,21 @@ import {
 } from '../setup';
 import { heldOutProblems, meanReward, runProblems, summarize } from '../../core/eval/evaluate';
 import { disposeParams } from '../../core/model/params';
+import type { RolloutConfig } from '../../core/rollout/config';
+import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
+import { UsageError } from '../args';
+import { MODEL_FLAG, WEIGHTS_FLAG, openTextDecoder } from '../hfModel';
 
 export const evaluate = defineCommand(
   'eval',
-  'Accuracy and token costs of a checkpoint on held-out problems (greedy unless --temperature).',
+  'Accuracy and token costs of a checkpoint or a Hugging Face model on held-out problems (greedy unless --temperature).',
   {
     task: { type: 'string', choices: TASK_NAMES, default: 'arithmetic', help: 'task' },
-    checkpoint: { type: 'string', dir: true, required: true, help: 'checkpoint directory' },
+    checkpoint: { type: 'string', dir: true, help: 'checkpoint directory (or --model)' },
+    model: { ...MODEL_FLAG, required: false, help: `${MODEL_FLAG.help}: evaluated under its text protocol, limits in its own tokens` },
+    adapter: { type: 'string', dir: true, help: 'with --model: a PEFT LoRA adapter folder the model decodes with' },
+    'clone-budget': { type: 'int', min: 1, max: 1 << 20, help: `with --model: tokens each clone may generate (default ${TEXT_LENGTHS.cloneBudget})` },
+    weights: { ...WEIGHTS_FLAG, help: `with --model: ${WEIGHTS_FLAG.help}` },
     n: { type: 'int', default: 500, min: 1, max: 100_000, help: 'number of problems' },
     seed: { type: 'int', default: HELD_OUT_SEED, min: 0, max: SEED_MAX, help: 'seed of the held-out problem set' },
     split: {
@@ -47,7 +55,7 @@ export const evaluate = defineCommand(
       type: 'int',
       min: ROOT_LIMIT.min,
       max: ROOT_LIMIT.max,
-      help: "tokens the root may generate (default: the task's root limit in the config table)",
+      help: `tokens the root may generate (default: the task's root limit in the config table; with --model ${TEXT_LENGTHS.rootMaxTokens})`,
     },
     'limit-in-prompt': LIMIT_IN_PROMPT_FLAG,
   },
@@ -57,30 +65,61 @@ export const evaluate = defineCommand(
       ...(f['max-operands'] !== undefined ? { maxOperands: f['max-operands'] } : {}),
     });
     const { task, opts } = entry;
-    const backend = await setupBackend(f.backend);
-    const tok = getTokenizer();
-    const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint, false);
-    const told = limitInPrompt(f['limit-in-prompt'], meta);
-    const cfg = defaultRolloutConfig(task.name, {
-      ...(f['root-limit'] !== undefined ? { rootMaxTokens: f['root-limit'] } : {}),
-      ...(f.temperature === undefined ? { greedy: true } : { temperature: f.temperature }),
-      allowSpawn: f.method === 'delegate',
-      ...told,
-    });
-    const { decoder, close } = await openDecoder(policy, f.workers, backend);
-    let traces;
-    const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
-    try {
-      traces = await runProblems(decoder, task, problems, cfg, f.seed, (t) => tok.encode(t));
-    } finally {
-      close();
+    if ((f.model === undefined) === (f.checkpoint === undefined))
+      throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
+    const text = f.model !== undefined;
+    if (!text) {
+      for (const flag of ['adapter', 'clone-budget'] as const)
+        if (f[flag] !== undefined)
+          throw new UsageError(`--${flag} applies to --model (a toy spawn names its own budget bucket, and a toy checkpoint has no adapter)`);
+    } else {
+      if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
+      if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
     }
-    disposeParams(policy.params);
+    const backend = await setupBackend(f.backend);
+    const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
+    const sampling = f.temperature === undefined ? { greedy: true } : { temperature: f.temperature };
+    let cfg: RolloutConfig;
+    let told: { rootLimitMin?: number } = {};
+    let traces;
+    if (text) {
+      // The one runner: the decoder carries the model's text protocol; the limits count its own tokens.
+      const { decoder, close } = await openTextDecoder({ model: f.model as string, adapter: f.adapter, weights: f.weights }, 64);
+      cfg = defaultRolloutConfig(task.name, {
+        rootMaxTokens: f['root-limit'] ?? TEXT_LENGTHS.rootMaxTokens,
+        budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget],
+        ...sampling,
+        allowSpawn: f.method === 'delegate',
+      });
+      try {
+        traces = await runProblems(decoder, task, problems, cfg, f.seed, () => []);
+      } finally {
+        close();
+      }
+    } else {
+      const tok = getTokenizer();
+      const { policy, meta } = await loadPolicyFlag('checkpoint', f.checkpoint as string, false);
+      told = limitInPrompt(f['limit-in-prompt'], meta);
+      cfg = defaultRolloutConfig(task.name, {
+        ...(f['root-limit'] !== undefined ? { rootMaxTokens: f['root-limit'] } : {}),
+        ...sampling,
+        allowSpawn: f.method === 'delegate',
+        ...told,
+      });
+      const { decoder, close } = await openDecoder(policy, f.workers, backend);
+      try {
+        traces = await runProblems(decoder, task, problems, cfg, f.seed, (t) => tok.encode(t));
+      } finally {
+        close();
+        disposeParams(policy.params);
+      }
+    }
     const s = summarize(traces);
     const result = {
       split: f.split,
       seed: f.seed,
-      rootLimit: f['root-limit'],
+      model: f.model ?? null,
+      rootLimit: cfg.rootMaxTokens,
       /** Whether the root was told its limit in its prompt. */
       limitInPrompt: told.rootLimitMin !== undefined,
       accuracy: s.accuracy,

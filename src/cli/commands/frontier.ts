@@ -15,9 +15,8 @@ import {
 } from '../setup';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { FRONTIER_DEFAULTS, type FrontierPoint, type Method, frontier, validateLimits, validateMethods } from '../../core/eval/frontier';
-import { hfPolicyModel } from '../../core/policyModel';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
-import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, openTextDecoder } from '../hfModel';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
 
@@ -73,11 +72,8 @@ export const frontierCommand = defineCommand(
       if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
       if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
       await setupBackend(f.backend);
-      const loaded = await loadTextModel('model', f.model, f.weights);
-      const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
-      const model = { ...loaded.model, adapters };
       // The one runner: the decoder carries the model's text protocol; limits count the model's own tokens.
-      const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(64);
+      const { decoder, close } = await openTextDecoder({ model: f.model, adapter: f.adapter, weights: f.weights }, 64);
       const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
       const result = await frontier(
         decoder,
@@ -93,9 +89,7 @@ export const frontierCommand = defineCommand(
         () => [],
         f.json ? undefined : (p) => console.log(pointLine(p)),
       );
-      decoder.dispose();
-      adapters?.dispose();
-      model.params.forEach((t) => t.dispose());
+      close();
       report({ ...result, points: result.points.map((p) => ({ ...p, checkpoint: f.adapter ?? (f.model as string) })) });
       return;
     }

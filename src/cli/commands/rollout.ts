@@ -8,9 +8,8 @@ import { PolicyDecoder, RolloutScheduler, formatEpisode } from '../../core/rollo
 import { defaultRolloutConfig } from '../../core/runConfigTargets';
 import { disposeParams } from '../../core/model/params';
 import { UsageError } from '../args';
-import { MODEL_FLAG, WEIGHTS_FLAG, loadAdapter, loadTextModel, modelSummary } from '../hfModel';
+import { MODEL_FLAG, WEIGHTS_FLAG, modelSummary, openTextDecoder } from '../hfModel';
 import type { ContextDecoder } from '../../core/rollout/scheduler';
-import { hfPolicyModel } from '../../core/policyModel';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 
 export const rollout = defineCommand(
@@ -53,15 +52,10 @@ export const rollout = defineCommand(
     let decoder: ContextDecoder & { dispose(): void };
     let release: () => void;
     if (f.model !== undefined) {
-      const loaded = await loadTextModel('model', f.model, f.weights);
-      const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
-      const model = { ...loaded.model, adapters };
-      summary = `${modelSummary(loaded)}${f.adapter ? ` with the adapter ${f.adapter}` : ''}\n`;
-      decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(8);
-      release = () => {
-        adapters?.dispose();
-        model.params.forEach((t) => t.dispose());
-      };
+      const opened = await openTextDecoder({ model: f.model, adapter: f.adapter, weights: f.weights }, 8);
+      summary = `${modelSummary(opened.loaded)}${f.adapter ? ` with the adapter ${f.adapter}` : ''}\n`;
+      decoder = opened.decoder;
+      release = opened.close;
     } else {
       const policy = f.checkpoint ? (await loadPolicyFlag('checkpoint', f.checkpoint, false)).policy : freshPolicy('tiny', 0);
       decoder = new PolicyDecoder(policy);
