@@ -12,7 +12,7 @@ import { Rng } from '../src/core/rng';
 import { DecoderCache, decoderLogits, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../src/core/model/decoder';
 import { halfFormatOf, packHalves, widenHalf, widenHalfRows } from '../src/core/model/halfWeights';
 import { Lora } from '../src/core/model/lora';
-import { fullPolicy } from '../src/core/rl/textGrpo';
+import { fullPolicy } from '../src/core/policyModel';
 import type { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
 import { TINY, loraScores, randomHalfTensors } from './halfDecoder';
 

@@ -19,14 +19,12 @@ import { INIT_DEFAULT_SIZES, initHfFolder } from '../src/core/model/hfInit';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
 import { ADAM_MOMENTS, AdamW } from '../src/core/optim/adamw';
 import type { TrainSequence } from '../src/core/parallel/sequences';
-import { fullPolicy, loraPolicy } from '../src/core/rl/textGrpo';
+import { type TextModel, type TextPolicy, fullPolicy, loraPolicy } from '../src/core/policyModel';
 import { defaultRolloutConfig } from '../src/core/runConfigTargets';
-import type { TextModel } from '../src/core/rollout/textEpisode';
 import { SFT_FIXED, type SftConfig } from '../src/core/sft/sft';
 import { textSftSequences } from '../src/core/sft/textSft';
 import { scorerLearner, sftLossAndGrads, sftStepOf } from '../src/core/sft/sft';
 import { hfScorer } from '../src/core/policyModel';
-import type { TextPolicy } from '../src/core/rl/textGrpo';
 
 /** A text policy's warm-start learner: the one SFT step over its scorer. */
 const learnerOf = (p: TextPolicy) => scorerLearner(hfScorer(p.model, p.trainable));

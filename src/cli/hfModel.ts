@@ -14,7 +14,7 @@ import { nonFiniteTensor } from '../core/io/finiteTensors';
 import { decodeSafetensors, encodeSafetensors } from '../core/io/safetensors';
 import { DecoderConfigError, DecoderWeightsError, decoderTensorSpecs } from '../core/model/decoder';
 import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapterConfig } from '../core/model/lora';
-import type { TextModel } from '../core/rollout/textEpisode';
+import type { TextModel } from '../core/policyModel';
 import { nodeFolderReader } from '../runtime/node/folderReader';
 import { hfPolicyModel } from '../core/policyModel';
 import type { ContextDecoder } from '../core/rollout/scheduler';

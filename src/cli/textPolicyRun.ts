@@ -10,8 +10,8 @@ import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfMod
 import { RunDir, type RunState, type RunWeights } from './runDir';
 import { Lora, type LoraConfig, attentionTargets, linearModules } from '../core/model/lora';
 import type { AdamW } from '../core/optim/adamw';
-import { type TextPolicy, fullPolicy, loraPolicy } from '../core/rl/textGrpo';
-import type { TextModel } from '../core/rollout/textEpisode';
+import { type TextPolicy, fullPolicy, loraPolicy } from '../core/policyModel';
+import type { TextModel } from '../core/policyModel';
 import type { TextLimits } from '../core/rollout/textLimits';
 import { heldOutProblems } from '../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../core/eval/splits';

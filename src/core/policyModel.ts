@@ -11,7 +11,7 @@
  * The toy's fast kernels (BatchedDecoder, its hand-written backward) are the toy's side of this
  * one interface; a Hugging Face model's side is decoderForward with its LoRA adapters.
  */
-import type * as tf from '@tensorflow/tfjs';
+import * as tf from '@tensorflow/tfjs';
 import type { Policy } from './policy';
 import type { Protocol } from './protocol/protocol';
 import { textProtocol } from './protocol/textProtocol';
@@ -24,6 +24,8 @@ import type { ModelConfig } from './model/config';
 import { type Adapters, type DecoderConfig, type DecoderParams, decoderTargetScores } from './model/decoder';
 import { targetLogProbsAndEntropy } from './model/gpt';
 import { HfContextDecoder } from './model/hfContextDecoder';
+import { asFloat } from './model/halfWeights';
+import type { Lora } from './model/lora';
 import type { GPTParams } from './model/params';
 
 export interface Scorer {
@@ -67,6 +69,58 @@ export interface HfWeights {
   config: DecoderConfig;
   params: DecoderParams;
   adapters?: Adapters;
+}
+
+/** A Hugging Face model as held: its weights (and the adapters it decodes with) and its tokenizer. */
+export interface TextModel extends HfWeights {
+  tokenizer: HfTokenizer;
+}
+
+/** A model being trained, and what of it trains. */
+export interface TextPolicy {
+  /** What decodes and is scored: the weights, with the adapters where LoRA trains. */
+  model: TextModel;
+  /** What the optimizer updates (keys as the optimizer's): the adapters' A and B, or every weight. */
+  trainable: Map<string, tf.Variable>;
+  /** The KL reference's weights, decoded without adapters: the frozen base (LoRA) or the starting weights. */
+  reference: DecoderParams;
+}
+
+/** Adds one micro-batch's gradients (by variable name, tf.variableGrads) into `sum` (by the policy's keys); takes ownership of them. */
+export function addPolicyGrads(sum: Map<string, tf.Tensor>, policy: Pick<TextPolicy, 'trainable'>, byVariable: tf.NamedTensorMap): void {
+  for (const [name, v] of policy.trainable) {
+    const gv = byVariable[v.name];
+    if (!gv) continue;
+    const prev = sum.get(name);
+    sum.set(name, prev ? tf.tidy(() => tf.add(prev, gv)) : gv);
+    if (prev) {
+      prev.dispose();
+      gv.dispose();
+    }
+  }
+}
+
+/** A policy that trains LoRA adapters over frozen base weights. */
+export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
+  return { model: { ...model, adapters }, trainable: adapters.params, reference: model.params };
+}
+
+/**
+ * A policy that trains every weight: the weights become variables (`model.params` stays as the
+ * frozen reference, sharing their memory until the first update).
+ */
+export function fullPolicy(model: TextModel): TextPolicy {
+  // Variables are float32: a 16-bit matrix is widened once here.
+  const trainable = new Map(
+    [...model.params].map(([k, t]) => {
+      const w = asFloat(t);
+      const v = tf.variable(w, true, `full.${k}`);
+      // The variable holds the widened data; the widening's own handle goes.
+      if (w !== t) w.dispose();
+      return [k, v] as const;
+    }),
+  );
+  return { model: { config: model.config, tokenizer: model.tokenizer, params: trainable }, trainable, reference: model.params };
 }
 
 /** A Hugging Face decoder's scorer: `trainable` (its LoRA adapters, or every weight) is what a gradient is taken for. */

@@ -8,7 +8,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type WeightStorage, decoderConfigFromHf, decoderParamBytes, decoderParams, decoderTensorSpecs } from '../model/decoder';
-import type { TextModel } from '../rollout/textEpisode';
+import type { TextModel } from '../policyModel';
 import { HfTokenizer } from '../tokenizer/hfTokenizer';
 import { type FolderReader, HfFolderError, readHfConfig, readHfWeights } from './hfFolder';
 

@@ -17,13 +17,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type DecoderConfig, type DecoderParams, decoderTargetScores, samplingChooser } from '../model/decoder';
-import { asFloat } from '../model/halfWeights';
-import type { Lora } from '../model/lora';
 import type { AdamW } from '../optim/adamw';
 import { emptyViolationCounts } from '../protocol/violations';
 import { Rng } from '../rng';
 import { drawProblem } from '../eval/splits';
-import { type TextEpisode, type TextModel, runTextEpisodeGroup } from '../rollout/textEpisode';
+import { type TextEpisode, runTextEpisodeGroup } from '../rollout/textEpisode';
+import { type TextModel, type TextPolicy, addPolicyGrads } from '../policyModel';
 import type { TextLimits } from '../rollout/textLimits';
 import { textTokenCounts } from '../rollout/textTrace';
 import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
@@ -45,53 +44,6 @@ import {
   tokenMeans,
 } from './ppoLoss';
 import { episodeReward } from './reward';
-
-/** A model being trained, and what of it trains. */
-export interface TextPolicy {
-  /** What decodes and is scored: the weights, with the adapters where LoRA trains. */
-  model: TextModel;
-  /** What the optimizer updates (keys as the optimizer's): the adapters' A and B, or every weight. */
-  trainable: Map<string, tf.Variable>;
-  /** The KL reference's weights, decoded without adapters: the frozen base (LoRA) or the starting weights. */
-  reference: DecoderParams;
-}
-
-/** Adds one micro-batch's gradients (by variable name, tf.variableGrads) into `sum` (by the policy's keys); takes ownership of them. */
-export function addPolicyGrads(sum: Map<string, tf.Tensor>, policy: Pick<TextPolicy, 'trainable'>, byVariable: tf.NamedTensorMap): void {
-  for (const [name, v] of policy.trainable) {
-    const gv = byVariable[v.name];
-    if (!gv) continue;
-    const prev = sum.get(name);
-    sum.set(name, prev ? tf.tidy(() => tf.add(prev, gv)) : gv);
-    if (prev) {
-      prev.dispose();
-      gv.dispose();
-    }
-  }
-}
-
-/** A policy that trains LoRA adapters over frozen base weights. */
-export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
-  return { model: { ...model, adapters }, trainable: adapters.params, reference: model.params };
-}
-
-/**
- * A policy that trains every weight: the weights become variables (`model.params` stays as the
- * frozen reference, sharing their memory until the first update).
- */
-export function fullPolicy(model: TextModel): TextPolicy {
-  // Variables are float32: a 16-bit matrix is widened once here.
-  const trainable = new Map(
-    [...model.params].map(([k, t]) => {
-      const w = asFloat(t);
-      const v = tf.variable(w, true, `full.${k}`);
-      // The variable holds the widened data; the widening's own handle goes.
-      if (w !== t) w.dispose();
-      return [k, v] as const;
-    }),
-  );
-  return { model: { config: model.config, tokenizer: model.tokenizer, params: trainable }, trainable, reference: model.params };
-}
 
 export interface TextGrpoConfig {
   /** The run's GRPO settings (runConfigTargets.grpoConfigOf): group, batch, lr, loss, credit, reward. */

@@ -11,23 +11,16 @@
  * recorded as the token protocol's violation classes (protocol/violations.ts), so the reward,
  * credit and gating code reads text episodes as it reads token episodes.
  */
-import { type Adapters, type ChooseToken, DecoderCache, type DecoderConfig, type DecoderParams, argmaxToken } from '../model/decoder';
+import { type ChooseToken, DecoderCache, argmaxToken } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
 import { CLONE_FAILED, answerOf, toolResponseIds, writesToolResponse } from '../protocol/textProtocol';
 import { CLONE_SYSTEM } from '../protocol/prompts';
+import type { TextModel } from '../policyModel';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
 import type { ContextCredit, RewardBreakdown } from './trace';
 import { TEXT_TRACE_SCHEMA, type TextEpisodeOutcome, type TextEpisodeTrace } from './textTrace';
 import type { TextLimits } from './textLimits';
-
-export interface TextModel {
-  config: DecoderConfig;
-  params: DecoderParams;
-  tokenizer: HfTokenizer;
-  /** LoRA adapters the model decodes with (the policy being trained); none: the base model. */
-  adapters?: Adapters;
-}
 
 export interface TextEpisodeOptions {
   /**

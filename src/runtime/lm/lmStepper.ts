@@ -8,7 +8,8 @@
 import { samplingChooser } from '../../core/model/decoder';
 import { topKProbs } from '../../core/model/sample';
 import type { Rng } from '../../core/rng';
-import { type TextContext, type TextEpisode, type TextEpisodeOptions, type TextModel } from '../../core/rollout/textEpisode';
+import { type TextContext, type TextEpisode, type TextEpisodeOptions } from '../../core/rollout/textEpisode';
+import type { TextModel } from '../../core/policyModel';
 
 export interface LmStepperContext {
   role: 'root' | 'clone';
