@@ -135,7 +135,9 @@ function tsReward(t: EpisodeTrace, s: Settings): { breakdown: RewardBreakdown; c
 }
 
 const requestId = (t: EpisodeTrace, c: ContextTrace) => `${t.problemId}/${t.policyVersion}/c${c.id}`;
-const generatedText = (c: ContextTrace) => textOf(c.tokens.filter((_, i) => c.writers[i] === 'g'));
+/** What a context wrote: its subword pieces for a real model's trace, else the toy tokens as text. */
+const generatedText = (c: ContextTrace) =>
+  c.pieces !== undefined ? c.pieces.filter((_, i) => c.writers[i] === 'g').join('') : textOf(c.tokens.filter((_, i) => c.writers[i] === 'g'));
 
 /**
  * The trace as verl's tool agent loop hands it over (_assign_rewards): the root's masked text
@@ -203,11 +205,11 @@ function cloneCase(id: string, module: string, t: EpisodeTrace, s: Settings, var
   return { id, module, fn: 'clone_accuracy_reward', args, expected: tsReward(t, s), kinds, inputs: more };
 }
 
-/** A trace without clones through compute_score: `Answer:` with the token count given, or the root's playground text. */
+/** A trace without clones through compute_score: `Answer:` with the token count given, or (the toy's) the root's playground text. */
 function scoreCases(id: string, module: string, t: EpisodeTrace, s: Settings, kinds: string[]): Case[] {
   const expected = tsReward(t, s);
   const root = t.contexts[0];
-  return [
+  const cases: Case[] = [
     {
       id: `${id}/answer`,
       module,
@@ -232,6 +234,8 @@ function scoreCases(id: string, module: string, t: EpisodeTrace, s: Settings, ki
       args: { data_source: `selfcest/${t.task}`, solution_str: generatedText(root), ground_truth: t.truth, extra_info: null },
     },
   ];
+  // The file counts a playground text's tokens itself; a real model's text is counted by its tokenizer, which the loop passes as response_tokens.
+  return root.pieces !== undefined ? cases.slice(0, 1) : cases;
 }
 
 /** The kinds of episode a trace exercises under `s`, for the count the test prints. */
