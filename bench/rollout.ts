@@ -8,7 +8,9 @@
  * Each episode samples from its own Rng, so both ways decode the same episodes (the count of
  * token-identical episodes is printed: a logit can differ in its last bits between a batch and a
  * single row, and a sampled token with it). Prints generated tokens per second both ways, their
- * ratio, and how many clones the episodes started.
+ * ratio, and how many clones the episodes started. Last, what batching can give at most on this
+ * machine: one decode step's time by its rows (4 to 64 slots stepping together against one alone),
+ * since a row's share of a batched step bounds the ratio at the rows the episodes keep live.
  */
 import { parseFlags } from '../src/cli/args';
 import { loadTextModel, modelSummary } from '../src/cli/hfModel';
@@ -96,4 +98,31 @@ export async function runRolloutBench(args: string[], backend: BackendName): Pro
   console.log(`batched       ${batchedSec.toFixed(2)} s  ${rate(batched, batchedSec).toFixed(1)} tokens/s; ${batchedSplit}`);
   console.log(`one at a time ${singleSec.toFixed(2)} s  ${rate(single, singleSec).toFixed(1)} tokens/s; ${singleSplit}`);
   console.log(`ratio (batched / one at a time, tokens per second): ${(rate(batched, batchedSec) / rate(single, singleSec)).toFixed(2)}×`);
+
+  // What batching can give at most: one decode step's time by its rows (each slot holds a root's prompt and
+  // 32 of its tokens), so a row's share of a batched step against a step of one row alone.
+  const prompt = model.protocol(cfg).root(problems[0], cfg, { allowSpawn: true, limitInPrompt: false }).prompt;
+  const stepMs = async (rows: number): Promise<number> => {
+    const decoder = model.decoder(rows);
+    const slots = Array.from({ length: rows }, () => decoder.open());
+    await decoder.feed(
+      slots,
+      slots.map(() => [...prompt]),
+    );
+    const next = () => slots.map(() => [prompt[prompt.length - 1]]);
+    for (let i = 0; i < 4; i++) await decoder.feed(slots, next());
+    const steps = 32;
+    const t = performance.now();
+    for (let i = 0; i < steps; i++) await decoder.feed(slots, next());
+    const ms = (performance.now() - t) / steps;
+    decoder.dispose();
+    return ms;
+  };
+  const one = await stepMs(1);
+  const line: string[] = [`1 row ${one.toFixed(2)} ms`];
+  for (const rows of [4, 8, 16, 32, 64]) {
+    const ms = await stepMs(rows);
+    line.push(`${rows} rows ${ms.toFixed(2)} ms (${(ms / rows).toFixed(2)} a row, ${((one * rows) / ms).toFixed(2)}× one row's rate)`);
+  }
+  console.log(`one decode step by rows (prompt ${prompt.length} tokens + 36): ${line.join('; ')}`);
 }
