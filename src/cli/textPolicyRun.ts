@@ -1,5 +1,5 @@
 /**
- * What `train-lm` and `sft --model` share for a Hugging Face model: the LoRA flags (rank 0 trains
+ * What `train --model` and `sft --model` share for a Hugging Face model: the LoRA flags (rank 0 trains
  * every weight), and a resumable run directory whose saves hold the PEFT adapter (or the weights in
  * the model's own format) with the optimizer and the state.
  */
@@ -10,14 +10,7 @@ import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfMod
 import { RunDir, type RunState, type RunWeights } from './runDir';
 import { Lora, type LoraConfig, attentionTargets, linearModules } from '../core/model/lora';
 import type { AdamW } from '../core/optim/adamw';
-import { type TextPolicy, fullPolicy, loraPolicy } from '../core/policyModel';
-import type { TextModel } from '../core/policyModel';
-import type { TextLimits } from '../core/rollout/textLimits';
-import { heldOutProblems } from '../core/eval/evaluate';
-import { HELD_OUT_SEED } from '../core/eval/splits';
-import { FRONTIER_DEFAULTS, type FrontierPoint, frontierPoint } from '../core/eval/frontier';
-import { hfPolicyModel } from '../core/policyModel';
-import type { TaskMixEntry } from '../core/sft/sft';
+import { type TextModel, type TextPolicy, fullPolicy, loraPolicy } from '../core/policyModel';
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
 
@@ -95,41 +88,4 @@ export async function openTextPolicyRun(
   const dir = await RunDir.open(out, kind, adapterRunWeights(model, training.lora, modelDir));
   const adapters = dir.saved ? dir.saved.weights : Lora.init(model.config, training.lora, seed);
   return { policy: loraPolicy(model, adapters), runDir: dir, save: (optimizer, state, rows) => dir.save(adapters, optimizer, state, rows) };
-}
-
-/**
- * A Hugging Face run's held-out reading (train-lm and sft --model): the delegating method, greedy,
- * on the first `n` monitor problems of every task of the run, as metrics-row fields
- * (`evalAccuracy`, `evalDelegationRate`, `evalMeanTokens`: the mean over the tasks, and for a mix
- * each task's own under `_<task>`) and a few words for the progress line.
- */
-export async function textHeldOut(
-  model: TextModel,
-  mix: readonly Pick<TaskMixEntry, 'task' | 'opts'>[],
-  n: number,
-  limits: TextLimits,
-): Promise<{ fields: Record<string, number>; text: string }> {
-  const fields: Record<string, number> = {};
-  const points: FrontierPoint[] = [];
-  const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(64);
-  const rollout = { budgets: [limits.cloneBudget], maxClonesPerRound: limits.maxClones, maxRounds: limits.maxRounds };
-  for (const { task, opts } of mix) {
-    const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
-    const e = await frontierPoint(decoder, task, problems, 'delegate', limits.rootMaxTokens, { ...FRONTIER_DEFAULTS, rollout }, () => []);
-    points.push(e);
-    if (mix.length > 1)
-      Object.assign(fields, {
-        [`evalAccuracy_${task.name}`]: e.accuracy,
-        [`evalDelegationRate_${task.name}`]: e.delegationRate ?? 0,
-        [`evalMeanTokens_${task.name}`]: e.meanTokens,
-      });
-  }
-  decoder.dispose();
-  const mean = (f: (p: FrontierPoint) => number) => points.reduce((a, p) => a + f(p), 0) / points.length;
-  Object.assign(fields, {
-    evalAccuracy: mean((p) => p.accuracy),
-    evalDelegationRate: mean((p) => p.delegationRate ?? 0),
-    evalMeanTokens: mean((p) => p.meanTokens),
-  });
-  return { fields, text: ` | eval acc ${fields.evalAccuracy.toFixed(3)} delegating ${fields.evalDelegationRate.toFixed(2)}` };
 }

@@ -9,7 +9,7 @@ import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
-import { LORA_FLAGS, openTextPolicyRun, textHeldOut, trainingOf } from '../textPolicyRun';
+import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
@@ -19,10 +19,8 @@ import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend }
 import { AdamW, ADAM_MOMENTS, cosineLr } from '../../core/optim/adamw';
 import { type SftConfig, type SftStepOutcome, type TaskMixEntry, scorerLearner, sftMetricsRow, sftMixSequences, sftStep, sftStepOf } from '../../core/sft/sft';
 import { textSftSequences } from '../../core/sft/textSft';
-import { hfScorer } from '../../core/policyModel';
+import { type PolicyModel, hfPolicyModel, hfScorer, toyPolicyModel } from '../../core/policyModel';
 import type { TrainSequence } from '../../core/parallel/sequences';
-import type { Task } from '../../core/tasks';
-import { PolicyDecoder } from '../../core/rollout';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
@@ -196,17 +194,7 @@ async function toyStudent(
       if (grad) await grad.sync(policy.params, policy.config);
       return sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience, cfg.labelSmoothing ?? 0);
     },
-    evaluate: async () => {
-      // Every task of the mix; the first keeps the plain keys, the others are `<task>.delegateAcc` and so on.
-      const fields: Record<string, unknown> = {};
-      let text = '';
-      for (const [i, { task: t, opts }] of mix.entries()) {
-        const scores = await quickEval(policy, t, opts, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode);
-        for (const [k, v] of Object.entries(scores)) fields[i === 0 ? k : `${t.name}.${k}`] = v;
-        text += ` | ${i === 0 ? 'eval' : t.name} delegate ${fmt(scores.delegateAcc)} mono ${fmt(scores.monoAcc)}`;
-      }
-      return { fields, text };
-    },
+    evaluate: () => heldOut(toyPolicyModel(policy, encode), mix, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode),
     save: (state, rows) => runDir.save(policy, optimizer, state, { 'metrics.jsonl': rows }),
     close: () => grad?.terminate(),
   };
@@ -241,7 +229,6 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
   const cfg = warmupOf(cfg0, saved, given);
   const runConfig: Record<string, unknown> = { ...cfg, model: f.model, lengths, training: training.full ? { full: true } : { lora: training.lora } };
   const optimizer = new AdamW(policy.trainable, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
-  const limits = { ...lengths, maxClones: cfg.limits.maxClonesPerRound, maxRounds: cfg.limits.maxRounds };
   // The one warm-start step, over the model's scorer (its adapters, or every weight).
   const learner = scorerLearner(hfScorer(policy.model, policy.trainable));
   return {
@@ -252,7 +239,14 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
     describe: (argv) => runDir.describe(argv, runConfig),
     sequences: (step) => textSftSequences(mix, cfg, step, model.tokenizer, lengths, model.config.maxPositions),
     step: (seqs, lr) => sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens),
-    evaluate: () => textHeldOut(policy.model, mix, rc.evalN, limits),
+    evaluate: () =>
+      heldOut(
+        hfPolicyModel(policy.model, model.tokenizer, new Map()),
+        mix,
+        rc.evalN,
+        rolloutConfigOf(rc, { greedy: true, rootMaxTokens: lengths.rootMaxTokens, budgets: [lengths.cloneBudget] }),
+        () => [],
+      ),
     save: (state, rows) => run.save(optimizer, state, { 'metrics.jsonl': rows }),
     close: () => undefined,
   };
@@ -260,21 +254,37 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
 
 const fmt = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : String(x));
 
-/** Greedy accuracy with and without delegation on a fixed held-out set (HELD_OUT_SEED). */
-async function quickEval<O>(policy: Policy, task: Task<O>, opts: O, n: number, greedy: RolloutConfig, encode: (t: string) => number[]) {
-  const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
-  const decoder = new PolicyDecoder(policy);
+/**
+ * The warm start's held-out reading, for every model: greedy accuracy with and without delegation
+ * on the first `n` monitor problems (HELD_OUT_SEED) of every task of the mix, decoded by the one
+ * runner in the model's protocol. The first task keeps the plain keys (delegateAcc, monoAcc,
+ * delegateTokens, monoTokens, delegationRate), the others are `<task>.delegateAcc` and so on.
+ */
+async function heldOut(
+  model: PolicyModel,
+  mix: readonly Pick<TaskMixEntry, 'task' | 'opts'>[],
+  n: number,
+  greedy: RolloutConfig,
+  encode: (t: string) => number[],
+): Promise<{ fields: Record<string, unknown>; text: string }> {
+  const decoder = model.decoder(64);
+  const fields: Record<string, unknown> = {};
+  let text = '';
   try {
-    const row: Record<string, number> = {};
-    for (const mono of [false, true]) {
-      const cfg = { ...greedy, allowSpawn: !mono };
-      const s = summarize(await runProblems(decoder, task, problems, cfg, 1, encode));
-      row[mono ? 'monoAcc' : 'delegateAcc'] = s.accuracy;
-      row[mono ? 'monoTokens' : 'delegateTokens'] = s.meanTokens;
-      if (!mono) row.delegationRate = s.delegationRate;
+    for (const [i, { task, opts }] of mix.entries()) {
+      const problems = heldOutProblems(task, opts, n, HELD_OUT_SEED, 'monitor');
+      const row: Record<string, number> = {};
+      for (const mono of [false, true]) {
+        const s = summarize(await runProblems(decoder, task, problems, { ...greedy, allowSpawn: !mono }, 1, encode));
+        row[mono ? 'monoAcc' : 'delegateAcc'] = s.accuracy;
+        row[mono ? 'monoTokens' : 'delegateTokens'] = s.meanTokens;
+        if (!mono) row.delegationRate = s.delegationRate;
+      }
+      for (const [k, v] of Object.entries(row)) fields[i === 0 ? k : `${task.name}.${k}`] = v;
+      text += ` | ${i === 0 ? 'eval' : task.name} delegate ${fmt(row.delegateAcc)} (delegating ${fmt(row.delegationRate)}) mono ${fmt(row.monoAcc)}`;
     }
-    return row;
   } finally {
     decoder.dispose();
   }
+  return { fields, text };
 }
