@@ -206,7 +206,7 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
       const startMs = performance.now();
       const rollouts = workers > 0 ? await PolicyRollouts.start(policy, workers, backend, 0) : null;
       const grads = await startNodeGradPool(gradWorkers, backend);
-      const gradients = grads.share(config);
+      const gradients = grads.share({ kind: 'toy', config });
       const startup = performance.now() - startMs;
       const ms: number[] = [];
       const episodeTokens: number[] = [];

@@ -70,7 +70,7 @@ function trainer(config: ModelConfig, pool: GradPool | null, microTokens: number
     /** One step's wall time (ms) and tokens. */
     async step(seqs: TrainSequence[]): Promise<{ ms: number; tokens: number }> {
       const t0 = performance.now();
-      if (pool) await pool.sync(params, config);
+      if (pool) await pool.sync(params, { kind: 'toy', config });
       const r = await sftStep(params, config, opt, seqs, 1e-3, microTokens, pool?.sftRemotes() ?? []);
       return { ms: performance.now() - t0, tokens: r.tokens };
     },

@@ -60,7 +60,7 @@ async function oneStep(pool: GradPool | null, withStartCopy = false): Promise<{ 
   const params = initParams(config, 5);
   const reference = cloneParams(params, { trainable: false });
   const optimizer = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: cfg.lr });
-  const shared = pool?.share(config, withStartCopy ? await paramsToArrays(params) : undefined);
+  const shared = pool?.share({ kind: 'toy', config }, withStartCopy ? await paramsToArrays(params) : undefined);
   // Counts the micro-batches the workers computed.
   const gradients = shared && {
     ...shared,

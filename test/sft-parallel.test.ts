@@ -1,4 +1,4 @@
-/** Data-parallel SFT: a gradient worker thread computes the same update as one thread. */
+/** Data-parallel SFT: a gradient worker thread computes the same update as one thread, for the toy and for a Hugging Face model. */
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/core/model/config';
@@ -10,7 +10,19 @@ import { Tokenizer } from '../src/core/tokenizer/tokenizer';
 import { initBackend } from '../src/runtime/backend';
 import type { GradPool } from '../src/runtime/gradient/gradPool';
 import { startNodeGradPool } from '../src/runtime/node/gradWorkers';
-import { defaultSftConfig } from '../src/core/runConfigTargets';
+import { defaultSftConfig, taskMixOf } from '../src/core/runConfigTargets';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadHfTextModel } from '../src/core/io/hfTextModel';
+import { decoderConfigFromHf } from '../src/core/model/decoder';
+import { INIT_DEFAULT_SIZES, initHfFolder } from '../src/core/model/hfInit';
+import { fullPolicy, hfScorer } from '../src/core/policyModel';
+import { runConfigDefaults } from '../src/core/runConfig';
+import { scorerLearner, sftStepOf } from '../src/core/sft/sft';
+import { textSftSequences } from '../src/core/sft/textSft';
+import { nodeFolderReader } from '../src/runtime/node/folderReader';
+import { writeHfFolder } from '../src/runtime/node/folderWriter';
 
 // The table's defaults (src/core/runConfig.ts) as trainer configs; a run's first step scores rewards without the token cost.
 const TABLE_SFT = defaultSftConfig();
@@ -31,7 +43,7 @@ describe('data-parallel SFT', () => {
       const opt = new AdamW(params, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 3e-3 });
       const losses: number[] = [];
       for (let s = 0; s < 3; s++) {
-        if (workers) await workers.sync(params, config);
+        if (workers) await workers.sync(params, { kind: 'toy', config });
         const seqs = sftSequences(arithmetic, arithmetic.defaultOptions, cfg, s, (t) => tok.encode(t));
         const counted = workers?.sftRemotes().map((r): RemoteGradients => async (...a) => {
           const m = await r(...a);
@@ -71,4 +83,49 @@ describe('data-parallel SFT', () => {
     }
     expect(maxDiff).toBeLessThan(1e-4);
   });
+});
+
+describe('data-parallel SFT of a Hugging Face model (every weight trained)', () => {
+  it("a worker rebuilds the model from its weights: the same bits as the micro-batches computed here, the same loss as one thread's queue", async () => {
+    const parts = initHfFolder('qwen2', { ...INIT_DEFAULT_SIZES, layers: 2, hiddenSize: 32, heads: 2, kvHeads: 1, intermediateSize: 48, maxPositions: 512 }, 4);
+    const hfConfig = decoderConfigFromHf(parts.config);
+    const dir = await mkdtemp(join(tmpdir(), 'sft-parallel-hf-'));
+    await writeHfFolder(dir, parts);
+    const { model } = await loadHfTextModel(nodeFolderReader(dir), 'float32');
+    const cfg = { ...TABLE_SFT, task: 'arithmetic', steps: 2, seed: 5, batchTokens: 1024 };
+    const mix = taskMixOf(runConfigDefaults('sft'));
+    let taken = 0;
+    const run = async (workers: GradPool | null, remotes?: RemoteGradients[]) => {
+      const policy = fullPolicy({ ...model, params: new Map([...model.params].map(([k, t]) => [k, t.clone()])) });
+      const learner = scorerLearner(hfScorer(policy.model, policy.trainable));
+      const opt = new AdamW(policy.trainable, { ...ADAM_MOMENTS, weightDecay: 0, gradClip: 1, lr: 3e-3 });
+      const losses: number[] = [];
+      for (let s = 0; s < 2; s++) {
+        if (workers) await workers.sync(policy.trainable, { kind: 'hf', config: hfConfig });
+        const seqs = textSftSequences(mix, cfg, s, model.tokenizer, { rootMaxTokens: 256, cloneBudget: 64 }, 512);
+        const counted = workers?.sftRemotes().map((r): RemoteGradients => async (...a) => {
+          const m = await r(...a);
+          taken += m?.size ?? 0;
+          return m;
+        });
+        losses.push((await sftStepOf(learner, opt, seqs, 3e-3, 256, remotes ?? counted ?? [])).loss);
+      }
+      const weights = await paramsToArrays(policy.trainable);
+      opt.dispose();
+      policy.trainable.forEach((p) => p.dispose());
+      policy.reference.forEach((p) => p.dispose());
+      return { losses, weights };
+    };
+    const workers = await startNodeGradPool(1, 'wasm');
+    taken = 0;
+    const parallel = await run(workers);
+    workers.terminate();
+    expect(taken).toBeGreaterThan(0);
+    const alone = await run(null, [async () => null]);
+    expect(parallel).toEqual(alone);
+    const single = await run(null);
+    parallel.losses.forEach((l, i) => expect(l).toBeCloseTo(single.losses[i], 5));
+    model.params.forEach((t) => t.dispose());
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
 });

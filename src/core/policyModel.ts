@@ -21,12 +21,12 @@ import type { RolloutConfig } from './rollout/config';
 import type { ContextDecoder } from './rollout/scheduler';
 import type { HfTokenizer } from './tokenizer/hfTokenizer';
 import type { ModelConfig } from './model/config';
-import { type Adapters, type DecoderConfig, type DecoderParams, decoderTargetScores } from './model/decoder';
+import { type Adapters, type DecoderConfig, type DecoderParams, decoderTargetScores, decoderTensorSpecs } from './model/decoder';
 import { targetLogProbsAndEntropy } from './model/gpt';
 import { HfContextDecoder } from './model/hfContextDecoder';
 import { asFloat } from './model/halfWeights';
 import type { Lora } from './model/lora';
-import type { GPTParams } from './model/params';
+import { type GPTParams, paramsFromArrays } from './model/params';
 
 export interface Scorer {
   /** The variables a gradient is taken for (and an optimizer updates), by name. */
@@ -43,8 +43,39 @@ export interface PolicyModel extends Scorer {
   readonly maxPositions: number;
   /** A decoder over the weights as they are now, with room for `capacity` contexts to start with; the caller disposes it. */
   decoder(capacity: number): ContextDecoder & { dispose(): void };
-  /** The toy's policy behind this model (gradient workers copy its weights); absent for a Hugging Face model. */
+  /** The toy's policy behind this model; absent for a Hugging Face model. */
   readonly toy?: Policy;
+  /**
+   * What a gradient worker needs to rebuild this model from its trained weights (`params`) alone;
+   * absent where those are not the whole model (LoRA adapters over frozen weights).
+   */
+  readonly replica?: ReplicaSpec;
+}
+
+/** A model a worker rebuilds from its weights: the toy GPT, or a Hugging Face decoder of this config.json. */
+export type ReplicaSpec = { kind: 'toy'; config: ModelConfig } | { kind: 'hf'; config: DecoderConfig };
+
+export const sameReplica = (a: ReplicaSpec, b: ReplicaSpec): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The weights of `spec` as variables (names, sizes and finiteness checked before any is made),
+ * with the model's scorer over them: what a gradient worker computes with.
+ */
+export function replicaFromArrays(spec: ReplicaSpec, arrays: ReadonlyMap<string, Float32Array>, trainable = true): Scorer {
+  if (spec.kind === 'toy') return toyScorer(paramsFromArrays(spec.config, arrays, { trainable }), spec.config);
+  const specs = decoderTensorSpecs(spec.config);
+  const known = new Set(specs.map((t) => t.name));
+  const unknown = [...arrays.keys()].filter((k) => !known.has(k));
+  if (unknown.length > 0) throw new Error(`weights: unexpected tensor(s) ${unknown.slice(0, 5).join(', ')} for this config.json`);
+  for (const { name, shape } of specs) {
+    const a = arrays.get(name);
+    const size = shape.reduce((x, y) => x * y, 1);
+    if (a === undefined || a.length !== size) throw new Error(`weights: ${name} must have shape [${shape.join(', ')}] (${size} values), got ${a?.length ?? 'none'}`);
+    const bad = a.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new Error(`weights: ${name} has a non-finite value at index ${bad}`);
+  }
+  const params = new Map(specs.map(({ name, shape }) => [name, tf.tidy(() => tf.variable(tf.tensor(arrays.get(name) as Float32Array, shape, 'float32'), trainable))]));
+  return hfScorer({ config: spec.config, params }, params);
 }
 
 /** The toy GPT's scorer over `params` (all of them trained). */
@@ -61,6 +92,7 @@ export function toyPolicyModel(policy: Policy, encode: (text: string) => number[
     maxPositions: policy.config.nPositions,
     decoder: (capacity) => new PolicyDecoder(policy, capacity),
     toy: policy,
+    replica: { kind: 'toy', config: policy.config },
   };
 }
 
@@ -137,5 +169,7 @@ export function hfPolicyModel(w: HfWeights, tokenizer: HfTokenizer, trainable: R
     vocabSize: w.config.vocabSize,
     maxPositions: w.config.maxPositions,
     decoder: () => Object.assign(new HfContextDecoder(w.params, w.config, w.adapters), { protocol }),
+    // Every weight trained (no adapters): a worker rebuilds the model from them.
+    ...(w.adapters === undefined && trainable.size === w.params.size ? { replica: { kind: 'hf', config: w.config } as const } : {}),
   };
 }

@@ -54,7 +54,13 @@ export const sft = defineRunCommand(
     out: { type: 'string', required: true, help: 'run directory (resumable)' },
     'save-every': { type: 'int', default: 50, min: 1, max: 10_000_000, help: 'steps between saves' },
     'log-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between progress lines' },
-    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'extra gradient worker threads (data parallel; 0 = this thread only; toy models)' },
+    workers: {
+      type: 'int',
+      default: 0,
+      min: 0,
+      max: 16,
+      help: 'extra gradient worker threads (data parallel; 0 = this thread only; a Hugging Face model with --lora-r 0)',
+    },
     backend: BACKEND_FLAG,
     model: {
       ...MODEL_FLAG,
@@ -74,19 +80,21 @@ export const sft = defineRunCommand(
       const refused = [
         ...TOY_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
         ...named(['--init']),
-        ...(f.workers > 0 ? ['--workers'] : []),
       ];
       if (refused.length > 0)
         throw new UsageError(
-          `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing, gradient workers)`,
+          `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing)`,
         );
+      if (f.workers > 0 && f['lora-r'] !== 0)
+        throw new UsageError('--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters');
     } else {
       const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--weights']);
       if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     }
     await checkOutDir(f.out);
     const backend = await setupBackend(f.backend);
-    const student = f.model !== undefined ? await textStudent(f as TextFlags, rc, given, mix, cfg) : await toyStudent(f, rc, given, mix, cfg, backend);
+    const student =
+      f.model !== undefined ? await textStudent(f as TextFlags, rc, given, mix, cfg, backend) : await toyStudent(f, rc, given, mix, cfg, backend);
     const { saved } = student;
     cfg = { ...cfg, warmup: student.runConfig.warmup as number };
     let step = 0;
@@ -191,7 +199,7 @@ async function toyStudent(
     describe: (argv) => runDir.describe(argv, runConfig),
     sequences: (step) => sftMixSequences(mix, cfg, step, encode, policy.config.nPositions),
     step: async (seqs, lr) => {
-      if (grad) await grad.sync(policy.params, policy.config);
+      if (grad) await grad.sync(policy.params, { kind: 'toy', config: policy.config });
       return sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience, cfg.labelSmoothing ?? 0);
     },
     evaluate: () => heldOut(toyPolicyModel(policy, encode), mix, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode),
@@ -203,6 +211,7 @@ async function toyStudent(
 interface TextFlags {
   model: string;
   out: string;
+  workers: number;
   'lora-r': number;
   'lora-alpha': number;
   'lora-targets'?: string;
@@ -214,7 +223,14 @@ interface TextFlags {
  * A demonstrated root may write `rootMaxTokens` of the model's tokens (256 unless given: a chat turn,
  * not the toy's characters), a clone the run's largest budget; a longer demonstration is left out.
  */
-async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<string>, mix: readonly TaskMixEntry[], cfg0: SftConfig): Promise<Student> {
+async function textStudent(
+  f: TextFlags,
+  rc: RunConfig,
+  given: ReadonlySet<string>,
+  mix: readonly TaskMixEntry[],
+  cfg0: SftConfig,
+  backend: Awaited<ReturnType<typeof setupBackend>>,
+): Promise<Student> {
   const loaded = await loadTextModel('model', f.model, f.weights);
   const { model } = loaded;
   console.log(modelSummary(loaded));
@@ -231,6 +247,9 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
   const optimizer = new AdamW(policy.trainable, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
   // The one warm-start step, over the model's scorer (its adapters, or every weight).
   const learner = scorerLearner(hfScorer(policy.model, policy.trainable));
+  // Data parallel (every weight trained): the workers rebuild the model from its weights and take shares of each step's micro-batches.
+  const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
+  const replica = { kind: 'hf', config: model.config } as const;
   return {
     runConfig,
     saved,
@@ -238,7 +257,10 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
     restoreOptimizer: () => runDir.restoreOptimizer(optimizer),
     describe: (argv) => runDir.describe(argv, runConfig),
     sequences: (step) => textSftSequences(mix, cfg, step, model.tokenizer, lengths, model.config.maxPositions),
-    step: (seqs, lr) => sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens),
+    step: async (seqs, lr) => {
+      if (grad) await grad.sync(policy.trainable, replica);
+      return sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience);
+    },
     evaluate: () =>
       heldOut(
         hfPolicyModel(policy.model, model.tokenizer, new Map()),
@@ -248,7 +270,7 @@ async function textStudent(f: TextFlags, rc: RunConfig, given: ReadonlySet<strin
         () => [],
       ),
     save: (state, rows) => run.save(optimizer, state, { 'metrics.jsonl': rows }),
-    close: () => undefined,
+    close: () => grad?.terminate(),
   };
 }
 

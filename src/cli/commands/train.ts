@@ -69,7 +69,7 @@ export const train = defineRunCommand(
       default: 0,
       min: 0,
       max: 16,
-      help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only; toy checkpoints)',
+      help: 'extra gradient worker threads for the updates (data parallel; 0 = this thread only; a Hugging Face model with --lora-r 0)',
     },
     recipe: {
       type: 'string',
@@ -93,9 +93,10 @@ export const train = defineRunCommand(
         TOY_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
         'the text protocol has no form for it (a root told its limit in the prompt; a fresh toy preset)',
       );
+      refuse(f.workers > 0 ? ['--workers'] : [], 'rollout worker threads replicate the toy model only; a Hugging Face model rolls out in this thread');
       refuse(
-        (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`),
-        'worker threads replicate the toy model only; a Hugging Face model trains in this thread',
+        f['grad-workers'] > 0 && f['lora-r'] !== 0 ? ['--grad-workers'] : [],
+        'gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
       );
     } else {
       refuse(
@@ -173,7 +174,7 @@ export const train = defineRunCommand(
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
     const rollouts = trainee.toy && f.workers > 0 ? await PolicyRollouts.start(trainee.toy, f.workers, backend, step) : null;
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
-    const grads = await startNodeGradPool(trainee.toy ? f['grad-workers'] : 0, backend);
+    const grads = await startNodeGradPool(f['grad-workers'], backend);
     // The weights a step starts from, as the rollout workers were sent them (with --workers): the gradient workers' first sync reuses them.
     let startCopy: Map<string, Float32Array> | undefined;
     const run = new GrpoRun(cfg, mix, { every: rc.evalEvery, n: rc.evalN, methods: ['delegate'] }, step);
@@ -183,7 +184,7 @@ export const train = defineRunCommand(
     const sessionStart = Date.now();
     while (!run.done) {
       const decoder = rollouts?.decoder;
-      const gradients = trainee.toy ? grads.share(trainee.toy.config, startCopy) : undefined;
+      const gradients = model.replica ? grads.share(model.replica, startCopy) : undefined;
       const restart = () => {
         opt.dispose();
         opt = optimizer();

@@ -78,7 +78,7 @@ function checkArray(spec: ParamSpec, values: Float32Array | undefined): void {
 }
 
 /** Reads every variable back, in the map's order (paramSpecs order for maps built here). */
-export async function paramsToArrays(params: GPTParams): Promise<Map<string, Float32Array>> {
+export async function paramsToArrays(params: ReadonlyMap<string, tf.Tensor>): Promise<Map<string, Float32Array>> {
   const entries = [...params.entries()];
   const values = await Promise.all(entries.map(([, v]) => v.data()));
   const out = new Map<string, Float32Array>();

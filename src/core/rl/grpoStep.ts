@@ -20,7 +20,6 @@
 import { drawProblem } from '../eval/splits';
 import type { PolicyModel, Scorer } from '../policyModel';
 import type { Violation } from '../protocol/violations';
-import type { GPTParams } from '../model/params';
 import { summarize } from '../eval/evaluate';
 import { Rng } from '../rng';
 import type { EpisodeLimits, RolloutConfig } from '../rollout/config';
@@ -233,7 +232,7 @@ export interface TrainerDeps<O> {
 /** Gradient workers as the trainer sees them (runtime/gradient/gradPool.ts); they take shares of the reference pass too. */
 export interface GradientShare extends ReferenceShare {
   /** Brings every worker onto `params` as they are now (called before each update that shares). */
-  sync(params: GPTParams): Promise<void>;
+  sync(params: ReadonlyMap<string, tf.Tensor>): Promise<void>;
   remotes: readonly RemotePolicyGradients[];
 }
 
@@ -390,8 +389,8 @@ async function updateGradients<O>(
   const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (batches.length === 0) return null;
   if (remotes.length > 0) {
-    if (model.toy === undefined) throw new Error('grpo: gradient workers train the toy model only');
-    await (deps.gradients as GradientShare).sync(model.toy.params);
+    if (model.replica === undefined) throw new Error('grpo: gradient workers rebuild a model from its trained weights, and LoRA adapters are not the whole model');
+    await (deps.gradients as GradientShare).sync(model.params);
   }
   const r = await policyGradients(model, batches, cfg.loss, { plan, remotes, patience: deps.gradients?.patience });
   return { grads: r.grads, loss: r.loss, sums: r.sums };

@@ -30,7 +30,6 @@ import * as tf from '@tensorflow/tfjs';
 import { type GradItem, type GradItemAway, GradFold, accumulateGrads, releaseGradItem } from '../parallel/grads';
 import { type GroupPlan, groupPlan, lengthGroups, shareGroups } from '../parallel/sequences';
 import { type Claims, type Patience, type QueuePlan, computeQueue, computeShares } from '../parallel/shares';
-import type { GPTParams } from '../model/params';
 import type { Scorer } from '../policyModel';
 
 export interface PolicyLossConfig {
@@ -170,7 +169,7 @@ export async function withReferenceLogprobs(
       remotes.length + 1,
       maxTokens,
     ).map((groups) => groups.flat().sort((a, b) => a - b));
-    await (elsewhere as ReferenceShare).syncReference(ref.params as GPTParams);
+    await (elsewhere as ReferenceShare).syncReference(ref.params);
     // Each share's rows with its sequence indices, placed once every share is in.
     const checked = (part: number[]) => (r: number[][]) => {
       if (r.length !== part.length || r.some((row, j) => row.length !== seqs[part[j]].actions.length))
@@ -216,7 +215,7 @@ export type RemoteLogprobs = (seqs: RlSequence[], temperature: number, maxTokens
 
 /** Where the reference pass can be shared (gradient workers): they get `ref` first, then their part. */
 export interface ReferenceShare {
-  syncReference(ref: GPTParams): Promise<void>;
+  syncReference(ref: ReadonlyMap<string, tf.Tensor>): Promise<void>;
   referenceRemotes: readonly RemoteLogprobs[];
   /** How long the remotes get once this thread's share is done (default: shares.ts DEFAULT_PATIENCE). */
   patience?: Patience;

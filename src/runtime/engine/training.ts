@@ -188,7 +188,7 @@ export class Training {
         const { cfg } = run;
         // The copy syncPool just broadcast is the weights the step starts from: the gradient workers get it too.
         const gradients = this.grads.share(
-          model.config,
+          { kind: 'toy', config: model.config },
           this.synced?.model === model && this.synced.version === model.version ? this.synced.weights : undefined,
         );
         const deps = {
@@ -259,7 +259,7 @@ export class Training {
       try {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         if (!this.grads.healthy) this.addNotes(await this.grads.repair());
-        if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, model.config));
+        if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, { kind: 'toy', config: model.config }));
         const r = await this.guard(
           sftStep(
             model.policy.params,

@@ -4,8 +4,9 @@
  * remotes for SFT and for GRPO, and replaces a worker that died. Size 0 is a pool that computes
  * nothing elsewhere (every remote list is empty).
  */
-import type { ModelConfig } from '../../core/model/config';
-import { type GPTParams, paramsToArrays } from '../../core/model/params';
+import * as tf from '@tensorflow/tfjs';
+import type { ReplicaSpec } from '../../core/policyModel';
+import { paramsToArrays } from '../../core/model/params';
 import type { RemoteLogprobs, RemotePolicyGradients } from '../../core/rl/ppoLoss';
 import type { RemoteGradients } from '../../core/sft/sft';
 import { DEFAULT_PATIENCE, type Patience, canShareMemory } from '../../core/parallel/shares';
@@ -50,7 +51,7 @@ export class GradPool {
   /** Version of the weights last sent; every live worker holds it once `sync` has resolved. */
   private version = 0;
   /** The reference the workers hold (by identity), and its tag. */
-  private reference: { params: GPTParams; id: number } | null = null;
+  private reference: { params: ReadonlyMap<string, tf.Tensor>; id: number } | null = null;
   private nextReference = 0;
   private closed = false;
 
@@ -94,7 +95,7 @@ export class GradPool {
    * `hostCopy`: the same weights already read back to the host (the copy a step's start broadcast
    * to the rollout workers), sent instead of reading them again.
    */
-  async sync(params: GPTParams, model: ModelConfig, hostCopy?: ReadonlyMap<string, Float32Array>): Promise<void> {
+  async sync(params: ReadonlyMap<string, tf.Tensor>, model: ReplicaSpec, hostCopy?: ReadonlyMap<string, Float32Array>): Promise<void> {
     this.checkOpen();
     if (this.members.length === 0) return;
     const version = ++this.version;
@@ -127,7 +128,7 @@ export class GradPool {
   }
 
   /** Sends the frozen KL reference to every live worker that does not hold this very one (by identity). */
-  async syncReference(ref: GPTParams, model: ModelConfig): Promise<void> {
+  async syncReference(ref: ReadonlyMap<string, tf.Tensor>, model: ReplicaSpec): Promise<void> {
     this.checkOpen();
     if (this.members.length === 0) return;
     if (this.reference?.params !== ref) this.reference = { params: ref, id: ++this.nextReference };
@@ -189,12 +190,12 @@ export class GradPool {
   }
 
   /**
-   * What grpoStep takes (TrainerDeps.gradients) for a policy of `model`; undefined without workers.
+   * What grpoStep takes (TrainerDeps.gradients) for a policy the workers rebuild as `model`; undefined without workers.
    * `startCopy`: the weights the step starts from, already on the host (what the rollout workers
    * were sent); the first sync sends it instead of reading the weights back again. Make the share
    * at the step's start, before any update, for the copy to be right.
    */
-  share(model: ModelConfig, startCopy?: ReadonlyMap<string, Float32Array>): GradientShare | undefined {
+  share(model: ReplicaSpec, startCopy?: ReadonlyMap<string, Float32Array>): GradientShare | undefined {
     if (this.members.length === 0) return undefined;
     // The step's first sync sends the weights it starts from: the host copy, when there is one.
     let first = startCopy;

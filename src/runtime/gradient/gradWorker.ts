@@ -5,14 +5,12 @@
  * from (one shared buffer where memory can be shared), then the update's micro-batches, of
  * which this worker computes those it claims and sends back each one's gradients apart.
  */
-import { toyScorer } from '../../core/policyModel';
+import { type ReplicaSpec, type Scorer, replicaFromArrays, sameReplica } from '../../core/policyModel';
 import * as tf from '@tensorflow/tfjs';
-import { type ModelConfig, sameModel } from '../../core/model/config';
-import { type GPTParams, paramsFromArrays } from '../../core/model/params';
 import { type GradItem, type GradItemAway, readGradItem } from '../../core/parallel/grads';
 import { type PackedBatch, type PolicyLossConfig, type RlSequence, actionLogprobs, policyItem } from '../../core/rl/ppoLoss';
 import { type Claims, claimer } from '../../core/parallel/shares';
-import { sftItem } from '../../core/sft/sft';
+import { scorerLearner, toyLearner } from '../../core/sft/sft';
 import type { PaddedBatch } from '../../core/parallel/sequences';
 import type { Endpoint } from '../transport/endpoint';
 import type { BackendReport } from '../engine/messages';
@@ -22,12 +20,12 @@ import { type WeightPayload, packWeights, unpackWeights } from '../transport/wei
 
 export type GradRequest =
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string }
-  | { kind: 'weights'; model: ModelConfig; version: number; weights: WeightPayload }
+  | { kind: 'weights'; model: ReplicaSpec; version: number; weights: WeightPayload }
   /** The micro-batches of a step; this worker computes those it claims (core/parallel/shares.ts `claimer`). */
   | { kind: 'grads'; version: number; batches: PaddedBatch[]; totalWeight: number; labelSmoothing: number; claims: Claims }
   | { kind: 'policyGrads'; version: number; batches: PackedBatch[]; loss: PolicyLossConfig; claims: Claims }
   /** The frozen KL reference (kept apart from the policy weights), tagged `id`. */
-  | { kind: 'reference'; model: ModelConfig; id: number; weights: WeightPayload }
+  | { kind: 'reference'; model: ReplicaSpec; id: number; weights: WeightPayload }
   | { kind: 'refLogprobs'; id: number; seqs: RlSequence[]; temperature: number; maxTokens: number };
 
 export interface GradReplies {
@@ -63,15 +61,25 @@ export function wireItems(items: readonly WireItem[]): Map<number, GradItemAway>
   return new Map(items.map((it) => [it.index, { scalars: it.scalars, grads: unpackWeights(it.grads) }]));
 }
 
+/** A rebuilt model: its spec and scorer; the toy's SFT item is its own (label smoothing reads every logit). */
+interface Replica {
+  spec: ReplicaSpec;
+  scorer: Scorer;
+}
+
+const learnerOf = (r: Replica) =>
+  r.spec.kind === 'toy' ? toyLearner(r.scorer.params as Map<string, tf.Variable>, r.spec.config) : scorerLearner(r.scorer);
+
+const disposeReplica = (r: Replica | null) => r?.scorer.params.forEach((v) => v.dispose());
+
 export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPreference, wasmPaths: string | undefined) => Promise<BackendReport>): void {
-  let params: GPTParams | null = null;
-  let model: ModelConfig | null = null;
+  let replica: Replica | null = null;
   let version = -1;
-  let reference: { id: number; model: ModelConfig; params: GPTParams } | null = null;
-  const ready = (asked: number): { params: GPTParams; model: ModelConfig } => {
-    if (params === null || model === null) throw new Error('grad worker: no weights yet');
+  let reference: { id: number; replica: Replica } | null = null;
+  const ready = (asked: number): Replica => {
+    if (replica === null) throw new Error('grad worker: no weights yet');
     if (asked !== version) throw new Error(`grad worker: holds version ${version}, asked for ${asked}`);
-    return { params, model };
+    return replica;
   };
   serveRpc<GradRequest, never>(endpoint, async (req) => {
     switch (req.kind) {
@@ -79,14 +87,13 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
         return reply({ backend: await select(req.backend, req.wasmPaths) });
       case 'weights': {
         const arrays = unpackWeights(req.weights);
-        if (params === null || model === null || !sameModel(model, req.model)) {
+        if (replica === null || !sameReplica(replica.spec, req.model)) {
           // Validates names, sizes and finiteness before anything is replaced.
-          const next = paramsFromArrays(req.model, arrays);
-          params?.forEach((v) => v.dispose());
-          params = next;
-          model = { ...req.model };
+          const next = { spec: req.model, scorer: replicaFromArrays(req.model, arrays) };
+          disposeReplica(replica);
+          replica = next;
         } else {
-          const p = params;
+          const p = replica.scorer.params;
           for (const [name] of p) if (!arrays.has(name)) throw new Error(`grad worker: weights without ${name}`);
           tf.tidy(() => {
             for (const [name, v] of p) v.assign(tf.tensor(arrays.get(name) as Float32Array, v.shape));
@@ -96,28 +103,26 @@ export function serveGradWorker(endpoint: Endpoint, select: (pref: BackendPrefer
         return reply({ version });
       }
       case 'grads': {
-        const r = ready(req.version);
+        const learner = learnerOf(ready(req.version));
         const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) =>
-          sftItem(r.params, r.model, req.batches[i], req.totalWeight, req.labelSmoothing),
+          learner.item(req.batches[i], req.totalWeight, req.labelSmoothing),
         );
         return reply({ items }, transfer);
       }
       case 'policyGrads': {
         const r = ready(req.version);
-        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) =>
-          policyItem(toyScorer(r.params, r.model), req.batches[i], req.loss),
-        );
+        const { items, transfer } = await claimedItems(req.claims, req.batches.length, (i) => policyItem(r.scorer, req.batches[i], req.loss));
         return reply({ items }, transfer);
       }
       case 'reference': {
-        const next = paramsFromArrays(req.model, unpackWeights(req.weights), { trainable: false });
-        reference?.params.forEach((v) => v.dispose());
-        reference = { id: req.id, model: { ...req.model }, params: next };
+        const next = { spec: req.model, scorer: replicaFromArrays(req.model, unpackWeights(req.weights), false) };
+        disposeReplica(reference?.replica ?? null);
+        reference = { id: req.id, replica: next };
         return reply({ id: req.id });
       }
       case 'refLogprobs': {
         if (reference === null || reference.id !== req.id) throw new Error(`grad worker: holds reference ${reference?.id ?? 'none'}, asked for ${req.id}`);
-        return reply({ logprobs: await actionLogprobs(toyScorer(reference.params, reference.model), req.seqs, req.temperature, req.maxTokens) });
+        return reply({ logprobs: await actionLogprobs(reference.replica.scorer, req.seqs, req.temperature, req.maxTokens) });
       }
       default:
         throw new Error(`grad worker: unknown request kind ${JSON.stringify((req as { kind: unknown }).kind)}`);
