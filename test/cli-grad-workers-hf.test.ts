@@ -1,0 +1,92 @@
+/**
+ * `train --model --lora-r 0 --grad-workers 1` as a user runs it: GRPO steps of a Hugging Face
+ * folder made by `init --family qwen2`, its updates shared with a gradient worker thread that
+ * rebuilds the model (and the KL reference) from their weights, give the run of one thread: the
+ * same rollouts, the same reward, the same loss and gradient norm within float summation order.
+ * With LoRA the flag is refused by name.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from './cliProcess';
+
+let dir = '';
+let model = '';
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'grad-workers-hf-'));
+  model = join(dir, 'model');
+  const r = await cli(
+    'init',
+    '--family',
+    'qwen2',
+    '--layers',
+    '1',
+    '--hidden',
+    '32',
+    '--heads',
+    '2',
+    '--kv-heads',
+    '1',
+    '--intermediate',
+    '48',
+    '--max-positions',
+    '512',
+    '--out',
+    model,
+  );
+  expect(r.code, r.stderr).toBe(0);
+}, 120_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const rows = async (out: string) =>
+  (await readFile(join(out, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, number>);
+
+describe('train --model with gradient workers', () => {
+  it('gives the run of one thread (every weight trained, KL on)', async () => {
+    const args = [
+      '--model',
+      model,
+      '--lora-r',
+      '0',
+      '--steps',
+      '2',
+      '--batch',
+      '2',
+      '--group',
+      '2',
+      '--mini-batch',
+      '1',
+      '--root-max-tokens',
+      '12',
+      '--budgets',
+      '8',
+    ];
+    const more = ['--lr', '0.01', '--beta', '0.01'];
+    const [one, two] = await Promise.all([
+      cli('train', ...args, ...more, '--out', join(dir, 'one')),
+      cli('train', ...args, ...more, '--grad-workers', '1', '--out', join(dir, 'two')),
+    ]);
+    expect(one.code, one.stderr).toBe(0);
+    expect(two.code, two.stderr).toBe(0);
+    const [a, b] = [await rows(join(dir, 'one')), await rows(join(dir, 'two'))];
+    expect(b.length).toBe(2);
+    a.forEach((r, i) => {
+      for (const k of ['meanReward', 'meanTotalTokens', 'updates', 'trainedTokens']) expect(b[i][k], k).toBe(r[k]);
+      for (const k of ['loss', 'gradNorm', 'approxKl', 'kl']) expect(b[i][k], k).toBeCloseTo(r[k], 5);
+    });
+  }, 300_000);
+
+  it('refuses --grad-workers with LoRA adapters, naming it', async () => {
+    const r = await cli('train', '--model', model, '--steps', '1', '--grad-workers', '1', '--out', join(dir, 'lora'));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--grad-workers: gradient workers rebuild the model from its trained weights');
+  }, 120_000);
+});
