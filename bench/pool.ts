@@ -50,8 +50,8 @@ export async function runPoolBench(args: string[], backend: BackendName): Promis
   const weights = packWeights(await paramsToArrays(params), true);
   for (let n = 1; n <= maxWorkers; n++) {
     const pool = await startNodePool(n, backend);
-    await pool.broadcast({ version: 0, model: config, payload: weights });
-    const pooled = new PooledDecoder(pool, config);
+    await pool.broadcast({ version: 0, model: { kind: 'toy', config }, payload: weights });
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     await decodeRun(pooled); // warm-up
     const rate = await decodeRun(pooled);
     console.log(`pool of ${n}: ${rate.toFixed(0)} tokens/s, ratio ${(rate / base).toFixed(2)}`);

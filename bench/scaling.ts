@@ -204,7 +204,7 @@ async function grpoTable(p: BenchPreset, plan: Plan, backend: BackendName): Prom
       const reference = cfg.loss.beta > 0 ? startParams : null;
       const optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
       const startMs = performance.now();
-      const rollouts = workers > 0 ? await PolicyRollouts.start(policy, workers, backend, 0) : null;
+      const rollouts = workers > 0 ? await PolicyRollouts.start(toyPolicyModel(policy, encode), workers, backend, 0) : null;
       const grads = await startNodeGradPool(gradWorkers, backend);
       const gradients = grads.share({ kind: 'toy', config });
       const startup = performance.now() - startMs;

@@ -1,9 +1,10 @@
 /**
- * `train --model --lora-r 0 --grad-workers 1` as a user runs it: GRPO steps of a Hugging Face
- * folder made by `init --family qwen2`, its updates shared with a gradient worker thread that
- * rebuilds the model (and the KL reference) from their weights, give the run of one thread: the
- * same rollouts, the same reward, the same loss and gradient norm within float summation order.
- * With LoRA the flag is refused by name.
+ * `train --model --lora-r 0 --grad-workers 1 [--workers 1]` as a user runs it: GRPO steps of a
+ * Hugging Face folder made by `init --family qwen2`, its updates shared with a gradient worker
+ * thread that rebuilds the model (and the KL reference) from their weights, and its rollouts in a
+ * rollout worker thread that rebuilds it too, give the run of one thread: the same rollouts, the
+ * same reward, the same loss and gradient norm within float summation order. With LoRA the flags
+ * are refused by name.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,7 +51,7 @@ const rows = async (out: string) =>
     .map((l) => JSON.parse(l) as Record<string, number>);
 
 describe('train --model with gradient workers', () => {
-  it('gives the run of one thread (every weight trained, KL on)', async () => {
+  it('gives the run of one thread (every weight trained, KL on), with the rollouts in a worker thread too', async () => {
     const args = [
       '--model',
       model,
@@ -70,23 +71,39 @@ describe('train --model with gradient workers', () => {
       '8',
     ];
     const more = ['--lr', '0.01', '--beta', '0.01'];
-    const [one, two] = await Promise.all([
+    const [one, two, three] = await Promise.all([
       cli('train', ...args, ...more, '--out', join(dir, 'one')),
       cli('train', ...args, ...more, '--grad-workers', '1', '--out', join(dir, 'two')),
+      cli('train', ...args, ...more, '--workers', '1', '--grad-workers', '1', '--out', join(dir, 'three')),
     ]);
-    expect(one.code, one.stderr).toBe(0);
-    expect(two.code, two.stderr).toBe(0);
-    const [a, b] = [await rows(join(dir, 'one')), await rows(join(dir, 'two'))];
-    expect(b.length).toBe(2);
-    a.forEach((r, i) => {
-      for (const k of ['meanReward', 'meanTotalTokens', 'updates', 'trainedTokens']) expect(b[i][k], k).toBe(r[k]);
-      for (const k of ['loss', 'gradNorm', 'approxKl', 'kl']) expect(b[i][k], k).toBeCloseTo(r[k], 5);
-    });
+    for (const r of [one, two, three]) expect(r.code, r.stderr).toBe(0);
+    const a = await rows(join(dir, 'one'));
+    for (const name of ['two', 'three']) {
+      const b = await rows(join(dir, name));
+      expect(b.length).toBe(2);
+      a.forEach((r, i) => {
+        for (const k of ['meanReward', 'meanTotalTokens', 'updates', 'trainedTokens']) expect(b[i][k], `${name} ${k}`).toBe(r[k]);
+        for (const k of ['loss', 'gradNorm', 'approxKl', 'kl']) expect(b[i][k], `${name} ${k}`).toBeCloseTo(r[k], 5);
+      });
+    }
   }, 300_000);
 
-  it('refuses --grad-workers with LoRA adapters, naming it', async () => {
-    const r = await cli('train', '--model', model, '--steps', '1', '--grad-workers', '1', '--out', join(dir, 'lora'));
+  it('eval and frontier read the same episodes with the decoding in worker threads', async () => {
+    const args = ['--model', model, '--n', '4', '--clone-budget', '8', '--json'];
+    const [a, b, c, d] = await Promise.all([
+      cli('eval', ...args, '--root-limit', '12'),
+      cli('eval', ...args, '--root-limit', '12', '--workers', '2'),
+      cli('frontier', ...args, '--limits', '8,12', '--methods', 'delegate,mono'),
+      cli('frontier', ...args, '--limits', '8,12', '--methods', 'delegate,mono', '--workers', '2'),
+    ]);
+    for (const r of [a, b, c, d]) expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(b.stdout)).toEqual(JSON.parse(a.stdout));
+    expect(JSON.parse(d.stdout)).toEqual(JSON.parse(c.stdout));
+  }, 300_000);
+
+  it('refuses worker threads with LoRA adapters, naming the flags', async () => {
+    const r = await cli('train', '--model', model, '--steps', '1', '--workers', '1', '--grad-workers', '1', '--out', join(dir, 'lora'));
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--grad-workers: gradient workers rebuild the model from its trained weights');
+    expect(r.stderr).toContain('--workers, --grad-workers: worker threads rebuild the model from its trained weights');
   }, 120_000);
 });

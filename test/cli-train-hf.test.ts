@@ -244,7 +244,7 @@ describe.skipIf(py.python === null)(`train --model on a Hugging Face folder${py.
     expect(toyFlag.stderr).toContain('--root-limit-min: the text protocol has no form for it');
     const workers = await cli('train', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--workers', '2', ...small);
     expect(workers.code).toBe(2);
-    expect(workers.stderr).toContain('--workers: worker threads replicate the toy model only');
+    expect(workers.stderr).toContain('--workers: worker threads rebuild the model from its trained weights: with --lora-r 0');
     const lora = await cli('train', '--init', 'public/checkpoints/warmstart-tiny', '--out', join(dir, 'bad'), '--steps', '1', '--lora-r', '4');
     expect(lora.code).toBe(2);
     expect(lora.stderr).toContain('--lora-r: a toy checkpoint trains every weight');

@@ -17,6 +17,8 @@ import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapter
 import type { TextModel } from '../core/policyModel';
 import { nodeFolderReader } from '../runtime/node/folderReader';
 import { hfPolicyModel } from '../core/policyModel';
+import { PolicyRollouts } from '../runtime/node/pool';
+import type { BackendPreference } from '../runtime/selectBackend';
 import type { ContextDecoder } from '../core/rollout/scheduler';
 import { type RunWeights, otherModelKind } from './runDir';
 import type { FlagSpec } from './args';
@@ -132,22 +134,29 @@ export async function loadAdapter(flag: string, dir: string, model: TextModel): 
  * decoder's batch rows to start with.
  */
 export async function openTextDecoder(
-  f: { model: string; adapter?: string; weights: string },
+  f: { model: string; adapter?: string; weights: string; workers?: number },
   capacity: number,
+  backend?: BackendPreference,
 ): Promise<{ loaded: LoadedTextModel; decoder: ContextDecoder & { dispose(): void }; close(): void }> {
+  const workers = f.workers ?? 0;
+  if (workers > 0 && f.adapter !== undefined)
+    throw new UsageError('--workers: worker threads rebuild the model from its weights alone, without a LoRA adapter');
   const loaded = await loadTextModel('model', f.model, f.weights);
   const adapters = f.adapter !== undefined ? await loadAdapter('adapter', f.adapter, loaded.model) : undefined;
   const model = { ...loaded.model, adapters };
-  const decoder = hfPolicyModel(model, model.tokenizer, new Map()).decoder(capacity);
-  return {
-    loaded,
-    decoder,
-    close() {
-      decoder.dispose();
-      adapters?.dispose();
-      model.params.forEach((t) => t.dispose());
-    },
+  const local = hfPolicyModel(model, model.tokenizer, new Map());
+  const release = () => {
+    adapters?.dispose();
+    model.params.forEach((t) => t.dispose());
   };
+  if (workers > 0) {
+    // Each worker rebuilds the model from its weights; the scheduler here speaks its protocol.
+    const pool = await PolicyRollouts.start({ ...local, params: model.params, replica: { kind: 'hf', config: model.config } }, workers, backend ?? 'wasm');
+    const decoder = Object.assign(pool.decoder, { dispose: () => pool.close() });
+    return { loaded, decoder, close: () => (decoder.dispose(), release()) };
+  }
+  const decoder = local.decoder(capacity);
+  return { loaded, decoder, close: () => (decoder.dispose(), release()) };
 }
 
 /** A model's one-line summary: family, size, load time. */

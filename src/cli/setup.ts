@@ -9,6 +9,7 @@ import type { SelfcestMeta } from '../core/io/checkpoint';
 import { probeLogits } from '../core/io/checkpointProbe';
 import { type ContextDecoder, PolicyDecoder } from '../core/rollout';
 import { PolicyRollouts } from '../runtime/node/pool';
+import { toyPolicyModel } from '../core/policyModel';
 import { installNodeWebgpu } from '../runtime/node/nodeWebgpu';
 import { type FlagSpec, UsageError } from './args';
 import type { TaskEntry } from '../core/tasks';
@@ -136,7 +137,11 @@ export async function savePolicy(dir: string, policy: Policy, meta: Partial<Omit
  */
 export async function openDecoder(policy: Policy, workers: number, backend: BackendName): Promise<{ decoder: ContextDecoder; close: () => void }> {
   if (workers > 0) {
-    const pool = await PolicyRollouts.start(policy, workers, backend);
+    const pool = await PolicyRollouts.start(
+      toyPolicyModel(policy, (t) => getTokenizer().encode(t)),
+      workers,
+      backend,
+    );
     return { decoder: pool.decoder, close: () => pool.close() };
   }
   const local = new PolicyDecoder(policy);

@@ -57,6 +57,12 @@ export type ReplicaSpec = { kind: 'toy'; config: ModelConfig } | { kind: 'hf'; c
 
 export const sameReplica = (a: ReplicaSpec, b: ReplicaSpec): boolean => JSON.stringify(a) === JSON.stringify(b);
 
+/** A replica's vocabulary and window. */
+export const replicaShape = (spec: ReplicaSpec): { vocabSize: number; maxPositions: number } =>
+  spec.kind === 'toy'
+    ? { vocabSize: spec.config.vocabSize, maxPositions: spec.config.nPositions }
+    : { vocabSize: spec.config.vocabSize, maxPositions: spec.config.maxPositions };
+
 /**
  * The weights of `spec` as variables (names, sizes and finiteness checked before any is made),
  * with the model's scorer over them: what a gradient worker computes with.
@@ -70,11 +76,14 @@ export function replicaFromArrays(spec: ReplicaSpec, arrays: ReadonlyMap<string,
   for (const { name, shape } of specs) {
     const a = arrays.get(name);
     const size = shape.reduce((x, y) => x * y, 1);
-    if (a === undefined || a.length !== size) throw new Error(`weights: ${name} must have shape [${shape.join(', ')}] (${size} values), got ${a?.length ?? 'none'}`);
+    if (a === undefined || a.length !== size)
+      throw new Error(`weights: ${name} must have shape [${shape.join(', ')}] (${size} values), got ${a?.length ?? 'none'}`);
     const bad = a.findIndex((v) => !Number.isFinite(v));
     if (bad >= 0) throw new Error(`weights: ${name} has a non-finite value at index ${bad}`);
   }
-  const params = new Map(specs.map(({ name, shape }) => [name, tf.tidy(() => tf.variable(tf.tensor(arrays.get(name) as Float32Array, shape, 'float32'), trainable))]));
+  const params = new Map(
+    specs.map(({ name, shape }) => [name, tf.tidy(() => tf.variable(tf.tensor(arrays.get(name) as Float32Array, shape, 'float32'), trainable))]),
+  );
   return hfScorer({ config: spec.config, params }, params);
 }
 

@@ -73,7 +73,6 @@ export const evaluate = defineCommand(
         if (f[flag] !== undefined)
           throw new UsageError(`--${flag} applies to --model (a toy spawn names its own budget bucket, and a toy checkpoint has no adapter)`);
     } else {
-      if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
       if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
     }
     const backend = await setupBackend(f.backend);
@@ -84,7 +83,7 @@ export const evaluate = defineCommand(
     let traces;
     if (text) {
       // The one runner: the decoder carries the model's text protocol; the limits count its own tokens.
-      const { decoder, close } = await openTextDecoder({ model: f.model as string, adapter: f.adapter, weights: f.weights }, 64);
+      const { decoder, close } = await openTextDecoder({ model: f.model as string, adapter: f.adapter, weights: f.weights, workers: f.workers }, 64, backend);
       cfg = defaultRolloutConfig(task.name, {
         rootMaxTokens: f['root-limit'] ?? TEXT_LENGTHS.rootMaxTokens,
         budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget],

@@ -69,11 +69,10 @@ export const frontierCommand = defineCommand(
     if ((f.model === undefined) === (f.checkpoint === undefined))
       throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
     if (f.model !== undefined) {
-      if (f.workers > 0) throw new UsageError('--workers: worker threads replicate the toy model only; a Hugging Face model decodes in this process');
       if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
-      await setupBackend(f.backend);
+      const backend = await setupBackend(f.backend);
       // The one runner: the decoder carries the model's text protocol; limits count the model's own tokens.
-      const { decoder, close } = await openTextDecoder({ model: f.model, adapter: f.adapter, weights: f.weights }, 64);
+      const { decoder, close } = await openTextDecoder({ model: f.model, adapter: f.adapter, weights: f.weights, workers: f.workers }, 64, backend);
       const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
       const result = await frontier(
         decoder,

@@ -63,7 +63,7 @@ export const train = defineRunCommand(
     'save-every': { type: 'int', default: 10, min: 1, max: 10_000_000, help: 'steps between saves' },
     'trace-every': { type: 'int', default: 1, min: 1, max: 10_000_000, help: 'write the traces of every Nth step' },
     backend: BACKEND_FLAG,
-    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process; toy checkpoints)' },
+    workers: { type: 'int', default: 0, min: 0, max: 16, help: 'rollout worker threads (0 = roll out in this process; a Hugging Face model with --lora-r 0)' },
     'grad-workers': {
       type: 'int',
       default: 0,
@@ -93,10 +93,9 @@ export const train = defineRunCommand(
         TOY_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
         'the text protocol has no form for it (a root told its limit in the prompt; a fresh toy preset)',
       );
-      refuse(f.workers > 0 ? ['--workers'] : [], 'rollout worker threads replicate the toy model only; a Hugging Face model rolls out in this thread');
       refuse(
-        f['grad-workers'] > 0 && f['lora-r'] !== 0 ? ['--grad-workers'] : [],
-        'gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
+        f['lora-r'] !== 0 ? (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`) : [],
+        'worker threads rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
       );
     } else {
       refuse(
@@ -172,7 +171,7 @@ export const train = defineRunCommand(
     let skippedSteps = 0;
 
     // With --workers, rollouts run in worker threads holding a replica tagged with the step.
-    const rollouts = trainee.toy && f.workers > 0 ? await PolicyRollouts.start(trainee.toy, f.workers, backend, step) : null;
+    const rollouts = f.workers > 0 ? await PolicyRollouts.start(model, f.workers, backend, step) : null;
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
     const grads = await startNodeGradPool(f['grad-workers'], backend);
     // The weights a step starts from, as the rollout workers were sent them (with --workers): the gradient workers' first sync reuses them.

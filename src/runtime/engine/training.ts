@@ -60,7 +60,7 @@ export class Training {
     private readonly wasmPaths: string | undefined,
     private readonly emit: (e: EngineEvent) => void,
   ) {
-    this.decoder = new PooledDecoder(pool, model.config);
+    this.decoder = new PooledDecoder(pool, { kind: 'toy', config: model.config });
     this.watchTrainer();
     pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
   }
@@ -140,7 +140,7 @@ export class Training {
     this.pool = await startPool(this.host, config, this.wasmPaths);
     this.pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
     this.grads = await startGradPool(this.host, config, this.wasmPaths);
-    this.decoder = new PooledDecoder(this.pool, this.model.config);
+    this.decoder = new PooledDecoder(this.pool, { kind: 'toy', config: this.model.config });
     this.synced = null;
     this.config = config;
   }
@@ -148,7 +148,7 @@ export class Training {
   replaceModel(model: TrainerModel): void {
     this.model.dispose();
     this.model = model;
-    this.decoder = new PooledDecoder(this.pool, model.config);
+    this.decoder = new PooledDecoder(this.pool, { kind: 'toy', config: model.config });
   }
 
   /** Sends the weights if the pool is behind, repairs replicas that lost them, and restarts dead gradient workers. */
@@ -156,7 +156,7 @@ export class Training {
     const { model } = this;
     if (this.synced?.model !== model || this.synced.version !== model.version) {
       const weights = await model.weights();
-      await this.pool.broadcast({ version: model.version, model: model.config, payload: packWeights(weights, canShareMemory()) });
+      await this.pool.broadcast({ version: model.version, model: { kind: 'toy', config: model.config }, payload: packWeights(weights, canShareMemory()) });
       this.synced = { model, version: model.version, weights };
     }
     if (!this.pool.healthy) this.addNotes(await this.pool.repair());

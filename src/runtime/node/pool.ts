@@ -1,6 +1,10 @@
 /** Rollout pools of worker threads for the CLI and the tests. */
 import { paramsToArrays } from '../../core/model/params';
-import type { Policy } from '../../core/policy';
+import type * as tf from '@tensorflow/tfjs';
+import type { PolicyModel, ReplicaSpec } from '../../core/policyModel';
+
+/** What the rollout workers need of a model: its weights as they are now, how to rebuild it, its protocol. */
+export type RolloutModel = Pick<PolicyModel, 'replica' | 'protocol' | 'toy'> & { params: ReadonlyMap<string, tf.Tensor> };
 import { PooledDecoder } from '../rollout/pooledDecoder';
 import { RolloutPool } from '../rollout/rolloutPool';
 import type { BackendPreference } from '../selectBackend';
@@ -15,19 +19,27 @@ export async function startNodePool(size: number, backend: BackendPreference = '
   return RolloutPool.start((i) => startNodeWorker(ROLLOUT_WORKER_ENTRY, `rollout-${i}`), size, { backend });
 }
 
-/** A policy's rollouts in `size` worker threads: `decoder` for the scheduler, `sync` after each update. */
+/**
+ * A policy's rollouts in `size` worker threads: `decoder` for the scheduler (with the model's
+ * protocol where it carries one), `sync` after each update. The workers rebuild the model from its
+ * trained weights (`model.replica`: the toy, or a Hugging Face model trained in full).
+ */
 export class PolicyRollouts {
   readonly decoder: PooledDecoder;
+  private readonly replica: ReplicaSpec;
 
   private constructor(
     private readonly pool: RolloutPool,
-    private readonly policy: Policy,
+    private readonly model: RolloutModel,
   ) {
-    this.decoder = new PooledDecoder(pool, policy.config);
+    if (model.replica === undefined) throw new Error('rollout workers rebuild a model from its trained weights, and LoRA adapters are not the whole model');
+    this.replica = model.replica;
+    // The toy's token grammar depends on the rollout's settings: the scheduler makes it; a text model's protocol goes with the decoder.
+    this.decoder = new PooledDecoder(pool, model.replica, model.toy ? undefined : model.protocol({ answerMaxChars: 0 }));
   }
 
-  static async start(policy: Policy, size: number, backend: BackendPreference, version = 0): Promise<PolicyRollouts> {
-    const r = new PolicyRollouts(await startNodePool(size, backend), policy);
+  static async start(model: RolloutModel, size: number, backend: BackendPreference, version = 0): Promise<PolicyRollouts> {
+    const r = new PolicyRollouts(await startNodePool(size, backend), model);
     try {
       await r.sync(version);
     } catch (e) {
@@ -39,8 +51,8 @@ export class PolicyRollouts {
 
   /** Sends the policy's current weights to every worker, tagged `version`; returns the host copy it read (for the gradient workers' next sync). */
   async sync(version: number): Promise<Map<string, Float32Array>> {
-    const weights = await paramsToArrays(this.policy.params);
-    await this.pool.broadcast({ version, model: this.policy.config, payload: packWeights(weights, true) });
+    const weights = await paramsToArrays(this.model.params);
+    await this.pool.broadcast({ version, model: this.replica, payload: packWeights(weights, true) });
     return weights;
   }
 

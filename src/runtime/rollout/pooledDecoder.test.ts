@@ -28,7 +28,7 @@ let pool: RolloutPool;
 let params: GPTParams;
 
 async function broadcast(p: GPTParams, version: number) {
-  await pool.broadcast({ version, model: config, payload: packWeights(await paramsToArrays(p), true) });
+  await pool.broadcast({ version, model: { kind: 'toy', config }, payload: packWeights(await paramsToArrays(p), true) });
 }
 
 function maxDiff(a: Float32Array, b: Float32Array): number {
@@ -81,7 +81,7 @@ async function compareFeeds(local: ContextDecoder, pooled: ContextDecoder) {
 describe('PooledDecoder over 2 worker threads', () => {
   it('gives the in-process logits for contexts of different lengths and spreads them', async () => {
     const local = new BatchedDecoder(params, config);
-    const pooled = new PooledDecoder(pool, config);
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     const { worst, a, b } = await compareFeeds(local, pooled);
     expect(worst).toBeLessThan(1e-5);
     expect(pooled.load()).toEqual([3, 2]);
@@ -95,7 +95,7 @@ describe('PooledDecoder over 2 worker threads', () => {
   it('matches the in-process decoder through a random mix of opens, feeds and closes', async () => {
     // What clones do to a decoder: contexts appear (prefill) and end while others keep going.
     const local = new BatchedDecoder(params, config);
-    const pooled = new PooledDecoder(pool, config);
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     const rng = new Rng(3);
     const live: { a: number; b: number; length: number }[] = [];
     let worst = 0;
@@ -168,7 +168,7 @@ describe('PooledDecoder over 2 worker threads', () => {
     const local = new PolicyDecoder({ config, params });
     const expected = await run(local);
     local.dispose();
-    const pooled = new PooledDecoder(pool, config);
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     const got = await run(pooled);
     expect(got.map((t) => t.contexts.map((c) => c.tokens))).toEqual(expected.map((t) => t.contexts.map((c) => c.tokens)));
     const lp = (ts: typeof got) => ts.flatMap((t) => t.contexts.flatMap((c) => c.logprobs));
@@ -180,7 +180,7 @@ describe('PooledDecoder over 2 worker threads', () => {
 
   it('a weight broadcast bumps the version and the logits follow the new weights', async () => {
     const other = initParams(config, 12);
-    const pooled = new PooledDecoder(pool, config);
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     const before = await pooled.feed([pooled.open()], [[1, 2, 3]]);
     await broadcast(other, 2);
     expect(pool.version).toBe(2);
@@ -197,7 +197,7 @@ describe('PooledDecoder over 2 worker threads', () => {
   });
 
   it('a worker that lost its device refuses work until the pool re-uploads its weights', async () => {
-    const pooled = new PooledDecoder(pool, config);
+    const pooled = new PooledDecoder(pool, { kind: 'toy', config });
     const events: number[] = [];
     const off = pool.onBackendChange((i) => events.push(i));
     const r = await pool.request(1, { kind: 'loseDevice' });

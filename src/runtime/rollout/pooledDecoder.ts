@@ -7,7 +7,8 @@
  * batch), and the logits come back in the caller's order. Opens and closes are sent with the
  * worker's next feed: open/close stay synchronous, as ContextDecoder requires.
  */
-import type { ModelConfig } from '../../core/model/config';
+import { type ReplicaSpec, replicaShape } from '../../core/policyModel';
+import type { Protocol } from '../../core/protocol/protocol';
 import type { ContextDecoder } from '../../core/rollout/scheduler';
 import type { RolloutPool } from './rolloutPool';
 import { DEVICE_LOST } from './rolloutMessages';
@@ -24,10 +25,11 @@ export class PooledDecoder implements ContextDecoder {
 
   constructor(
     private readonly pool: RolloutPool,
-    model: ModelConfig,
+    model: ReplicaSpec,
+    /** The model's protocol where it carries one (a Hugging Face model's text protocol); absent: the scheduler's token grammar. */
+    readonly protocol?: Protocol,
   ) {
-    this.vocabSize = model.vocabSize;
-    this.maxPositions = model.nPositions;
+    ({ vocabSize: this.vocabSize, maxPositions: this.maxPositions } = replicaShape(model));
     this.live = new Array<number>(pool.size).fill(0);
     this.pendingOpen = Array.from({ length: pool.size }, () => new Set<number>());
     this.pendingClose = Array.from({ length: pool.size }, () => []);

@@ -2,11 +2,11 @@
  * Messages between the engine (trainer) and one rollout worker, carried by rpc.ts.
  *
  * A rollout worker holds a replica of the weights, tagged with a policy version, and many
- * contexts in one BatchedDecoder. Context ids are chosen by the engine's PooledDecoder (unique
+ * contexts in one batched decoder (the toy's BatchedDecoder, or HfContextDecoder). Context ids are chosen by the engine's PooledDecoder (unique
  * across the pool); opens and closes ride along with the next feed, so one step costs one
  * message per worker.
  */
-import type { ModelConfig } from '../../core/model/config';
+import type { ReplicaSpec } from '../../core/policyModel';
 import type { BackendReport } from '../engine/messages';
 import type { BackendPreference } from '../selectBackend';
 import type { WeightPayload } from '../transport/weights';
@@ -15,7 +15,7 @@ export type RolloutRequest =
   /** Select this worker's backend. */
   | { kind: 'init'; backend: BackendPreference; wasmPaths?: string; index: number }
   /** Replace the weights (and the model when `model` differs); contexts stay open. */
-  | { kind: 'setWeights'; version: number; model: ModelConfig; weights: WeightPayload }
+  | { kind: 'setWeights'; version: number; model: ReplicaSpec; weights: WeightPayload }
   /**
    * Open the contexts in `open`, close those in `close`, then append tokens[i] to slots[i] and
    * return the logits after each one's last token (exactly ContextDecoder.feed).

@@ -2,7 +2,7 @@
  * The pool of rollout workers: starts them, keeps every replica on the trainer's policy
  * version, and replaces a worker that died or lost its device.
  */
-import type { ModelConfig } from '../../core/model/config';
+import type { ReplicaSpec } from '../../core/policyModel';
 import type { WorkerHandle } from '../transport/endpoint';
 import type { BackendReport } from '../engine/messages';
 import type { RolloutEvent, RolloutReplies, RolloutRequest } from './rolloutMessages';
@@ -29,7 +29,7 @@ interface Member {
 
 export interface Weights {
   version: number;
-  model: ModelConfig;
+  model: ReplicaSpec;
   payload: WeightPayload;
 }
 
@@ -66,7 +66,7 @@ export class RolloutPool {
     return this.current?.version ?? -1;
   }
 
-  get model(): ModelConfig | null {
+  get model(): ReplicaSpec | null {
     return this.current?.model ?? null;
   }
 

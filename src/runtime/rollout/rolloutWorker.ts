@@ -1,12 +1,14 @@
 /**
  * The rollout worker's logic, independent of how it is hosted (web entry: rollout.worker.ts;
- * Node: node/rolloutWorkerMain.ts): a weight replica and a BatchedDecoder holding every
- * context the pool placed here, so all of them advance in one batched pass per feed.
+ * Node: node/rolloutWorkerMain.ts): a weight replica (the toy's or a Hugging Face decoder's) and
+ * its batched decoder holding every context the pool placed here, so all of them advance in one
+ * batched pass per feed.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type ModelConfig, sameModel } from '../../core/model/config';
 import { BatchedDecoder } from '../../core/model/decode';
-import { type GPTParams, disposeParams, paramsFromArrays } from '../../core/model/params';
+import { HfContextDecoder } from '../../core/model/hfContextDecoder';
+import { type ReplicaSpec, replicaFromArrays, sameReplica } from '../../core/policyModel';
+import type { ContextDecoder } from '../../core/rollout/scheduler';
 import { type Alarm, alarm } from '../transport/async';
 import type { Endpoint } from '../transport/endpoint';
 import type { BackendReport } from '../engine/messages';
@@ -22,10 +24,15 @@ export interface RolloutWorkerOptions {
 
 type Handlers = { [K in RolloutRequest['kind']]: (req: Extract<RolloutRequest, { kind: K }>) => Promise<Reply<RolloutReplies[K]>> };
 
+/** The batched decoder of a replica's kind over its weights. */
+function decoderOf(spec: ReplicaSpec, params: Map<string, tf.Variable>): ContextDecoder & { dispose(): void } {
+  return spec.kind === 'toy' ? new BatchedDecoder(params, spec.config, { capacity: 16 }) : new HfContextDecoder(params, spec.config);
+}
+
 class Replica {
-  private model: ModelConfig | null = null;
-  private params: GPTParams | null = null;
-  private decoder: BatchedDecoder | null = null;
+  private model: ReplicaSpec | null = null;
+  private params: Map<string, tf.Variable> | null = null;
+  private decoder: (ContextDecoder & { dispose(): void }) | null = null;
   /** Pool context id → decoder slot. */
   private readonly slotOf = new Map<number, number>();
   private version = -1;
@@ -48,13 +55,13 @@ class Replica {
     setWeights: async (req) => {
       if (this.recovering) await this.recovering;
       const arrays = unpackWeights(req.weights);
-      if (this.params === null || this.model === null || !sameModel(this.model, req.model)) {
+      if (this.params === null || this.model === null || !sameReplica(this.model, req.model)) {
         // Validates names, sizes and finiteness before anything is replaced.
-        const params = paramsFromArrays(req.model, arrays, { trainable: false });
+        const params = replicaFromArrays(req.model, arrays, false).params as Map<string, tf.Variable>;
         this.dropModel();
-        this.model = { ...req.model };
+        this.model = req.model;
         this.params = params;
-        this.decoder = new BatchedDecoder(params, this.model, { capacity: 16 });
+        this.decoder = decoderOf(this.model, params);
       } else {
         const params = this.params;
         for (const [name] of params) if (!arrays.has(name)) throw new Error(`weights: missing tensor ${name}`);
@@ -95,7 +102,7 @@ class Replica {
     loseDevice: async () => reply({ backend: await this.onLost('simulated device loss') }),
   };
 
-  private ready(): BatchedDecoder {
+  private ready(): ContextDecoder {
     if (this.recovering !== null || this.decoder === null) {
       throw new CodedError(DEVICE_LOST, this.model === null ? 'rollout worker: no weights yet' : 'rollout worker: device lost; waiting for weights');
     }
@@ -128,7 +135,7 @@ class Replica {
   private dropModel(): void {
     try {
       this.decoder?.dispose();
-      if (this.params !== null) disposeParams(this.params);
+      this.params?.forEach((v) => v.dispose());
     } catch {
       // Tensors of a lost device may fail to free; they are unreachable either way.
     }
