@@ -76,35 +76,42 @@ describe('shipped Hugging Face folders', () => {
       loaded.model.params.forEach((t) => t.dispose());
     });
 
-    it.skipIf(py.python === null)(`${dir}: transformers reads the same chat text, ids and logits${py.python === null ? ` (skipped: ${py.why})` : ''}`, async () => {
-      const { config, tokenizer, params } = (await loadHfTextModel(nodeFolderReader(dir), 'float32')).model;
-      const cs = chats(tokenizer.prompts);
-      const tools = (c: TextChat) => (c.tools ? [SPAWN_CLONE_TOOL] : undefined);
-      const name = dir.replace(/[^a-z0-9]+/gi, '-');
-      const cases = join(tmp, `${name}.cases.json`);
-      const result = join(tmp, `${name}.out.json`);
-      await writeFile(cases, JSON.stringify({ texts: [], chats: cs.map((c) => ({ messages: c.messages, tools: tools(c) ?? null, add_generation_prompt: false })) }));
-      const run = spawnSync(py.python as string, [CHECK, dir, cases, result], { encoding: 'utf8', timeout: 120_000 });
-      expect(run.status, run.stderr).toBe(0);
-      const ref = JSON.parse(await readFile(result, 'utf8')) as { chats: { text: string; ids: number[]; logits: number[][] }[] };
-      cs.forEach((c, i) => {
-        expect(tokenizer.chatText(c.messages, false, tools(c))).toBe(ref.chats[i].text);
-        expect(tokenizer.chatIds(c.messages, false, tools(c))).toEqual(ref.chats[i].ids);
-        const ids = ref.chats[i].ids;
-        const ours = tf.tidy(() => decoderLogits(params, config, tf.tensor2d([ids], [1, ids.length], 'int32')).arraySync()[0]);
-        let max = 0;
-        let scale = 0;
-        ref.chats[i].logits.forEach((row, t) =>
-          row.forEach((v, k) => {
-            max = Math.max(max, Math.abs(v - ours[t][k]));
-            scale = Math.max(scale, Math.abs(v));
-          }),
+    it.skipIf(py.python === null)(
+      `${dir}: transformers reads the same chat text, ids and logits${py.python === null ? ` (skipped: ${py.why})` : ''}`,
+      async () => {
+        const { config, tokenizer, params } = (await loadHfTextModel(nodeFolderReader(dir), 'float32')).model;
+        const cs = chats(tokenizer.prompts);
+        const tools = (c: TextChat) => (c.tools ? [SPAWN_CLONE_TOOL] : undefined);
+        const name = dir.replace(/[^a-z0-9]+/gi, '-');
+        const cases = join(tmp, `${name}.cases.json`);
+        const result = join(tmp, `${name}.out.json`);
+        await writeFile(
+          cases,
+          JSON.stringify({ texts: [], chats: cs.map((c) => ({ messages: c.messages, tools: tools(c) ?? null, add_generation_prompt: false })) }),
         );
-        console.log(`${dir} chat ${i}: ${ids.length} tokens, largest |logit| ${scale.toFixed(2)}, largest difference ${max.toExponential(2)}`);
-        // float32 in both, summed in other orders, and rotary angles taken in float64 here, in float32 by transformers (off by about 3e-5 rad at position 500): a difference relative to the logits' size.
-        expect(max / Math.max(1, scale), `chat ${i}`).toBeLessThanOrEqual(1e-4);
-      });
-      params.forEach((t) => t.dispose());
-    }, 180_000);
+        const run = spawnSync(py.python as string, [CHECK, dir, cases, result], { encoding: 'utf8', timeout: 120_000 });
+        expect(run.status, run.stderr).toBe(0);
+        const ref = JSON.parse(await readFile(result, 'utf8')) as { chats: { text: string; ids: number[]; logits: number[][] }[] };
+        cs.forEach((c, i) => {
+          expect(tokenizer.chatText(c.messages, false, tools(c))).toBe(ref.chats[i].text);
+          expect(tokenizer.chatIds(c.messages, false, tools(c))).toEqual(ref.chats[i].ids);
+          const ids = ref.chats[i].ids;
+          const ours = tf.tidy(() => decoderLogits(params, config, tf.tensor2d([ids], [1, ids.length], 'int32')).arraySync()[0]);
+          let max = 0;
+          let scale = 0;
+          ref.chats[i].logits.forEach((row, t) =>
+            row.forEach((v, k) => {
+              max = Math.max(max, Math.abs(v - ours[t][k]));
+              scale = Math.max(scale, Math.abs(v));
+            }),
+          );
+          console.log(`${dir} chat ${i}: ${ids.length} tokens, largest |logit| ${scale.toFixed(2)}, largest difference ${max.toExponential(2)}`);
+          // float32 in both, summed in other orders, and rotary angles taken in float64 here, in float32 by transformers (off by about 3e-5 rad at position 500): a difference relative to the logits' size.
+          expect(max / Math.max(1, scale), `chat ${i}`).toBeLessThanOrEqual(1e-4);
+        });
+        params.forEach((t) => t.dispose());
+      },
+      180_000,
+    );
   }
 });

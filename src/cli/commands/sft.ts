@@ -77,24 +77,22 @@ export const sft = defineRunCommand(
     // Flags of one kind of model given to the other are refused by name, never ignored.
     const named = (names: readonly string[]) => names.filter((n) => argv.some((a) => a === n || a.startsWith(`${n}=`)));
     if (f.model !== undefined) {
-      const refused = [
-        ...TOY_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
-        ...named(['--init']),
-      ];
+      const refused = [...TOY_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`), ...named(['--init'])];
       if (refused.length > 0)
         throw new UsageError(
           `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing)`,
         );
       if (f.workers > 0 && f['lora-r'] !== 0)
-        throw new UsageError('--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters');
+        throw new UsageError(
+          '--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
+        );
     } else {
       const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--weights']);
       if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     }
     await checkOutDir(f.out);
     const backend = await setupBackend(f.backend);
-    const student =
-      f.model !== undefined ? await textStudent(f as TextFlags, rc, given, mix, cfg, backend) : await toyStudent(f, rc, given, mix, cfg, backend);
+    const student = f.model !== undefined ? await textStudent(f as TextFlags, rc, given, mix, cfg, backend) : await toyStudent(f, rc, given, mix, cfg, backend);
     const { saved } = student;
     cfg = { ...cfg, warmup: student.runConfig.warmup as number };
     let step = 0;

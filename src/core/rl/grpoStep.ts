@@ -389,7 +389,8 @@ async function updateGradients<O>(
   const { batches, plan } = packRlPlan(seqs, weights, remotes.length + 1, cfg.microTokens);
   if (batches.length === 0) return null;
   if (remotes.length > 0) {
-    if (model.replica === undefined) throw new Error('grpo: gradient workers rebuild a model from its trained weights, and LoRA adapters are not the whole model');
+    if (model.replica === undefined)
+      throw new Error('grpo: gradient workers rebuild a model from its trained weights, and LoRA adapters are not the whole model');
     await (deps.gradients as GradientShare).sync(model.params);
   }
   const r = await policyGradients(model, batches, cfg.loss, { plan, remotes, patience: deps.gradients?.patience });

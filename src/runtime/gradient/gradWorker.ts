@@ -67,8 +67,7 @@ interface Replica {
   scorer: Scorer;
 }
 
-const learnerOf = (r: Replica) =>
-  r.spec.kind === 'toy' ? toyLearner(r.scorer.params as Map<string, tf.Variable>, r.spec.config) : scorerLearner(r.scorer);
+const learnerOf = (r: Replica) => (r.spec.kind === 'toy' ? toyLearner(r.scorer.params as Map<string, tf.Variable>, r.spec.config) : scorerLearner(r.scorer));
 
 const disposeReplica = (r: Replica | null) => r?.scorer.params.forEach((v) => v.dispose());
 
