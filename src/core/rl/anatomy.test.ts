@@ -1,4 +1,4 @@
-import { toyPolicyModel } from '../policyModel';
+import { toyPolicyModel, toyScorer } from '../policyModel';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../runtime/backend';
 import { presetConfig } from '../model/config';
@@ -51,7 +51,7 @@ async function anatomyOf(lr: number, seed = 3) {
       0,
       0,
     );
-    return await stepAnatomy(params, config, cfg, r, 0, 1);
+    return await stepAnatomy(toyScorer(params, config), cfg, r, 0, 1);
   } finally {
     optimizer.dispose();
     params.forEach((p) => p.dispose());

@@ -11,9 +11,7 @@
  * is recomputed by the same function, and "after" is one forward of the updated weights at the
  * loss temperature. The step is not redone and nothing is trained here.
  */
-import { toyScorer } from '../policyModel';
-import type { GPTParams } from '../model/params';
-import type { ModelConfig } from '../model/config';
+import type { Scorer } from '../policyModel';
 import { type EpisodeTrace, scoredTrace } from '../rollout/trace';
 import { groupBaseline } from './advantage';
 import { actionLogprobs } from './ppoLoss';
@@ -67,10 +65,9 @@ export interface StepAnatomy {
   after: number[][][];
 }
 
-/** The anatomy of a step that has just run; `params` are the weights its updates produced. */
+/** The anatomy of a step that has just run; `scorer` reads the weights its updates produced (any model: the toy's or a Hugging Face decoder's). */
 export async function stepAnatomy(
-  params: GPTParams,
-  config: ModelConfig,
+  scorer: Scorer,
   cfg: GrpoConfig,
   result: { metrics: StepMetrics; episodes: ScoredEpisode[] },
   policyVersionBefore: number,
@@ -78,7 +75,7 @@ export async function stepAnatomy(
 ): Promise<StepAnatomy> {
   const { episodes } = result;
   const seqs = episodes.flatMap((e) => episodeSequences(e.trace, e.credits));
-  const lps = await actionLogprobs(toyScorer(params, config), seqs, cfg.loss.temperature, cfg.microTokens);
+  const lps = await actionLogprobs(scorer, seqs, cfg.loss.temperature, cfg.microTokens);
   let s = 0;
   const after = episodes.map((e) =>
     e.trace.contexts.map(() => {

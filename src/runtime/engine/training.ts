@@ -239,7 +239,7 @@ export class Training {
   /** The slow-motion view of a step that has just run (`r`), read under the weights it produced. */
   async anatomy(r: { metrics: StepMetrics; episodes: ScoredEpisode[] }, versionBefore: number): Promise<StepAnatomy> {
     const { model } = this;
-    return this.guard(stepAnatomy(model.policy.params, model.config, grpoConfigOf(this.config, OPEN_ENDED_STEPS), r, versionBefore, model.version));
+    return this.guard(stepAnatomy(toyScorer(model.policy.params, model.config), grpoConfigOf(this.config, OPEN_ENDED_STEPS), r, versionBefore, model.version));
   }
 
   /** Supervised warm start; stops early when `stopped()` turns true. */
