@@ -167,7 +167,7 @@ export function describeFlags(specs: FlagSpecs, surface: 'train' | 'sft' | null 
     const def =
       f.type === 'bool'
         ? ` (default ${d ? 'on' : 'off'})`
-        : d === null
+        : d === null || d === ''
           ? ''
           : ` (default ${typeof d === 'object' ? JSON.stringify(d) : String(d)}${
               f.taskDefault

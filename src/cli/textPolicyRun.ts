@@ -4,7 +4,7 @@
  * the model's own format) with the optimizer and the state.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { FlagSpec } from './args';
+import type { RunConfig, RunConfigKey } from '../core/runConfig';
 import { UsageError } from './args';
 import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfModel';
 import { RunDir, type RunState, type RunWeights } from './runDir';
@@ -14,25 +14,13 @@ import { type TextModel, type TextPolicy, fullPolicy, loraPolicy } from '../core
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
 
-export const LORA_FLAGS = {
-  'lora-r': { type: 'int', default: 8, min: 0, max: 1024, help: 'LoRA rank; 0 trains every weight (full fine-tuning)' },
-  'lora-alpha': { type: 'number', default: 16, min: 1e-6, max: 1e6, help: 'LoRA alpha (the update is scaled by alpha / r)' },
-  'lora-targets': {
-    type: 'string',
-    help: "the linear layers adapted, by the last part of their name (comma-separated; default the attention's: q_proj,k_proj,v_proj,o_proj, GPT-2's c_attn)",
-  },
-} as const satisfies Record<string, FlagSpec>;
+/** Run-config fields of a Hugging Face model's training: refused for a toy checkpoint, by flag. */
+export const HF_ONLY: readonly RunConfigKey[] = ['loraR', 'loraAlpha', 'loraTargets', 'weights'];
 
 /** What trains: every weight (`--lora-r 0`) or LoRA adapters of the named layers, checked against the model. */
-export function trainingOf(f: { 'lora-r': number; 'lora-alpha': number; 'lora-targets'?: string }, model: TextModel): { full: boolean; lora: LoraConfig } {
-  const full = f['lora-r'] === 0;
-  const targets =
-    f['lora-targets'] === undefined
-      ? attentionTargets(model.config)
-      : f['lora-targets']
-          .split(',')
-          .map((t) => t.trim())
-          .filter((t) => t !== '');
+export function trainingOf(rc: Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets'>, model: TextModel): { full: boolean; lora: LoraConfig } {
+  const full = rc.loraR === 0;
+  const targets = rc.loraTargets === '' ? attentionTargets(model.config) : rc.loraTargets.split(',');
   const modules = new Set([...linearModules(model.config).keys()].map((m) => m.split('.').at(-1) as string));
   const unknown = targets.filter((t) => !modules.has(t));
   if (!full && (targets.length === 0 || unknown.length > 0)) {
@@ -40,7 +28,7 @@ export function trainingOf(f: { 'lora-r': number; 'lora-alpha': number; 'lora-ta
       `--lora-targets: ${targets.length === 0 ? 'name at least one layer' : `${unknown.join(', ')} is not a linear layer of this model`} (it has ${[...modules].sort().join(', ')})`,
     );
   }
-  return { full, lora: { r: f['lora-r'], alpha: f['lora-alpha'], targetModules: targets } };
+  return { full, lora: { r: rc.loraR, alpha: rc.loraAlpha, targetModules: targets } };
 }
 
 export interface TextPolicyRun {

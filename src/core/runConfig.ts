@@ -24,6 +24,14 @@ export interface RunConfig {
   /** Task options as JSON: the task's own fields, or by task name for a mix. */
   taskOptions: Record<string, unknown>;
   preset: 'tiny' | 'small';
+  // a Hugging Face model's training (refused for the toy, which trains every weight in float32)
+  /** LoRA rank; 0 trains every weight. */
+  loraR: number;
+  loraAlpha: number;
+  /** The linear layers adapted, by the last part of their name, comma-separated; '' is the attention's. */
+  loraTargets: string;
+  /** How a float16/bfloat16 checkpoint's matrices are held. */
+  weights: 'auto' | 'half' | 'float32';
   seed: number;
   // GRPO
   group: number;
@@ -162,7 +170,7 @@ interface Base<K extends RunConfigKey> {
 
 type NumberKey = { [K in RunConfigKey]: RunConfig[K] extends number ? K : never }[RunConfigKey];
 type BoolKey = { [K in RunConfigKey]: RunConfig[K] extends boolean ? K : never }[RunConfigKey];
-type EnumKey = 'preset' | 'aggregation' | 'gateMode' | 'credit' | 'backend' | 'sftTeacher' | 'checkpoint';
+type EnumKey = 'preset' | 'aggregation' | 'gateMode' | 'credit' | 'backend' | 'sftTeacher' | 'checkpoint' | 'weights';
 
 export type Field =
   | ({ type: 'number'; min: number; max: number; int?: boolean } & Base<NumberKey>)
@@ -172,7 +180,8 @@ export type Field =
   | ({ type: 'bool' } & Base<BoolKey>)
   | ({ type: 'budgets' } & Base<'budgets'>)
   | ({ type: 'task' } & Base<'task'>)
-  | ({ type: 'json' } & Base<'taskOptions'>);
+  | ({ type: 'json' } & Base<'taskOptions'>)
+  | ({ type: 'names' } & Base<'loraTargets'>);
 
 /** A task's own rollout limits (Task.rolloutDefaults), by task name: one definition, in the task. */
 function taskRolloutDefaults(field: 'maxClonesPerRound' | 'maxRounds' | 'rootMaxTokens'): Partial<Record<TaskName, number>> {
@@ -194,6 +203,7 @@ const ALL: readonly Surface[] = ['page', 'train', 'sft'];
 const GRPO: readonly Surface[] = ['page', 'train'];
 const SFT: readonly Surface[] = ['page', 'sft'];
 const TRAIN_ONLY: readonly Surface[] = ['train'];
+const CLI: readonly Surface[] = ['train', 'sft'];
 const PAGE_ONLY: readonly Surface[] = ['page'];
 
 /** Every field, in display order. */
@@ -226,6 +236,48 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     target: 'model',
     surfaces: SFT,
     default: 'small',
+  },
+  {
+    key: 'loraR',
+    type: 'number',
+    min: 0,
+    max: 1024,
+    int: true,
+    label: 'LoRA rank',
+    help: 'LoRA rank of a Hugging Face model; 0 trains every weight (full fine-tuning)',
+    target: 'model',
+    surfaces: CLI,
+    default: 8,
+  },
+  {
+    key: 'loraAlpha',
+    type: 'number',
+    min: 1e-6,
+    max: 1e6,
+    label: 'LoRA alpha',
+    help: 'LoRA alpha of a Hugging Face model (the update is scaled by alpha / r)',
+    target: 'model',
+    surfaces: CLI,
+    default: 16,
+  },
+  {
+    key: 'loraTargets',
+    type: 'names',
+    label: 'LoRA layers',
+    help: "the linear layers of a Hugging Face model LoRA adapts, by the last part of their name, comma-separated (empty: the attention's, q_proj,k_proj,v_proj,o_proj or GPT-2's c_attn)",
+    target: 'model',
+    surfaces: CLI,
+    default: '',
+  },
+  {
+    key: 'weights',
+    type: 'enum',
+    values: ['auto', 'half', 'float32'],
+    label: 'Weight storage',
+    help: "how a Hugging Face model's float16/bfloat16 matrices are held: auto (16-bit on webgpu, float32 elsewhere), half (16-bit, widened where read: half the memory, slower on wasm), float32",
+    target: 'model',
+    surfaces: CLI,
+    default: 'auto',
   },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },
   {
@@ -953,6 +1005,8 @@ export function rangeOf(f: Field): string {
       return `a task (${TASK_NAMES.join(', ')}) or a mix name[:weight],…`;
     case 'json':
       return 'a JSON object';
+    case 'names':
+      return 'layer names, comma-separated (letters, digits, _ and .), or empty';
   }
 }
 
@@ -1061,6 +1115,8 @@ export function checkField(f: Field, value: unknown, name: string = f.key): stri
     }
     case 'json':
       return typeof value === 'object' && value !== null && !Array.isArray(value) ? null : bad();
+    case 'names':
+      return typeof value === 'string' && /^([A-Za-z0-9_.]+(,[A-Za-z0-9_.]+)*)?$/.test(value) ? null : bad();
   }
 }
 

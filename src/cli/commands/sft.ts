@@ -8,8 +8,8 @@
 import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
-import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
-import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { MODEL_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
@@ -67,8 +67,6 @@ export const sft = defineRunCommand(
       required: false,
       help: `train this Hugging Face model in the text protocol instead of the toy (${MODEL_FLAG.help}); a demonstrated root may write --root-max-tokens (default ${TEXT_LENGTHS.rootMaxTokens}) of its tokens, a clone the largest of --budgets`,
     },
-    ...LORA_FLAGS,
-    weights: WEIGHTS_FLAG,
   },
   async ({ flags: f, config: rc, given, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
@@ -82,12 +80,12 @@ export const sft = defineRunCommand(
         throw new UsageError(
           `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing)`,
         );
-      if (f.workers > 0 && f['lora-r'] !== 0)
+      if (f.workers > 0 && rc.loraR !== 0)
         throw new UsageError(
           '--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
         );
     } else {
-      const textOnly = named(['--lora-r', '--lora-alpha', '--lora-targets', '--weights']);
+      const textOnly = HF_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`);
       if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     }
     await checkOutDir(f.out);
@@ -210,10 +208,6 @@ interface TextFlags {
   model: string;
   out: string;
   workers: number;
-  'lora-r': number;
-  'lora-alpha': number;
-  'lora-targets'?: string;
-  weights: string;
 }
 
 /**
@@ -229,14 +223,14 @@ async function textStudent(
   cfg0: SftConfig,
   backend: Awaited<ReturnType<typeof setupBackend>>,
 ): Promise<Student> {
-  const loaded = await loadTextModel('model', f.model, f.weights);
+  const loaded = await loadTextModel('model', f.model, rc.weights);
   const { model } = loaded;
   console.log(modelSummary(loaded));
   const lengths = {
     rootMaxTokens: given.has('rootMaxTokens') ? rc.rootMaxTokens : TEXT_LENGTHS.rootMaxTokens,
     cloneBudget: Math.max(...cfg0.limits.budgets),
   };
-  const training = trainingOf(f, model);
+  const training = trainingOf(rc, model);
   const run = await openTextPolicyRun(f.out, 'sft', loaded, training, f.model, cfg0.seed);
   const { policy, runDir } = run;
   const saved = runDir.saved?.state ?? null;

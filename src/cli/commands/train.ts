@@ -24,8 +24,8 @@ import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
-import { WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
-import { LORA_FLAGS, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { loadTextModel, modelSummary } from '../hfModel';
+import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 
 const RECIPES = ['project', 'reference'] as const;
 
@@ -46,8 +46,6 @@ interface Trainee {
   /** The toy's policy (rollout and gradient workers replicate it); absent for a Hugging Face model. */
   toy?: Policy;
 }
-
-const givenFlag = (argv: readonly string[], name: string) => argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
 
 export const train = defineRunCommand(
   'train',
@@ -77,8 +75,6 @@ export const train = defineRunCommand(
       default: 'project',
       help: "whose settings the run-config flags not given take: the project's table, or the reference's (SELFCEST's verl recipe: batch 32, group 4, lr 6e-7, clip 0.1, 30 clones a round, 9 rounds, its reward constants; with --model its root length, 4,096 tokens)",
     },
-    ...LORA_FLAGS,
-    weights: WEIGHTS_FLAG,
   },
   async ({ flags: f, config: given, given: named, argv }) => {
     if ((f.init === undefined) === (f.model === undefined)) {
@@ -94,12 +90,12 @@ export const train = defineRunCommand(
         'the text protocol has no form for it (a root told its limit in the prompt; a fresh toy preset)',
       );
       refuse(
-        f['lora-r'] !== 0 ? (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`) : [],
+        given.loraR !== 0 ? (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`) : [],
         'worker threads rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
       );
     } else {
       refuse(
-        ['lora-r', 'lora-alpha', 'lora-targets', 'weights'].filter((k) => givenFlag(argv, k)).map((k) => `--${k}`),
+        HF_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
         'a toy checkpoint trains every weight in float32 (these are for --model)',
       );
     }
@@ -117,9 +113,9 @@ export const train = defineRunCommand(
     let runConfig: Record<string, unknown>;
     let trainee: Trainee;
     if (f.model !== undefined) {
-      const loaded = await loadTextModel('model', f.model, f.weights);
+      const loaded = await loadTextModel('model', f.model, rc.weights);
       console.log(modelSummary(loaded));
-      const training = trainingOf(f, loaded.model);
+      const training = trainingOf(rc, loaded.model);
       runConfig = { ...cfg, model: f.model, recipe: f.recipe, training: training.full ? { full: true } : { lora: training.lora } };
       const run = await openTextPolicyRun(f.out, 'train', loaded, training, f.model, cfg.seed);
       const { policy, runDir } = run;
