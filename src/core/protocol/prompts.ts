@@ -19,11 +19,9 @@ import type { Problem } from '../tasks/types';
 import type { ChatMessage } from '../tokenizer/hfTokenizer';
 import { SHORT_SYSTEM_PROMPT, monoChat, rootChat } from '../verl/dataset';
 
-export const PROMPT_SETS = ['reference', 'short'] as const;
-export type PromptSetName = (typeof PROMPT_SETS)[number];
+import type { PromptSetName } from './promptSetName';
 
-/** The tokenizer_config.json field naming a folder's prompt set. */
-export const PROMPTS_FIELD = 'selfcest_prompts';
+export { PROMPT_SETS, PROMPTS_FIELD, type PromptSetName, isPromptSetName } from './promptSetName';
 
 export interface TextPrompts {
   readonly name: PromptSetName;
@@ -81,5 +79,3 @@ const SHORT: TextPrompts = {
 const SETS: { readonly [N in PromptSetName]: TextPrompts } = { reference: REFERENCE, short: SHORT };
 
 export const textPrompts = (name: PromptSetName): TextPrompts => SETS[name];
-
-export const isPromptSetName = (v: unknown): v is PromptSetName => typeof v === 'string' && (PROMPT_SETS as readonly string[]).includes(v);

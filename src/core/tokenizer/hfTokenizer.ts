@@ -11,7 +11,7 @@
 import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
 import { type FolderReader, HfFolderError, jsonFile } from '../io/hfFolder';
 import { ChatTemplate } from './chatTemplate';
-import { PROMPTS_FIELD, PROMPT_SETS, type PromptSetName, isPromptSetName } from '../protocol/prompts';
+import { PROMPTS_FIELD, PROMPT_SETS, type PromptSetName, isPromptSetName } from '../protocol/promptSetName';
 import { SPECIAL_TOKEN_FIELDS, type TokenizerVocabulary, checkSpecialTokens, specialToken, tokenizerVocabulary } from './hfTokenizerChecks';
 
 export interface ChatMessage {
