@@ -1,6 +1,7 @@
 /**
  * A Hugging Face model folder (gpt2, llama, qwen2 or qwen3) through the reference's text protocol, one
- * root turn: the chat template with the spawn_clone tool offered, greedy cached decoding, then the
+ * root turn: the chat template with the spawn_clone tool offered (the arithmetic system prompt of the
+ * folder's prompt set), greedy cached decoding, then the
  * tool calls the text holds and the clone requests they make. What loading took is printed first.
  */
 import { defineCommand } from '../command';
@@ -8,7 +9,7 @@ import { UsageError } from '../args';
 import { BACKEND_FLAG, setupBackend } from '../setup';
 import { DecoderCache } from '../../core/model/decoder';
 import { MODEL_FLAG, WEIGHTS_FLAG, loadTextModel, modelSummary } from '../hfModel';
-import { ARITHMETIC_SYSTEM_PROMPT } from '../../core/verl/dataset';
+import { textPrompts } from '../../core/protocol/prompts';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, extractToolCalls } from '../../core/protocol/toolCalls';
 
 export const generate = defineCommand(
@@ -29,8 +30,8 @@ export const generate = defineCommand(
     const loaded = await loadTextModel('model', f.model, f.weights);
     const { config, params, tokenizer } = loaded.model;
     const messages = [
-      // The arithmetic root's system prompt, as export-verl's rows give it.
-      { role: 'system', content: ARITHMETIC_SYSTEM_PROMPT },
+      // The arithmetic root's system prompt in the folder's prompt set (the reference's: as export-verl's rows give it).
+      { role: 'system', content: textPrompts(tokenizer.prompts).arithmeticSystem },
       { role: 'user', content: f.prompt },
     ];
     const promptIds = tokenizer.chatIds(messages, true, f.tools ? [SPAWN_CLONE_TOOL] : undefined);

@@ -17,7 +17,7 @@
 import type { TaskName } from '../tasks';
 import type { Problem } from '../tasks/types';
 import type { ChatMessage } from '../tokenizer/hfTokenizer';
-import { SHORT_SYSTEM_PROMPT, monoChat, rootChat } from '../verl/dataset';
+import { ARITHMETIC_SYSTEM_PROMPT, SHORT_SYSTEM_PROMPT, monoChat, rootChat } from '../verl/dataset';
 
 import type { PromptSetName } from './promptSetName';
 
@@ -33,6 +33,8 @@ export interface TextPrompts {
   objective(task: TaskName, question: string): string;
   /** What every clone is told before its objective. */
   readonly cloneSystem: string;
+  /** The arithmetic root's system prompt (it does not depend on the problem). */
+  readonly arithmeticSystem: string;
 }
 
 const REFERENCE_OBJECTIVE: { readonly [N in TaskName]: (question: string) => string } = {
@@ -63,6 +65,7 @@ const REFERENCE: TextPrompts = {
   mono: (task, p) => monoChat(checkTask(task), p),
   objective: (task, q) => REFERENCE_OBJECTIVE[checkTask(task)](q),
   cloneSystem: CLONE_SYSTEM,
+  arithmeticSystem: ARITHMETIC_SYSTEM_PROMPT,
 };
 
 const SHORT: TextPrompts = {
@@ -74,6 +77,7 @@ const SHORT: TextPrompts = {
   mono: (task, p) => (checkTask(task) === 'arithmetic' ? [{ role: 'user', content: p.prompt }] : monoChat(task, p)),
   objective: (task, q) => (checkTask(task) === 'arithmetic' ? q : REFERENCE_OBJECTIVE[task](q)),
   cloneSystem: SHORT_CLONE_SYSTEM,
+  arithmeticSystem: SHORT_SYSTEM_PROMPT,
 };
 
 const SETS: { readonly [N in PromptSetName]: TextPrompts } = { reference: REFERENCE, short: SHORT };
