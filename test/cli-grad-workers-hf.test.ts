@@ -101,6 +101,68 @@ describe('train --model with gradient workers', () => {
     expect(JSON.parse(d.stdout)).toEqual(JSON.parse(c.stdout));
   }, 300_000);
 
+  it('tells the root its limit where the run draws one: train, sft and eval with --model', async () => {
+    const out = join(dir, 'told');
+    const r = await cli(
+      'train',
+      '--model',
+      model,
+      '--lora-r',
+      '0',
+      '--steps',
+      '1',
+      '--batch',
+      '2',
+      '--mini-batch',
+      '2',
+      '--group',
+      '2',
+      '--root-limit-min',
+      '8',
+      '--root-max-tokens',
+      '16',
+      '--budgets',
+      '8',
+      '--out',
+      out,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const traces = (await readFile(join(out, 'traces.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { contexts: { pieces: string[]; generatedTokens: number }[] });
+    expect(traces.length).toBe(4);
+    for (const t of traces) {
+      // The short prompt set: `#L ` before the problem.
+      const m = /user\n#(\d+) /.exec(t.contexts[0].pieces.join(''));
+      expect(m).not.toBeNull();
+      const limit = Number(m![1]);
+      expect(limit).toBeGreaterThanOrEqual(8);
+      expect(limit).toBeLessThanOrEqual(16);
+      expect(t.contexts[0].generatedTokens).toBeLessThanOrEqual(limit);
+    }
+    const sft = await cli(
+      'sft',
+      '--model',
+      model,
+      '--lora-r',
+      '0',
+      '--steps',
+      '1',
+      '--batch-tokens',
+      '512',
+      '--root-limit-min',
+      '20',
+      '--out',
+      join(dir, 'told-sft'),
+    );
+    expect(sft.code, sft.stderr).toBe(0);
+    expect(await readFile(join(dir, 'told-sft', 'run.json'), 'utf8')).toContain('"rootLimits": {\n   "min": 20,\n   "max": 256\n  }');
+    const ev = await cli('eval', '--model', model, '--n', '2', '--root-limit', '12', '--clone-budget', '8', '--limit-in-prompt', 'yes', '--json');
+    expect(ev.code, ev.stderr).toBe(0);
+    expect(JSON.parse(ev.stdout).limitInPrompt).toBe(true);
+  }, 300_000);
+
   it('refuses worker threads with LoRA adapters, naming the flags', async () => {
     const r = await cli('train', '--model', model, '--steps', '1', '--workers', '1', '--grad-workers', '1', '--out', join(dir, 'lora'));
     expect(r.code).toBe(2);

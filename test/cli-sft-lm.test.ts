@@ -116,9 +116,9 @@ describe('sft --model', () => {
 
   it('refuses by name the flags the other path cannot honour, writing nothing', async () => {
     const out = join(dir, 'refused');
-    const toy = await cli('sft', '--model', model, '--out', out, '--steps', '1', '--label-smoothing', '0.1', '--root-limit-min', '20');
+    const toy = await cli('sft', '--model', model, '--out', out, '--steps', '1', '--label-smoothing', '0.1', '--preset', 'tiny');
     expect(toy.code).toBe(2);
-    expect(toy.stderr).toMatch(/--root-limit-min, --label-smoothing: not for a Hugging Face model's warm start/);
+    expect(toy.stderr).toMatch(/--preset, --label-smoothing: not for a Hugging Face model's warm start/);
     const lora = await cli('sft', '--model', model, '--out', out, '--steps', '1', '--workers', '1');
     expect(lora.code).toBe(2);
     expect(lora.stderr).toContain('--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0');

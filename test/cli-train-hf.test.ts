@@ -239,18 +239,28 @@ describe.skipIf(py.python === null)(`train --model on a Hugging Face folder${py.
     const targets = await cli('train', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--lora-targets', 'q_proj,attn_c', ...small);
     expect(targets.code).toBe(2);
     expect(targets.stderr).toContain('--lora-targets: attn_c is not a linear layer of this model');
-    const toyFlag = await cli('train', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--root-limit-min', '10', ...small);
+    const toyFlag = await cli(
+      'train',
+      '--model',
+      model,
+      '--out',
+      join(dir, 'bad'),
+      '--steps',
+      '1',
+      '--root-limit-min',
+      '10',
+      '--root-limit-straddle',
+      '0.5',
+      ...small,
+    );
     expect(toyFlag.code).toBe(2);
-    expect(toyFlag.stderr).toContain('--root-limit-min: the text protocol has no form for it');
+    expect(toyFlag.stderr).toContain("--root-limit-straddle: a fresh toy preset, or a limit drawn below the problem's chain counted in the toy's tokens");
     const workers = await cli('train', '--model', model, '--out', join(dir, 'bad'), '--steps', '1', '--workers', '2', ...small);
     expect(workers.code).toBe(2);
     expect(workers.stderr).toContain('--workers: worker threads rebuild the model from its trained weights: with --lora-r 0');
     const lora = await cli('train', '--init', 'public/checkpoints/warmstart-tiny', '--out', join(dir, 'bad'), '--steps', '1', '--lora-r', '4');
     expect(lora.code).toBe(2);
     expect(lora.stderr).toContain('--lora-r: a toy checkpoint trains every weight');
-    const told = await cli('frontier', '--model', model, '--n', '1', '--limit-in-prompt', 'yes');
-    expect(told.code).toBe(2);
-    expect(told.stderr).toContain('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
     const neither = await cli('train', '--out', join(dir, 'bad'), '--steps', '1');
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain('--init (a toy checkpoint) or --model (a Hugging Face model), one of them');

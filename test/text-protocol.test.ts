@@ -18,7 +18,7 @@ import { loadHfTextModel } from '../src/core/io/hfTextModel';
 import { initHfFolder, INIT_DEFAULT_SIZES } from '../src/core/model/hfInit';
 import { CLONE_FAILED, cloneChat, textProtocol } from '../src/core/protocol/textProtocol';
 import { PROMPT_SETS, type PromptSetName, type TextPrompts, textPrompts } from '../src/core/protocol/prompts';
-import { cloneUserMessage } from '../src/core/protocol/toolCalls';
+import { SPAWN_CLONE_TOOL, cloneUserMessage } from '../src/core/protocol/toolCalls';
 import { Rng } from '../src/core/rng';
 import type { RolloutConfig } from '../src/core/rollout/config';
 import { type ContextDecoder, RolloutScheduler } from '../src/core/rollout/scheduler';
@@ -183,6 +183,21 @@ describe.each(PROMPT_SETS)('the text protocol through the rollout scheduler, %s 
       }
     }, 120_000);
   }
+
+  it("tells a root its limit in the set's words, delegating and monolithic, where the run draws one", () => {
+    const { task: t, opts } = withOptions('arithmetic', {});
+    const p = t.generate(new Rng(9), opts, 'told');
+    const protocol = textProtocol(tokenizer);
+    const cfg: RolloutConfig = { ...defaultRolloutConfig('arithmetic'), rootMaxTokens: 37 };
+    for (const allowSpawn of [true, false]) {
+      const start = protocol.root(p, cfg, { allowSpawn, limitInPrompt: true });
+      const chat = allowSpawn ? prompts.root('arithmetic', p, 37) : prompts.mono('arithmetic', p, 37);
+      expect(start.prompt).toEqual(tokenizer.chatIds(chat, true, allowSpawn ? [SPAWN_CLONE_TOOL] : undefined));
+      expect(tokenizer.decode(start.prompt)).toContain(set === 'short' ? `#37 ${p.prompt}` : 'Write at most 37 tokens.');
+      const untold = protocol.root(p, cfg, { allowSpawn, limitInPrompt: false });
+      expect(tokenizer.decode(untold.prompt)).not.toContain('37');
+    }
+  });
 
   it('names what breaks the protocol and goes on where the reference does', async () => {
     const { task: t, opts } = withOptions('arithmetic', {});

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfTextModel } from '../src/core/io/hfTextModel';
+import { SHORT_SYSTEM_PROMPT } from '../src/core/verl/dataset';
 import { encodeSafetensors } from '../src/core/io/safetensors';
 import { INIT_DEFAULT_SIZES, initHfFolder } from '../src/core/model/hfInit';
 import { Lora, peftAdapterConfig } from '../src/core/model/lora';
@@ -102,10 +103,24 @@ describe('the warm start of a Hugging Face model', () => {
     // The same seed and step draw the same data; another step other data.
     expect(sequences()).toEqual(seqs);
     expect(sequences(1)).not.toEqual(seqs);
-    // A root limit in the prompt has no text form: refused, not ignored.
-    expect(() => textSftSequences([withOptions('arithmetic')], cfg({ rootLimits: { min: 40, max: 60 } }), 0, model.tokenizer, LENGTHS, 1024)).toThrow(
-      /root limit/,
-    );
+  });
+
+  it("tells a root its drawn limit in the prompt set's words, and keeps it to that many of its own tokens", () => {
+    const told = textSftSequences([withOptions('arithmetic')], cfg({ rootLimits: { min: 24, max: 48 } }), 0, model.tokenizer, LENGTHS, 1024);
+    let roots = 0;
+    for (const s of told) {
+      const text = model.tokenizer.decode(s.tokens);
+      if (!text.includes(SHORT_SYSTEM_PROMPT)) continue;
+      roots++;
+      // The short set: `#L ` before the problem in the user message.
+      const m = /<\|im_start\|>user\n#(\d+) /.exec(text);
+      expect(m, text).not.toBeNull();
+      const limit = Number(m![1]);
+      expect(limit).toBeGreaterThanOrEqual(24);
+      expect(limit).toBeLessThanOrEqual(48);
+      expect(s.weights.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(limit);
+    }
+    expect(roots).toBeGreaterThan(3);
   });
 
   it('micro-batching leaves the loss and the gradients as they are', async () => {

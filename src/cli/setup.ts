@@ -21,7 +21,7 @@ export const LIMIT_IN_PROMPT_FLAG = {
   type: 'string',
   choices: ['auto', 'yes', 'no'],
   default: 'auto',
-  help: "write the root's token limit in its prompt (<root>#48 …): auto = when the checkpoint was trained so (its selfcest.json training config), yes, no",
+  help: "write the root's token limit in its prompt (<root>#48 …; with --model in the folder's prompt set's words): auto = when the checkpoint was trained so (its selfcest.json training config; with --model: no), yes, no",
 } as const;
 
 /** Whether a checkpoint's root was trained knowing its limit (a warm start with rootLimits, a GRPO run with rollout.rootLimitMin). */

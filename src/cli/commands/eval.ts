@@ -73,7 +73,6 @@ export const evaluate = defineCommand(
         if (f[flag] !== undefined)
           throw new UsageError(`--${flag} applies to --model (a toy spawn names its own budget bucket, and a toy checkpoint has no adapter)`);
     } else {
-      if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
     }
     const backend = await setupBackend(f.backend);
     const problems = heldOutProblems(task, opts, f.n, f.seed, f.split as EvalSplit);
@@ -84,7 +83,10 @@ export const evaluate = defineCommand(
     if (text) {
       // The one runner: the decoder carries the model's text protocol; the limits count its own tokens.
       const { decoder, close } = await openTextDecoder({ model: f.model as string, adapter: f.adapter, weights: f.weights, workers: f.workers }, 64, backend);
+      // A folder keeps no record of how it was trained: its root is told its limit when asked (yes), not by auto.
+      told = f['limit-in-prompt'] === 'yes' ? { rootLimitMin: 1 } : {};
       cfg = defaultRolloutConfig(task.name, {
+        ...told,
         rootMaxTokens: f['root-limit'] ?? TEXT_LENGTHS.rootMaxTokens,
         budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget],
         ...sampling,

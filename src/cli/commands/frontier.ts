@@ -69,7 +69,6 @@ export const frontierCommand = defineCommand(
     if ((f.model === undefined) === (f.checkpoint === undefined))
       throw new UsageError('give --checkpoint (a playground checkpoint) or --model (a Hugging Face model), one of them');
     if (f.model !== undefined) {
-      if (f['limit-in-prompt'] === 'yes') throw new UsageError('--limit-in-prompt yes: the text protocol has no form for a root told its limit');
       const backend = await setupBackend(f.backend);
       // The one runner: the decoder carries the model's text protocol; limits count the model's own tokens.
       const { decoder, close } = await openTextDecoder({ model: f.model, adapter: f.adapter, weights: f.weights, workers: f.workers }, 64, backend);
@@ -83,7 +82,12 @@ export const frontierCommand = defineCommand(
           methods,
           limits: f.limits === undefined ? TEXT_FRONTIER_LIMITS : limits,
           seed: f.seed,
-          rollout: { ...FRONTIER_DEFAULTS.rollout, budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget] },
+          // A folder keeps no record of how it was trained: its root is told its limit when asked (yes), not by auto.
+          rollout: {
+            ...FRONTIER_DEFAULTS.rollout,
+            budgets: [f['clone-budget'] ?? TEXT_LENGTHS.cloneBudget],
+            ...(f['limit-in-prompt'] === 'yes' ? { rootLimitMin: 1 } : {}),
+          },
         },
         () => [],
         f.json ? undefined : (p) => console.log(pointLine(p)),

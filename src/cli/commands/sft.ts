@@ -27,7 +27,7 @@ import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 
 /** Run-config fields a Hugging Face model's warm start has no form for: refused with `--model`, by flag. */
-const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitMin', 'rootLimitStraddle', 'sftLabelSmoothing'];
+const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitStraddle', 'sftLabelSmoothing'];
 
 /** What the loop needs of the model a warm start trains, whichever kind it is. */
 interface Student {
@@ -68,8 +68,10 @@ export const sft = defineRunCommand(
       help: `train this Hugging Face model in the text protocol instead of the toy (${MODEL_FLAG.help}); a demonstrated root may write --root-max-tokens (default ${TEXT_LENGTHS.rootMaxTokens}) of its tokens, a clone the largest of --budgets`,
     },
   },
-  async ({ flags: f, config: rc, given, argv }) => {
+  async ({ flags: f, config: given0, given, argv }) => {
     const renames = { taskOptions: '--options', task: '--task' } as const;
+    // A text root writes chat turns: its length (and the largest limit it may be told) defaults to the text protocol's.
+    const rc: RunConfig = f.model !== undefined && !given.has('rootMaxTokens') ? { ...given0, rootMaxTokens: TEXT_LENGTHS.rootMaxTokens } : given0;
     const mix = usageErrors(() => taskMixOf(rc), renames);
     let cfg = usageErrors(() => sftConfigOf(rc, f.steps), renames);
     // Flags of one kind of model given to the other are refused by name, never ignored.
@@ -78,7 +80,7 @@ export const sft = defineRunCommand(
       const refused = [...TOY_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`), ...named(['--init'])];
       if (refused.length > 0)
         throw new UsageError(
-          `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a root told its limit, label smoothing)`,
+          `${refused.join(', ')}: not for a Hugging Face model's warm start (the toy model's size and init, a straddled limit, label smoothing)`,
         );
       if (f.workers > 0 && rc.loraR !== 0)
         throw new UsageError(

@@ -29,8 +29,8 @@ import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 
 const RECIPES = ['project', 'reference'] as const;
 
-/** Run-config fields the text protocol has no form for: refused with `--model`, by flag. */
-const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitMin', 'rootLimitStraddle'];
+/** Run-config fields a Hugging Face model has no form for: refused with `--model`, by flag. */
+const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitStraddle'];
 
 type Rows = { 'metrics.jsonl': object[]; 'traces.jsonl': object[] };
 
@@ -87,7 +87,7 @@ export const train = defineRunCommand(
     if (hf) {
       refuse(
         TOY_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
-        'the text protocol has no form for it (a root told its limit in the prompt; a fresh toy preset)',
+        "a fresh toy preset, or a limit drawn below the problem's chain counted in the toy's tokens",
       );
       refuse(
         given.loraR !== 0 ? (['workers', 'grad-workers'] as const).filter((k) => f[k] > 0).map((k) => `--${k}`) : [],

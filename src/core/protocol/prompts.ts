@@ -25,10 +25,15 @@ export { PROMPT_SETS, PROMPTS_FIELD, type PromptSetName, isPromptSetName } from 
 
 export interface TextPrompts {
   readonly name: PromptSetName;
-  /** The root's chat before it writes: system prompt and the problem (the spawn_clone tool is offered beside it). */
-  root(task: TaskName, p: Problem): ChatMessage[];
-  /** The monolithic baseline's chat: everything in it, no tool. */
-  mono(task: TaskName, p: Problem): ChatMessage[];
+  /**
+   * The root's chat before it writes: system prompt and the problem (the spawn_clone tool is offered
+   * beside it); `limit`: the root is told it may write that many tokens (`told`).
+   */
+  root(task: TaskName, p: Problem, limit?: number | null): ChatMessage[];
+  /** The monolithic baseline's chat: everything in it, no tool; `limit` as for `root`. */
+  mono(task: TaskName, p: Problem, limit?: number | null): ChatMessage[];
+  /** A user message that tells the root its limit: the reference's a sentence after it, the short set's `#L ` before it. */
+  told(content: string, limit: number): string;
   /** A task's sub-question (the toy prompt's question) as a clone's objective. */
   objective(task: TaskName, question: string): string;
   /** What every clone is told before its objective. */
@@ -59,10 +64,18 @@ const checkTask = (task: string): TaskName => {
   return task as TaskName;
 };
 
+/** The chat with its last (user) message telling the limit, where there is one. */
+const withLimit = (messages: ChatMessage[], limit: number | null | undefined, told: (content: string, limit: number) => string): ChatMessage[] =>
+  limit === null || limit === undefined ? messages : messages.map((m, i) => (i === messages.length - 1 ? { ...m, content: told(m.content, limit) } : m));
+
+const referenceTold = (content: string, limit: number) => `${content}\nWrite at most ${limit} tokens.`;
+const shortTold = (content: string, limit: number) => `#${limit} ${content}`;
+
 const REFERENCE: TextPrompts = {
   name: 'reference',
-  root: (task, p) => rootChat(checkTask(task), p),
-  mono: (task, p) => monoChat(checkTask(task), p),
+  root: (task, p, limit) => withLimit(rootChat(checkTask(task), p), limit, referenceTold),
+  mono: (task, p, limit) => withLimit(monoChat(checkTask(task), p), limit, referenceTold),
+  told: referenceTold,
   objective: (task, q) => REFERENCE_OBJECTIVE[checkTask(task)](q),
   cloneSystem: CLONE_SYSTEM,
   arithmeticSystem: ARITHMETIC_SYSTEM_PROMPT,
@@ -70,11 +83,14 @@ const REFERENCE: TextPrompts = {
 
 const SHORT: TextPrompts = {
   name: 'short',
-  root: (task, p) => [
-    { role: 'system', content: SHORT_SYSTEM_PROMPT },
-    checkTask(task) === 'arithmetic' ? { role: 'user', content: p.prompt } : rootChat(task, p)[1],
-  ],
-  mono: (task, p) => (checkTask(task) === 'arithmetic' ? [{ role: 'user', content: p.prompt }] : monoChat(task, p)),
+  root: (task, p, limit) =>
+    withLimit(
+      [{ role: 'system', content: SHORT_SYSTEM_PROMPT }, checkTask(task) === 'arithmetic' ? { role: 'user', content: p.prompt } : rootChat(task, p)[1]],
+      limit,
+      shortTold,
+    ),
+  mono: (task, p, limit) => withLimit(checkTask(task) === 'arithmetic' ? [{ role: 'user', content: p.prompt }] : monoChat(task, p), limit, shortTold),
+  told: shortTold,
   objective: (task, q) => (checkTask(task) === 'arithmetic' ? q : REFERENCE_OBJECTIVE[task](q)),
   cloneSystem: SHORT_CLONE_SYSTEM,
   arithmeticSystem: SHORT_SYSTEM_PROMPT,

@@ -184,9 +184,10 @@ export function textProtocol(tokenizer: ChatTokenizer): Protocol {
   return {
     name: 'text',
     root(problem: Problem, limits: EpisodeLimits, o: { allowSpawn: boolean; limitInPrompt: boolean }): RootStart {
-      if (o.limitInPrompt) throw new Error('text protocol: a root limit in the prompt has no form here (unset rootLimitMin)');
       const task = problem.task as TaskName;
-      const messages: ChatMessage[] = (o.allowSpawn ? prompts.root(task, problem) : prompts.mono(task, problem)).map((m) => ({ ...m }));
+      // Told its limit: the prompt set's words for it in the user message.
+      const limit = o.limitInPrompt ? limits.rootMaxTokens : null;
+      const messages: ChatMessage[] = (o.allowSpawn ? prompts.root(task, problem, limit) : prompts.mono(task, problem, limit)).map((m) => ({ ...m }));
       const tools = o.allowSpawn ? [SPAWN_CLONE_TOOL] : undefined;
       const prompt = tokenizer.chatIds(messages, true, tools);
       return { promptText: problem.prompt, prompt, turns: new TextRoot(tokenizer, stop, problem, limits, messages, tools, prompt) };

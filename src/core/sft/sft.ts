@@ -106,6 +106,8 @@ export function sftMixSequences<O>(
   maxPositions = Infinity,
   /** A demonstration's sequences in the model's protocol (default the token protocol's); null: it is left out, as one too long. */
   sequencesOf: (demo: Demonstration) => TrainSequence[] | null = (demo) => demo.contexts.map((ctx) => demoSequence(ctx, encode)),
+  /** The tokens a demonstration's root writes in the model's protocol, what a drawn root limit counts (default the token protocol's). */
+  rootTokensOf: (demo: Demonstration) => number = (demo) => rootGeneratedTokens(demo, encode),
 ): TrainSequence[] {
   if (mix.length === 0) throw new Error('sft: the task mix is empty');
   for (const m of mix) {
@@ -130,7 +132,7 @@ export function sftMixSequences<O>(
         limitRng.int(cfg.rootLimits.min, cfg.rootLimits.max),
         () => task.teacherDelegate(problem, limitRng, cfg.limits, cfg.teacher),
         () => task.teacherMono(problem, limitRng),
-        encode,
+        rootTokensOf,
       );
       if (demo === null) continue;
     }
@@ -200,9 +202,10 @@ export function rootLimitDemo(
   limit: number,
   delegate: () => Demonstration | null,
   mono: () => Demonstration,
-  encode: (t: string) => number[],
+  /** The tokens a demonstration's root writes, in the model's protocol. */
+  rootTokensOf: (d: Demonstration) => number,
 ): Demonstration | null {
-  const fits = (d: Demonstration | null): d is Demonstration => d !== null && rootGeneratedTokens(d, encode) <= limit;
+  const fits = (d: Demonstration | null): d is Demonstration => d !== null && rootTokensOf(d) <= limit;
   let demo: Demonstration | null = fits(drawn) ? drawn : null;
   for (let i = 0; demo === null && i < 8; i++) {
     const d = delegate();

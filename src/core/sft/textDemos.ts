@@ -173,10 +173,14 @@ export function renderTextDemo(demo: Demonstration, prompts: TextPrompts): TextD
     });
   });
 
-  // The root: its generated runs parsed, each ending in a join or the answer.
-  const promptText = promptBody(root, '<root>');
+  // The root: its generated runs parsed, each ending in a join or the answer. A root told its
+  // limit (`<root>#48 …`, sft.ts rootLimitDemo) is told it in the prompt set's words.
+  const body = promptBody(root, '<root>');
+  const told = /^#(\d+) /.exec(body);
+  const limit = told === null ? null : Number(told[1]);
+  const promptText = told === null ? body : body.slice(told[0].length);
   const mono = demo.style === 'mono';
-  const head: ChatMessage[] = mono && p.monoPrompt !== undefined && promptText === p.monoPrompt ? prompts.mono(task, p) : prompts.root(task, p);
+  const head: ChatMessage[] = mono && p.monoPrompt !== undefined && promptText === p.monoPrompt ? prompts.mono(task, p, limit) : prompts.root(task, p, limit);
   const tools = head.length > 1;
   const messages: ChatMessage[] = [...head];
   const rounds: SpawnedClone[][] = [];

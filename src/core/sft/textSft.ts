@@ -9,6 +9,7 @@
  * over what the policy trains (LoRA adapters or every weight), by AdamW at the cosine schedule.
  */
 import type { TrainSequence } from '../parallel/sequences';
+import type { Demonstration } from '../tasks/types';
 import { textPrompts } from '../protocol/prompts';
 import type { HfTokenizer } from '../tokenizer/hfTokenizer';
 import { Tokenizer } from '../tokenizer/tokenizer';
@@ -22,7 +23,8 @@ const toy = Tokenizer.builtin();
  * demonstration rendered and tokenized as the text loop has it. A demonstration with a context past
  * the model's window, a root past `rootMaxTokens` or a clone past `cloneBudget` is left out whole and
  * the next problem drawn (the loop could not run it). The toy's sloppy clones apply (a clone
- * without its answer is cut at the clone budget); a root limit in the prompt has no text form.
+ * without its answer is cut at the clone budget), and so does a drawn root limit: counted in the
+ * model's own tokens, and told in the prompt set's words.
  */
 export function textSftSequences<O>(
   mix: readonly TaskMixEntry<O>[],
@@ -32,14 +34,20 @@ export function textSftSequences<O>(
   lengths: TextDemoLengths,
   maxPositions: number,
 ): TrainSequence[] {
-  if (cfg.rootLimits) throw new Error('sft: a root limit in the prompt has no form in the text protocol');
   const prompts = textPrompts(tokenizer.prompts);
+  const contexts = (demo: Demonstration) => textDemoContexts(renderTextDemo(demo, prompts), tokenizer, lengths);
+  // What the root writes in the model's own tokens: what a drawn root limit counts.
+  const rootTokens = (demo: Demonstration) => {
+    const root = contexts(demo)?.[0];
+    return root === undefined ? Infinity : [...root.writers].filter((w) => w === 'g').length;
+  };
   return sftMixSequences(
     mix,
     cfg,
     step,
     (t) => toy.encode(t),
     maxPositions,
-    (demo) => textDemoContexts(renderTextDemo(demo, prompts), tokenizer, lengths)?.map(textTrainSequence) ?? null,
+    (demo) => contexts(demo)?.map(textTrainSequence) ?? null,
+    rootTokens,
   );
 }
