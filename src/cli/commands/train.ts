@@ -17,6 +17,7 @@ import { cloneParams } from '../../core/model/params';
 import { GRPO_IMPLIED } from '../../core/io/savedConfig';
 import { AdamW, ADAM_MOMENTS } from '../../core/optim/adamw';
 import { GrpoRun, heldOutRowFields } from '../../core/rl/grpoRun';
+import type { StepProgress } from '../../core/rl/grpoStep';
 import { scoredTrace } from '../../core/rollout/trace';
 import type { ContextDecoder } from '../../core/rollout/scheduler';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
@@ -33,6 +34,9 @@ const RECIPES = ['project', 'reference'] as const;
 const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitStraddle'];
 
 type Rows = { 'metrics.jsonl': object[]; 'traces.jsonl': object[] };
+
+/** How often a step in progress prints where it is (ms). */
+const PROGRESS_MS = 5000;
 
 /** What the loop needs of the model a run trains, whichever kind it is. */
 interface Trainee {
@@ -186,8 +190,15 @@ export const train = defineRunCommand(
         console.log(`step ${run.steps}: the token cost starts and Adam restarts from zero (--restart-optimizer)`);
         return opt;
       };
+      // A long step says where it is, at most every PROGRESS_MS.
+      let noted = Date.now();
+      const onProgress = (p: StepProgress) => {
+        if (Date.now() - noted < PROGRESS_MS) return;
+        noted = Date.now();
+        console.log(`step ${run.steps + 1}: ${p.phase === 'rollouts' ? 'episodes rolled out' : 'updates'} ${p.done}/${p.total}`);
+      };
       const { metrics, episodes } = await run.step(
-        { model, reference: trainee.reference, optimizer: opt, encode, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
+        { model, reference: trainee.reference, optimizer: opt, encode, onProgress, ...(decoder ? { decoder } : {}), ...(gradients ? { gradients } : {}) },
         restart,
       );
       step = run.steps;
