@@ -158,6 +158,27 @@ describe('train --model with gradient workers', () => {
     );
     expect(sft.code, sft.stderr).toBe(0);
     expect(await readFile(join(dir, 'told-sft', 'run.json'), 'utf8')).toContain('"rootLimits": {\n   "min": 20,\n   "max": 256\n  }');
+    expect(sft.stdout).not.toContain('warning');
+    // A limit past the window is said before the run (textFit), not found out in it.
+    const wide = await cli(
+      'sft',
+      '--model',
+      model,
+      '--lora-r',
+      '0',
+      '--steps',
+      '1',
+      '--batch-tokens',
+      '256',
+      '--root-max-tokens',
+      '500',
+      '--out',
+      join(dir, 'wide'),
+    );
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout).toMatch(
+      /warning \(arithmetic\): a root's prompt of up to \d+ tokens, its limit of 500 and up to \d+ tokens of tool responses make \d+: past the model's 512-token window/,
+    );
     const ev = await cli('eval', '--model', model, '--n', '2', '--root-limit', '12', '--clone-budget', '8', '--limit-in-prompt', 'yes', '--json');
     expect(ev.code, ev.stderr).toBe(0);
     expect(JSON.parse(ev.stdout).limitInPrompt).toBe(true);

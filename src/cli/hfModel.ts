@@ -17,6 +17,11 @@ import { Lora, type LoraConfig, LoraConfigError, loraConfigFromPeft, peftAdapter
 import type { TextModel } from '../core/policyModel';
 import { nodeFolderReader } from '../runtime/node/folderReader';
 import { hfPolicyModel } from '../core/policyModel';
+import { type TextFitLimits, textFit } from '../core/protocol/textFit';
+import { heldOutProblems } from '../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../core/eval/splits';
+import type { TaskMixEntry } from '../core/sft/sft';
+import type { TaskName } from '../core/tasks';
 import { PolicyRollouts } from '../runtime/node/pool';
 import type { BackendPreference } from '../runtime/selectBackend';
 import type { ContextDecoder } from '../core/rollout/scheduler';
@@ -157,6 +162,17 @@ export async function openTextDecoder(
   }
   const decoder = local.decoder(capacity);
   return { loaded, decoder, close: () => (decoder.dispose(), release()) };
+}
+
+/**
+ * Says before a run what of it will not fit the model's window (textFit, on 32 problems of each
+ * task of the run), one `warning:` line each.
+ */
+export function warnTextFit(model: TextModel, mix: readonly Pick<TaskMixEntry, 'task' | 'opts'>[], limits: TextFitLimits): void {
+  for (const { task, opts } of mix) {
+    const fit = textFit(model.tokenizer, model.config.maxPositions, task.name as TaskName, heldOutProblems(task, opts, 32, HELD_OUT_SEED, 'monitor'), limits);
+    for (const w of fit.warnings) console.log(`warning (${task.name}): ${w}`);
+  }
 }
 
 /** A model's one-line summary: family, size, load time. */

@@ -8,7 +8,7 @@
 import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
-import { MODEL_FLAG, loadTextModel, modelSummary } from '../hfModel';
+import { MODEL_FLAG, loadTextModel, modelSummary, warnTextFit } from '../hfModel';
 import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
@@ -232,6 +232,7 @@ async function textStudent(
     rootMaxTokens: given.has('rootMaxTokens') ? rc.rootMaxTokens : TEXT_LENGTHS.rootMaxTokens,
     cloneBudget: Math.max(...cfg0.limits.budgets),
   };
+  warnTextFit(model, mix, { ...lengths, maxClonesPerRound: cfg0.limits.maxClonesPerRound, maxRounds: cfg0.limits.maxRounds });
   const training = trainingOf(rc, model);
   const run = await openTextPolicyRun(f.out, 'sft', loaded, training, f.model, cfg0.seed);
   const { policy, runDir } = run;

@@ -25,7 +25,7 @@ import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import type { Policy } from '../../core/policy';
 import { startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
-import { loadTextModel, modelSummary } from '../hfModel';
+import { loadTextModel, modelSummary, warnTextFit } from '../hfModel';
 import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
 
 const RECIPES = ['project', 'reference'] as const;
@@ -119,6 +119,7 @@ export const train = defineRunCommand(
     if (f.model !== undefined) {
       const loaded = await loadTextModel('model', f.model, rc.weights);
       console.log(modelSummary(loaded));
+      warnTextFit(loaded.model, mix, { ...cfg.rollout, cloneBudget: Math.max(...cfg.rollout.budgets) });
       const training = trainingOf(rc, loaded.model);
       runConfig = { ...cfg, model: f.model, recipe: f.recipe, training: training.full ? { full: true } : { lora: training.lora } };
       const run = await openTextPolicyRun(f.out, 'train', loaded, training, f.model, cfg.seed);
