@@ -1,5 +1,5 @@
 /**
- * The engine: everything behind protocol.ts, independent of where it runs (a module worker in
+ * The engine: everything behind its message protocol (messages.ts), independent of where it runs (a module worker in
  * the page, or Node). It owns the master weights, the optimizers and the GRPO loop (the CLI's
  * core code), and a pool of rollout workers that run the episodes through PooledDecoder.
  *

@@ -1,4 +1,4 @@
-/** Puts an Engine behind an Endpoint: requests in, replies and events out (protocol.ts). */
+/** Puts an Engine behind an Endpoint: requests in, replies and events out (messages.ts). */
 import type { Endpoint } from '../transport/endpoint';
 import { Engine } from './engine';
 import type { EngineHost } from './engineHost';

@@ -1,5 +1,5 @@
 /**
- * Request/reply over an Endpoint, the shape of protocol.ts for every channel in the runtime
+ * Request/reply over an Endpoint, the shape of the engine's messages (engine/messages.ts) for every channel in the runtime
  * (page ↔ engine, engine ↔ rollout worker): each request carries an id and gets exactly one
  * reply, ok or error; the serving side may also send events at any time. A handler that
  * throws becomes an error reply; nothing is thrown across the boundary.
