@@ -1,5 +1,5 @@
 /**
- * The Hugging Face folders shipped under public/checkpoints/ (those with a config.json): each is at
+ * The Hugging Face folders shipped under public/checkpoints/ (those with a tokenizer_config.json and no selfcest.json): each is at
  * most 20 MB, our loader reads it, and transformers' AutoTokenizer and AutoModelForCausalLM read it
  * to the same chat text, ids and logits (within 1e-4 of the largest logit) on episodes of both tasks rendered in the
  * folder's own prompt set (a delegating root with its tool response and answer, a clone, the
@@ -34,7 +34,8 @@ const folders = process.env.SHIPPED_HF
   ? process.env.SHIPPED_HF.split(',')
   : readdirSync(ROOT)
       .map((name) => join(ROOT, name))
-      .filter((dir) => existsSync(join(dir, 'config.json')));
+      // A Hugging Face model folder, not a toy checkpoint (which also has a config.json, beside its selfcest.json).
+      .filter((dir) => existsSync(join(dir, 'tokenizer_config.json')) && !existsSync(join(dir, 'selfcest.json')));
 
 let tmp = '';
 beforeAll(async () => {
