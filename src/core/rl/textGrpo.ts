@@ -28,7 +28,7 @@ import { textTokenCounts } from '../rollout/textTrace';
 import type { ContextCredit, RewardBreakdown } from '../rollout/trace';
 import type { Problem, Task } from '../tasks/types';
 import type { TaskName } from '../tasks';
-import { rootChat } from '../verl/dataset';
+import { textPrompts } from '../protocol/prompts';
 import { computeAdvantages } from './advantage';
 import { type GrpoConfig, lrAt, rewardAt } from './grpoStep';
 import {
@@ -184,7 +184,7 @@ export async function textGrpoStep<O>(
       const rng = Rng.stream(grpo.seed, 'text-grpo-episode', step, i, g);
       return { context: problem.context ?? {}, choose: samplingChooser(vocab, temperature, rng) };
     });
-    for (const episode of await runTextEpisodeGroup(model, rootChat(task.name as TaskName, problem), cfg.limits, options)) {
+    for (const episode of await runTextEpisodeGroup(model, textPrompts(model.tokenizer.prompts).root(task.name as TaskName, problem), cfg.limits, options)) {
       const verdict = task.verify(problem, episode.answer);
       episodes.push({ problem, episode, correct: verdict.correct, verdict });
     }

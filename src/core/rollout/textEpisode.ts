@@ -14,7 +14,7 @@
 import { type ChooseToken, DecoderCache, argmaxToken } from '../model/decoder';
 import { SPAWN_CLONE, SPAWN_CLONE_TOOL, cloneRequests, cloneUserMessage, extractToolCalls } from '../protocol/toolCalls';
 import { CLONE_FAILED, answerOf, toolResponseIds, writesToolResponse } from '../protocol/textProtocol';
-import { CLONE_SYSTEM } from '../protocol/prompts';
+import { textPrompts } from '../protocol/prompts';
 import type { TextModel } from '../policyModel';
 import type { Violation } from '../protocol/violations';
 import type { ChatMessage, HfTokenizer } from '../tokenizer/hfTokenizer';
@@ -284,7 +284,7 @@ function newClone(model: TextModel, objective: string, instruction: string, budg
   const clone: TextContext = {
     role: 'clone',
     messages: [
-      { role: 'system', content: CLONE_SYSTEM },
+      { role: 'system', content: textPrompts(model.tokenizer.prompts).cloneSystem },
       { role: 'user', content: instruction },
     ],
     tokens: [],

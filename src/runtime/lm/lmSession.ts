@@ -20,7 +20,7 @@ import { type TextLimits } from '../../core/rollout/textLimits';
 import type { RunConfig } from '../../core/runConfig';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { TaskName } from '../../core/tasks';
-import { rootChat } from '../../core/verl/dataset';
+import { textPrompts } from '../../core/protocol/prompts';
 import type { LmEvent, LmFiles, LmModelInfo, LmReplies } from './lmMessages';
 import { type WeightStoragePreference, loadHfTextModel } from '../../core/io/hfTextModel';
 import type { FrontierPoint } from '../../core/eval/frontier';
@@ -114,7 +114,7 @@ export class LmSession {
     const traces = [];
     for (let i = 0; i < n; i++) {
       const problem = task.generate(rng, opts, `lm-${seed}-${i}`);
-      const episode = await runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, {
+      const episode = await runTextEpisode(model, textPrompts(model.tokenizer.prompts).root(task.name as TaskName, problem), limits, {
         context: problem.context ?? {},
         choose: samplingChooser(model.config.vocabSize, temperature, rng.fork()),
       });
@@ -203,7 +203,7 @@ export class LmSession {
     const problem = task.generate(rng, opts, `lm-step-${seed}`);
     const stepper = new LmStepper(
       model,
-      (o) => runTextEpisode(model, rootChat(task.name as TaskName, problem), limits, { context: problem.context ?? {}, ...o }),
+      (o) => runTextEpisode(model, textPrompts(model.tokenizer.prompts).root(task.name as TaskName, problem), limits, { context: problem.context ?? {}, ...o }),
       temperature,
       rng.fork(),
     );
