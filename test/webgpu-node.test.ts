@@ -20,7 +20,7 @@ import { addAll } from '../src/core/parallel/grads';
 import { Rng } from '../src/core/rng';
 import { decodeCheckpoint } from '../src/core/io/checkpoint';
 import { ZERO_COUNTERS } from '../src/core/io/provenance';
-import { TrainerModel } from '../src/runtime/engine/trainerModel';
+import { ToyModel } from '../src/runtime/engine/trainerModel';
 import { fusedAdamWAvailable, setFusedAdamW } from '../src/core/optim/adamwStep';
 import { defaultGrpoConfig } from '../src/core/runConfigTargets';
 import { widenBits } from '../src/core/io/safetensors';
@@ -243,15 +243,15 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
 
   it('a session saved on webgpu (weights and both optimizers’ moments) resumes on webgpu and on wasm with the same next update', async () => {
     // What the page's session save reads back from the GPU, and what a reload puts back.
-    const grad = (model: TrainerModel, v: number) => new Map([...model.policy.params].map(([name, p]) => [name, tf.fill(p.shape, v)]));
-    const wte = async (model: TrainerModel) => Array.from(await (model.policy.params.get('transformer.wte.weight') as tf.Variable).data());
-    const step = async (model: TrainerModel, v: number) => {
+    const grad = (model: ToyModel, v: number) => new Map([...model.policy.params].map(([name, p]) => [name, tf.fill(p.shape, v)]));
+    const wte = async (model: ToyModel) => Array.from(await (model.policy.params.get('transformer.wte.weight') as tf.Variable).data());
+    const step = async (model: ToyModel, v: number) => {
       const g = grad(model, v);
       await model.grpoOptimizer(1e-2, 0, 1).apply(g);
       [...g.values()].forEach((t) => t.dispose());
     };
     await initBackend('webgpu');
-    const model = TrainerModel.random('tiny', 4);
+    const model = ToyModel.random('tiny', 4);
     await step(model, 0.3);
     const g = grad(model, 0.2);
     await model.sftOptimizer(1e-2, 0, 1).apply(g);
@@ -263,7 +263,7 @@ describe.skipIf(noGpu !== null)('WebGPU in Node (tiny preset)', () => {
     model.dispose();
     for (const backend of ['webgpu', 'wasm'] as const) {
       await initBackend(backend);
-      const resumed = TrainerModel.resumed(decodeCheckpoint(origin), ZERO_COUNTERS, decodeCheckpoint(files), counters, 'session');
+      const resumed = ToyModel.resumed(decodeCheckpoint(origin), ZERO_COUNTERS, decodeCheckpoint(files), counters, 'session');
       resumed.loadOptimizers(files);
       expect(resumed.optimizerSteps(), backend).toEqual({ grpo: 1, sft: 1 });
       await step(resumed, -0.7);

@@ -5,12 +5,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { RunConfig, RunConfigKey } from '../core/runConfig';
-import { UsageError } from './args';
+import { usageErrors } from './args';
 import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfModel';
 import { RunDir, type RunState, type RunWeights } from './runDir';
-import { Lora, type LoraConfig, attentionTargets, linearModules } from '../core/model/lora';
+import { Lora, type LoraConfig } from '../core/model/lora';
 import type { AdamW } from '../core/optim/adamw';
-import { type TextModel, type TextPolicy, fullPolicy, loraPolicy } from '../core/policyModel';
+import { type TextModel, type TextPolicy, fullPolicy, loraPolicy, textTrainingOf } from '../core/policyModel';
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
 
@@ -18,18 +18,8 @@ const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tok
 export const HF_ONLY: readonly RunConfigKey[] = ['loraR', 'loraAlpha', 'loraTargets', 'weights'];
 
 /** What trains: every weight (`--lora-r 0`) or LoRA adapters of the named layers, checked against the model. */
-export function trainingOf(rc: Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets'>, model: TextModel): { full: boolean; lora: LoraConfig } {
-  const full = rc.loraR === 0;
-  const targets = rc.loraTargets === '' ? attentionTargets(model.config) : rc.loraTargets.split(',');
-  const modules = new Set([...linearModules(model.config).keys()].map((m) => m.split('.').at(-1) as string));
-  const unknown = targets.filter((t) => !modules.has(t));
-  if (!full && (targets.length === 0 || unknown.length > 0)) {
-    throw new UsageError(
-      `--lora-targets: ${targets.length === 0 ? 'name at least one layer' : `${unknown.join(', ')} is not a linear layer of this model`} (it has ${[...modules].sort().join(', ')})`,
-    );
-  }
-  return { full, lora: { r: rc.loraR, alpha: rc.loraAlpha, targetModules: targets } };
-}
+export const trainingOf = (rc: Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets'>, model: TextModel): { full: boolean; lora: LoraConfig } =>
+  usageErrors(() => textTrainingOf(rc, model.config), { loraTargets: '--lora-targets' });
 
 export interface TextPolicyRun {
   policy: TextPolicy;

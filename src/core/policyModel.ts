@@ -25,7 +25,8 @@ import { type Adapters, type DecoderConfig, type DecoderParams, decoderTargetSco
 import { targetLogProbsAndEntropy } from './model/gpt';
 import { HfContextDecoder } from './model/hfContextDecoder';
 import { asFloat } from './model/halfWeights';
-import type { Lora } from './model/lora';
+import { type Lora, type LoraConfig, attentionTargets, linearModules } from './model/lora';
+import { type RunConfig, RunConfigError } from './runConfig';
 import { type GPTParams, paramsFromArrays } from './model/params';
 
 export interface Scorer {
@@ -141,6 +142,23 @@ export function addPolicyGrads(sum: Map<string, tf.Tensor>, policy: Pick<TextPol
   }
 }
 
+/**
+ * What of a Hugging Face model trains, from the run config: every weight (`loraR` 0) or LoRA
+ * adapters of the named layers (`loraTargets`; empty: the attention's), checked against the model.
+ */
+export function textTrainingOf(rc: Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets'>, config: DecoderConfig): { full: boolean; lora: LoraConfig } {
+  const full = rc.loraR === 0;
+  const targets = rc.loraTargets === '' ? attentionTargets(config) : rc.loraTargets.split(',');
+  const modules = new Set([...linearModules(config).keys()].map((m) => m.split('.').at(-1) as string));
+  const unknown = targets.filter((t) => !modules.has(t));
+  if (!full && (targets.length === 0 || unknown.length > 0)) {
+    throw new RunConfigError([
+      `loraTargets: ${targets.length === 0 ? 'name at least one layer' : `${unknown.join(', ')} is not a linear layer of this model`} (it has ${[...modules].sort().join(', ')})`,
+    ]);
+  }
+  return { full, lora: { r: rc.loraR, alpha: rc.loraAlpha, targetModules: targets } };
+}
+
 /** A policy that trains LoRA adapters over frozen base weights. */
 export function loraPolicy(model: TextModel, adapters: Lora): TextPolicy {
   return { model: { ...model, adapters }, trainable: adapters.params, reference: model.params };
@@ -155,7 +173,8 @@ export function fullPolicy(model: TextModel): TextPolicy {
   const trainable = new Map(
     [...model.params].map(([k, t]) => {
       const w = asFloat(t);
-      const v = tf.variable(w, true, `full.${k}`);
+      // Unnamed: tfjs names it uniquely, so two models' weights may live at once.
+      const v = tf.variable(w, true);
       // The variable holds the widened data; the widening's own handle goes.
       if (w !== t) w.dispose();
       return [k, v] as const;

@@ -203,7 +203,6 @@ const ALL: readonly Surface[] = ['page', 'train', 'sft'];
 const GRPO: readonly Surface[] = ['page', 'train'];
 const SFT: readonly Surface[] = ['page', 'sft'];
 const TRAIN_ONLY: readonly Surface[] = ['train'];
-const CLI: readonly Surface[] = ['train', 'sft'];
 const PAGE_ONLY: readonly Surface[] = ['page'];
 
 /** Every field, in display order. */
@@ -246,7 +245,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     label: 'LoRA rank',
     help: 'LoRA rank of a Hugging Face model; 0 trains every weight (full fine-tuning)',
     target: 'model',
-    surfaces: CLI,
+    surfaces: ALL,
     default: 8,
   },
   {
@@ -257,7 +256,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     label: 'LoRA alpha',
     help: 'LoRA alpha of a Hugging Face model (the update is scaled by alpha / r)',
     target: 'model',
-    surfaces: CLI,
+    surfaces: ALL,
     default: 16,
   },
   {
@@ -266,7 +265,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     label: 'LoRA layers',
     help: "the linear layers of a Hugging Face model LoRA adapts, by the last part of their name, comma-separated (empty: the attention's, q_proj,k_proj,v_proj,o_proj or GPT-2's c_attn)",
     target: 'model',
-    surfaces: CLI,
+    surfaces: ALL,
     default: '',
   },
   {
@@ -276,7 +275,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     label: 'Weight storage',
     help: "how a Hugging Face model's float16/bfloat16 matrices are held: auto (16-bit on webgpu, float32 elsewhere), half (16-bit, widened where read: half the memory, slower on wasm), float32",
     target: 'model',
-    surfaces: CLI,
+    surfaces: ALL,
     default: 'auto',
   },
   { key: 'seed', type: 'seed', label: 'Seed', help: `seed of init, data and sampling, an integer in [0, 2^53 − 1]`, target: 'task', surfaces: ALL, default: 0 },

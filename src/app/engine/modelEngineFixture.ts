@@ -12,7 +12,7 @@ import { ZERO_COUNTERS } from '../../core/io/provenance';
 import type { RunConfig } from '../../core/runConfig';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
 import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
-import { TrainerModel } from '../../runtime/engine/trainerModel';
+import { ToyModel, type TrainerModel } from '../../runtime/engine/trainerModel';
 import type { Engine, RequestOf } from './engine';
 
 /** The shipped tiny warm start in the repository, and the source the page names it by. */
@@ -25,7 +25,7 @@ export function warmStartFiles(): Map<string, Uint8Array> {
 }
 
 export function warmStartModel(): TrainerModel {
-  return TrainerModel.fromCheckpoint(decodeCheckpoint(warmStartFiles()), WARM_START_SOURCE);
+  return ToyModel.fromCheckpoint(decodeCheckpoint(warmStartFiles()), WARM_START_SOURCE);
 }
 
 export class ModelEngine implements Engine {
@@ -61,8 +61,8 @@ export class ModelEngine implements Engine {
     const ckpt = decodeCheckpoint(filesFromRecord(r.files));
     const source = r.resume?.source ?? 'imported';
     const next = r.resume?.origin
-      ? TrainerModel.resumed(decodeCheckpoint(filesFromRecord(r.resume.origin.files)), r.resume.origin.counters, ckpt, r.resume.counters, source)
-      : TrainerModel.fromCheckpoint(ckpt, source, r.resume?.counters ?? ZERO_COUNTERS);
+      ? ToyModel.resumed(decodeCheckpoint(filesFromRecord(r.resume.origin.files)), r.resume.origin.counters, ckpt, r.resume.counters, source)
+      : ToyModel.fromCheckpoint(ckpt, source, r.resume?.counters ?? ZERO_COUNTERS);
     this.model.dispose();
     this.model = next;
     return next.report();

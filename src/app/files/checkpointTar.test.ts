@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { initBackend } from '../../runtime/backend';
-import { TrainerModel } from '../../runtime/engine/trainerModel';
+import { ToyModel } from '../../runtime/engine/trainerModel';
 import { IMPORT_HELP, checkpointFilesOf, weightsTar, type PickedFile } from './checkpointTar';
 import { tarArchive } from './tar';
 
@@ -30,7 +30,7 @@ beforeAll(async () => {
 describe('checkpoint .tar', () => {
   it('the export path (engine files → .tar) imports back and decodes to the same weights', async () => {
     const original = decodeCheckpoint(shippedMap());
-    const model = TrainerModel.fromCheckpoint(original, SHIPPED);
+    const model = ToyModel.fromCheckpoint(original, SHIPPED);
     let files: Map<string, Uint8Array>;
     try {
       ({ files } = await model.exportFiles({ playground: { preset: 'tiny' } })); // what the engine's exportWeights sends

@@ -70,7 +70,7 @@ class FlowEngine extends ModelEngine {
         return { steps: r.steps, loss: 0.5 };
       }
       case 'reset':
-        this.model = m.fresh();
+        this.model = await m.fresh();
         m.dispose();
         return this.model.report();
       case 'pause':

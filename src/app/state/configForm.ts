@@ -31,7 +31,7 @@ export const ESSENTIAL_KEYS: readonly ConfigKey[] = ['task', 'taskOptions', 'che
 
 /** The other page fields, folded by what they set; each page field is in the essentials or in one fold. */
 export const CONFIG_FOLDS: readonly { id: string; title: string; keys: readonly ConfigKey[] }[] = [
-  { id: 'model', title: 'Model and data', keys: ['preset', 'seed'] },
+  { id: 'model', title: 'Model and data', keys: ['preset', 'seed', 'loraR', 'loraAlpha', 'loraTargets', 'weights'] },
   {
     id: 'ppo',
     title: 'GRPO and PPO',

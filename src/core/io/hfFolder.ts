@@ -10,6 +10,12 @@ import { type DecodedTensor, decodeSafetensors } from './safetensors';
 /** A file of the folder by name, or null when the folder has none. */
 export type FolderReader = (name: string) => Promise<Uint8Array | null>;
 
+/** A folder reader over files held by name (a folder's top level; a nested path is read by its last part). */
+export function filesFolderReader(files: ReadonlyMap<string, Uint8Array>): FolderReader {
+  const byName = new Map([...files].map(([k, v]) => [k.split('/').at(-1) as string, v]));
+  return async (name) => byName.get(name) ?? null;
+}
+
 export class HfFolderError extends Error {
   constructor(message: string) {
     super(message);

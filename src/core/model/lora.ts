@@ -106,9 +106,12 @@ function targetsOf(c: DecoderConfig, l: LoraConfig): Map<string, [number, number
 
 const PEFT_PREFIX = 'base_model.model.';
 
-/** A trainable variable holding `t`'s values; `t`'s own handle is released (else its data outlives the variable). */
-function variableOf(t: tf.Tensor, name: string): tf.Variable {
-  const v = tf.variable(t, true, name);
+/**
+ * A trainable variable holding `t`'s values; `t`'s own handle is released (else its data outlives
+ * the variable). Unnamed: tfjs names it uniquely, so two models' adapters may live at once.
+ */
+function variableOf(t: tf.Tensor): tf.Variable {
+  const v = tf.variable(t, true);
   t.dispose();
   return v;
 }
@@ -133,8 +136,8 @@ export class Lora implements Adapters {
       const rng = Rng.stream(seed, 'lora-init', index);
       const bound = 1 / Math.sqrt(inDim);
       const a = Float32Array.from({ length: l.r * inDim }, () => (rng.next() * 2 - 1) * bound);
-      params.set(`${m}.lora_A`, variableOf(tf.tensor2d(a, [l.r, inDim]), `${m}.lora_A`));
-      params.set(`${m}.lora_B`, variableOf(tf.zeros([outDim, l.r]), `${m}.lora_B`));
+      params.set(`${m}.lora_A`, variableOf(tf.tensor2d(a, [l.r, inDim])));
+      params.set(`${m}.lora_B`, variableOf(tf.zeros([outDim, l.r])));
     });
     return new Lora(l, conv1dWeights(c), params);
   }
@@ -154,7 +157,7 @@ export class Lora implements Adapters {
           if (t.shape.length !== 2 || t.shape[0] !== shape[0] || t.shape[1] !== shape[1]) {
             throw new Error(`adapter_model.safetensors: ${name} has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
           }
-          params.set(`${m}.${part}`, variableOf(tf.tensor2d(t.data, [shape[0], shape[1]]), `${m}.${part}`));
+          params.set(`${m}.${part}`, variableOf(tf.tensor2d(t.data, [shape[0], shape[1]])));
         }
       }
     } catch (e) {

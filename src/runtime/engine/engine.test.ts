@@ -150,7 +150,10 @@ describe('engine', () => {
     await expect(client.request({ kind: 'loadFiles', files: wrongLayers })).rejects.toThrow(/n_layer = 3 but the tensors have 2 layers/);
     const noSelfcest = copy();
     delete noSelfcest['selfcest.json'];
-    await expect(client.request({ kind: 'loadFiles', files: noSelfcest })).rejects.toThrow(/missing file selfcest\.json/);
+    // Without selfcest.json the files are read as a Hugging Face folder, which the toy's is not (no chat template).
+    await expect(client.request({ kind: 'loadFiles', files: noSelfcest })).rejects.toThrow(
+      /^loadFiles: no selfcest\.json in the files, so not a checkpoint of this project, and not a Hugging Face model folder either: .*chat template/,
+    );
     expect(await logitsOf()).toEqual(before);
     // The same files, intact, load and give the same logits.
     const report = await client.request({ kind: 'loadFiles', files: copy() });
@@ -163,7 +166,9 @@ describe('engine', () => {
     for (const [name, bytes] of Object.entries(files)) await writeFile(join(dir, name), bytes);
     const report = await client.request({ kind: 'loadUrl', baseUrl: pathToFileURL(`${dir}/`).href });
     expect(report.source).toBe(pathToFileURL(`${dir}/`).href);
-    await expect(client.request({ kind: 'loadUrl', baseUrl: pathToFileURL(join(dir, 'nope')).href })).rejects.toThrow(/nope\/model\.safetensors was not found/);
+    await expect(client.request({ kind: 'loadUrl', baseUrl: pathToFileURL(join(dir, 'nope')).href })).rejects.toThrow(
+      /^loadUrl: no selfcest\.json in .*nope, so not a checkpoint of this project, and not a Hugging Face model folder either: .*config\.json/,
+    );
   });
 
   it('takes one GRPO step: metrics, episodes, a new policy version and exports', async () => {

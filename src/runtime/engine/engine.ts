@@ -8,17 +8,17 @@
  * model stops the loop first, but only after its input has been validated, so a bad file or
  * config leaves a running session untouched.
  */
-import * as tf from '@tensorflow/tfjs';
 import { type FrontierPoint, validateLimits, validateMethods, validateProblemCount } from '../../core/eval/frontier';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { type ModelCounters, makeProvenance } from '../../core/io/provenance';
-import { forwardLogits } from '../../core/model/gpt';
 import { type RunConfig, PAGE_DEFAULTS, validateRunConfig } from '../../core/runConfig';
 import type { ScoredEpisode, StepMetrics } from '../../core/rl/grpoStep';
 import { type EpisodeTrace, scoredTrace } from '../../core/rollout/trace';
 import { Tokenizer } from '../../core/tokenizer/tokenizer';
 import { Serial, yieldToEvents } from '../transport/async';
-import { fetchCheckpointFiles, filesFromRecord } from '../checkpointFiles';
+import { fetchCheckpointFiles, fileUrl, filesFromRecord } from '../checkpointFiles';
+import { filesFolderReader } from '../../core/io/hfFolder';
+import { HfModel } from './hfModel';
 import { rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { probeCheckpoint } from '../../core/io/checkpointProbe';
 import type { EngineHost } from './engineHost';
@@ -26,7 +26,7 @@ import type { BackendReport, EngineEvent, EngineReplies, EngineRequest, EngineRe
 import { type Reply, reply } from '../transport/rpc';
 import { RunLog } from './runLog';
 import { Stepper } from './stepper';
-import { TrainerModel } from './trainerModel';
+import { ToyModel, type TrainerModel } from './trainerModel';
 import { Training } from './training';
 
 /** Episodes per 'episodes' event: whole groups first (a step's traces are grouped by prompt). */
@@ -93,7 +93,7 @@ export class Engine {
         this.training = await Training.start(
           this.host,
           config,
-          () => TrainerModel.random(config.preset, config.seed),
+          () => ToyModel.random(config.preset, config.seed),
           this.wasmPaths,
           (e) => this.emit(e),
         );
@@ -105,18 +105,29 @@ export class Engine {
     },
     loadUrl: async (req) => {
       this.requireTraining();
-      const files = await fetchCheckpointFiles(req.baseUrl, (url) => this.host.fetchFile(url));
+      const fetchFile = (url: string) => this.host.fetchFile(url);
+      // A folder without selfcest.json is a Hugging Face model's (its files are read as the loader asks for them).
+      if (typeof req.baseUrl === 'string' && req.baseUrl !== '' && (await fetchFile(fileUrl(req.baseUrl, 'selfcest.json'))) === null) {
+        const model = await hfFolder('loadUrl', req.baseUrl, () => HfModel.load((name) => fetchFile(fileUrl(req.baseUrl, name)), req.baseUrl, this.config));
+        return reply(await this.replaceModel(model));
+      }
+      const files = await fetchCheckpointFiles(req.baseUrl, fetchFile);
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt); // before the running model is replaced
-      return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, req.baseUrl)));
+      return reply(await this.replaceModel(ToyModel.fromCheckpoint(ckpt, req.baseUrl)));
     },
     loadFiles: async (req) => {
       this.requireTraining();
       const files = filesFromRecord(req.files);
+      const source = [...files.keys()].join(', ');
+      if (isHfFolder(files)) {
+        if (req.resume !== undefined) throw new Error('loadFiles: a Hugging Face folder loads as it is (resume is for toy checkpoints)');
+        const model = await hfFolder('loadFiles', 'the files', () => HfModel.load(filesFolderReader(files), source, this.config));
+        return reply(await this.replaceModel(model));
+      }
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt);
-      const source = [...files.keys()].join(', ');
-      if (req.resume === undefined) return reply(await this.replaceModel(TrainerModel.fromCheckpoint(ckpt, source)));
+      if (req.resume === undefined) return reply(await this.replaceModel(ToyModel.fromCheckpoint(ckpt, source)));
       // A resumed model: its counters, and its origin when that is not the loaded weights.
       const resume = req.resume;
       const counters = checkCounters(resume.counters, 'resume.counters');
@@ -124,12 +135,12 @@ export class Engine {
       const log = resume.log === undefined ? null : checkLog(resume.log);
       let model: TrainerModel;
       if (resume.origin === undefined) {
-        model = TrainerModel.fromCheckpoint(ckpt, name, counters);
+        model = ToyModel.fromCheckpoint(ckpt, name, counters);
       } else {
         const origin = decodeCheckpoint(filesFromRecord(resume.origin.files));
         await probeCheckpoint(origin);
         const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
-        model = TrainerModel.resumed(origin, originCounters, ckpt, counters, name);
+        model = ToyModel.resumed(origin, originCounters, ckpt, counters, name);
       }
       try {
         model.loadOptimizers(files); // before the running model is replaced
@@ -158,10 +169,23 @@ export class Engine {
           this.emit(training.backendEvent());
         }
         // The model follows the preset: a changed preset, or a model of another known preset
-        // (e.g. a warm start of another size) is replaced by a random init of this one.
+        // (e.g. a warm start of another size) is replaced by a random init of this one. A Hugging
+        // Face model trained another way (LoRA settings, weight storage) is made again from its
+        // folder; settings it refuses leave the config and the model as they were.
         const model = training.model;
         const mismatch = model.preset !== config.preset && (model.preset === 'tiny' || model.preset === 'small');
-        if (old.preset !== config.preset || mismatch) this.swapModel(TrainerModel.random(config.preset, config.seed));
+        let next: TrainerModel | null = null;
+        if (old.preset !== config.preset || mismatch) next = ToyModel.random(config.preset, config.seed);
+        else if (model instanceof HfModel && model.changedBy(config)) {
+          try {
+            next = await model.remade(config);
+          } catch (e) {
+            this.config = old;
+            training.setConfig(old);
+            throw e;
+          }
+        }
+        if (next !== null) this.swapModel(next);
         training.setConfig(config);
         await training.syncPool();
         return reply(training.model.report());
@@ -229,12 +253,12 @@ export class Engine {
       const training = this.requireTraining();
       await this.stopActive();
       return this.serial.run(async () => {
-        this.swapModel(training.model.fresh());
+        this.swapModel(await training.model.fresh());
         await training.syncPool();
         return reply(training.model.report());
       });
     },
-    randomInit: async () => reply(await this.replaceModel(TrainerModel.random(this.config.preset, this.config.seed))),
+    randomInit: async () => reply(await this.replaceModel(ToyModel.random(this.config.preset, this.config.seed))),
     stepperStart: async (req) => {
       const training = this.requireTraining();
       if (!Number.isInteger(req.seed)) throw new Error(`stepper: seed must be an integer (got ${JSON.stringify(req.seed)})`);
@@ -242,6 +266,7 @@ export class Engine {
         this.stepper?.dispose();
         this.stepper = null;
         const { model } = training;
+        if (!(model instanceof ToyModel)) throw new Error(`stepper: the token-by-token stepper runs the toy model (a ${model.preset} model is loaded)`);
         const [{ task, opts }] = taskMixOf(this.config);
         const stepper = new Stepper(model.policy.params, model.config, {
           task,
@@ -277,18 +302,7 @@ export class Engine {
       });
       return reply({ points });
     },
-    logits: async (req) => {
-      const { model } = this.requireTraining();
-      const tokens = this.encode(req.text);
-      if (tokens.length === 0) throw new Error('logits: text is empty');
-      if (tokens.length > model.config.nPositions) throw new Error(`logits: text has ${tokens.length} tokens; the model holds ${model.config.nPositions}`);
-      const out = tf.tidy(() => forwardLogits(model.policy.params, model.config, tf.tensor2d([tokens], [1, tokens.length], 'int32')));
-      try {
-        return reply({ tokens, logits: (await out.array())[0] });
-      } finally {
-        out.dispose();
-      }
-    },
+    logits: async (req) => reply(await this.requireTraining().model.logits(req.text, this.encode)),
     exportWeights: async (req) => {
       const { model } = this.requireTraining();
       const which = req.origin === true ? 'origin' : 'current';
@@ -430,6 +444,23 @@ export class Engine {
 
   get state(): { status: Status; backend: BackendReport | null } {
     return { status: this.status, backend: this.training?.backendReport() ?? null };
+  }
+}
+
+/** Files of a Hugging Face model folder: a config.json without the toy checkpoint's selfcest.json. */
+function isHfFolder(files: ReadonlyMap<string, Uint8Array>): boolean {
+  const names = new Set([...files.keys()].map((k) => k.split('/').at(-1)));
+  return names.has('config.json') && !names.has('selfcest.json');
+}
+
+/** A folder without selfcest.json read as a Hugging Face model's; its failure says both what it is not and why it is not the other. */
+async function hfFolder(request: string, where: string, load: () => Promise<HfModel>): Promise<HfModel> {
+  try {
+    return await load();
+  } catch (e) {
+    throw new Error(
+      `${request}: no selfcest.json in ${where}, so not a checkpoint of this project, and not a Hugging Face model folder either: ${(e as Error).message}`,
+    );
   }
 }
 

@@ -123,6 +123,9 @@ export interface BackendReport {
 }
 
 export interface ModelReport {
+  /** The toy model, or a Hugging Face folder (absent in a report saved before it was recorded: the toy). */
+  kind?: 'toy' | 'hf';
+  /** The toy's preset (tiny, small, custom), or the folder's family (qwen2, llama, gpt2, qwen3). */
   preset: string;
   parameters: number;
   policyVersion: number;

@@ -10,17 +10,15 @@
  * the step is redone with the same seed. A lost trainer device falls back the same way and
  * rebuilds the weights from the host copy made at the last broadcast (optimizer moments restart).
  */
-import { toyPolicyModel, toyScorer } from '../../core/policyModel';
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
 import { type FrontierPoint, type Method, frontierPoint } from '../../core/eval/frontier';
 import type { RunConfig } from '../../core/runConfig';
-import { cosineLr, sftMetricsRow, sftSequences, sftStep } from '../../core/sft/sft';
+import { cosineLr, sftMetricsRow, sftStepOf } from '../../core/sft/sft';
 import { canShareMemory } from '../../core/parallel/shares';
 import { type StepAnatomy, stepAnatomy } from '../../core/rl/anatomy';
 import { type ScoredEpisode, type StepMetrics, type StepProgress } from '../../core/rl/grpoStep';
 import { GrpoRun, type HeldOutPoint } from '../../core/rl/grpoRun';
-import { withOptions } from '../../core/tasks';
 import { type Alarm, alarm, yieldToEvents } from '../transport/async';
 import { grpoConfigOf, rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import type { EngineHost } from './engineHost';
@@ -32,6 +30,7 @@ import { DEVICE_LOST } from '../rollout/rolloutMessages';
 import { CodedError, RpcError } from '../transport/rpc';
 import { fallBackAfterLoss, watchDeviceLoss } from '../selectBackend';
 import type { TrainerModel } from './trainerModel';
+import type { ContextDecoder } from '../../core/rollout/scheduler';
 import { packWeights } from '../transport/weights';
 
 type Encode = (text: string) => number[];
@@ -42,7 +41,8 @@ const PROGRESS_EVERY_MS = 250;
 const OPEN_ENDED_STEPS = 10_000_000;
 
 export class Training {
-  private decoder: PooledDecoder;
+  /** The rollout pool's decoder; null when the model decodes here (the workers cannot rebuild LoRA adapters over frozen weights). */
+  private decoder: PooledDecoder | null;
   /** What the pool holds: which model at which version, and the host copy of those weights. */
   private synced: { model: TrainerModel; version: number; weights: Map<string, Float32Array> } | null = null;
   private trainerLost: Alarm = alarm();
@@ -60,7 +60,7 @@ export class Training {
     private readonly wasmPaths: string | undefined,
     private readonly emit: (e: EngineEvent) => void,
   ) {
-    this.decoder = new PooledDecoder(pool, { kind: 'toy', config: model.config });
+    this.decoder = decoderOf(pool, model);
     this.watchTrainer();
     pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
   }
@@ -135,12 +135,12 @@ export class Training {
     this.pool.terminate();
     this.grads.terminate();
     this.backend = await this.host.selectBackend(config.backend, this.wasmPaths);
-    this.model.rebuild(weights);
+    await this.model.rebuild(weights);
     this.watchTrainer();
     this.pool = await startPool(this.host, config, this.wasmPaths);
     this.pool.onBackendChange((i, report) => this.onWorkerBackend(i, report));
     this.grads = await startGradPool(this.host, config, this.wasmPaths);
-    this.decoder = new PooledDecoder(this.pool, { kind: 'toy', config: this.model.config });
+    this.decoder = decoderOf(this.pool, this.model);
     this.synced = null;
     this.config = config;
   }
@@ -148,7 +148,7 @@ export class Training {
   replaceModel(model: TrainerModel): void {
     this.model.dispose();
     this.model = model;
-    this.decoder = new PooledDecoder(this.pool, { kind: 'toy', config: model.config });
+    this.decoder = decoderOf(this.pool, model);
   }
 
   /** Sends the weights if the pool is behind, repairs replicas that lost them, and restarts dead gradient workers. */
@@ -156,7 +156,8 @@ export class Training {
     const { model } = this;
     if (this.synced?.model !== model || this.synced.version !== model.version) {
       const weights = await model.weights();
-      await this.pool.broadcast({ version: model.version, model: { kind: 'toy', config: model.config }, payload: packWeights(weights, canShareMemory()) });
+      // A model the workers cannot rebuild (LoRA adapters over frozen weights) decodes here instead.
+      if (model.replica !== null) await this.pool.broadcast({ version: model.version, model: model.replica, payload: packWeights(weights, canShareMemory()) });
       this.synced = { model, version: model.version, weights };
     }
     if (!this.pool.healthy) this.addNotes(await this.pool.repair());
@@ -187,16 +188,16 @@ export class Training {
         const run = this.grpoRun();
         const { cfg } = run;
         // The copy syncPool just broadcast is the weights the step starts from: the gradient workers get it too.
-        const gradients = this.grads.share(
-          { kind: 'toy', config: model.config },
-          this.synced?.model === model && this.synced.version === model.version ? this.synced.weights : undefined,
-        );
+        const gradients =
+          model.replica === null
+            ? undefined
+            : this.grads.share(model.replica, this.synced?.model === model && this.synced.version === model.version ? this.synced.weights : undefined);
         const deps = {
-          model: toyPolicyModel(model.policy, encode),
-          reference: cfg.loss.beta > 0 ? toyScorer(model.reference, model.policy.config) : null,
+          model: model.policyModel(encode),
+          reference: cfg.loss.beta > 0 ? model.referenceScorer() : null,
           optimizer: model.grpoOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip),
           encode,
-          decoder: this.decoder,
+          ...(this.decoder === null ? {} : { decoder: this.decoder }),
           ...(gradients ? { gradients } : {}),
           ...(onProgress ? { onProgress } : {}),
         };
@@ -232,21 +233,29 @@ export class Training {
   ): Promise<FrontierPoint[]> {
     await this.syncPool();
     const label = (p: HeldOutPoint): FrontierPoint => ({ ...p, checkpoint: `step ${p.step}` });
-    const points = await this.guard(this.grpoRun().evaluate(this.decoder, encode, (p) => onPoint(label(p)), onProgress));
+    const points = await this.withDecoder(encode, (decoder) => this.guard(this.grpoRun().evaluate(decoder, encode, (p) => onPoint(label(p)), onProgress)));
     return points.map(label);
   }
 
   /** The slow-motion view of a step that has just run (`r`), read under the weights it produced. */
   async anatomy(r: { metrics: StepMetrics; episodes: ScoredEpisode[] }, versionBefore: number): Promise<StepAnatomy> {
     const { model } = this;
-    return this.guard(stepAnatomy(toyScorer(model.policy.params, model.config), grpoConfigOf(this.config, OPEN_ENDED_STEPS), r, versionBefore, model.version));
+    // The anatomy reads only the model's scores, never its encoder.
+    return this.guard(
+      stepAnatomy(
+        model.policyModel(() => []),
+        grpoConfigOf(this.config, OPEN_ENDED_STEPS),
+        r,
+        versionBefore,
+        model.version,
+      ),
+    );
   }
 
   /** Supervised warm start; stops early when `stopped()` turns true. */
   async sft(steps: number, encode: Encode, stopped: () => boolean): Promise<{ steps: number; loss: number }> {
     // Each request is its own cosine schedule (its warm-up at most a tenth of it).
     const cfg = sftConfigOf(this.config, steps);
-    const { task, opts } = withOptions(this.config.task, cfg.taskOptions);
     const t0 = Date.now();
     let done = 0;
     let tokens = 0;
@@ -255,23 +264,15 @@ export class Training {
     while (done < steps && !stopped()) {
       const model = this.model;
       const lr = cosineLr(done, steps, cfg.lr, cfg.warmup, cfg.minLrFrac);
-      const seqs = sftSequences(task, opts, cfg, model.sftSteps, encode, model.config.nPositions);
+      const seqs = model.sftSequences(this.config, cfg, encode);
       try {
         const optimizer = model.sftOptimizer(cfg.lr, cfg.weightDecay, cfg.gradClip);
         if (!this.grads.healthy) this.addNotes(await this.grads.repair());
-        if (this.grads.size > 0) await this.guard(this.grads.sync(model.policy.params, { kind: 'toy', config: model.config }));
+        // The gradient workers rebuild the model from its trained weights: not LoRA adapters alone.
+        const remote = model.replica !== null && this.grads.size > 0;
+        if (remote) await this.guard(this.grads.sync(model.trainable, model.replica));
         const r = await this.guard(
-          sftStep(
-            model.policy.params,
-            model.config,
-            optimizer,
-            seqs,
-            lr,
-            cfg.microTokens,
-            this.grads.sftRemotes(),
-            this.grads.patience,
-            cfg.labelSmoothing ?? 0,
-          ),
+          sftStepOf(model.learner(), optimizer, seqs, lr, cfg.microTokens, remote ? this.grads.sftRemotes() : [], this.grads.patience, cfg.labelSmoothing ?? 0),
         );
         model.sftSteps++;
         if (r.applied) model.version++;
@@ -319,7 +320,10 @@ export class Training {
       for (const limit of limits) {
         const what = `evaluation: ${method} at ${limit}`;
         const progress = onProgress && ((done: number, total: number) => onProgress(what, done, total));
-        const p: FrontierPoint = { ...(await this.guard(frontierPoint(this.decoder, task, problems, method, limit, spec, encode, progress))), ...label };
+        const p: FrontierPoint = {
+          ...(await this.withDecoder(encode, (decoder) => this.guard(frontierPoint(decoder, task, problems, method, limit, spec, encode, progress)))),
+          ...label,
+        };
         points.push(p);
         onPoint(p);
       }
@@ -340,6 +344,17 @@ export class Training {
     this.model.dispose();
   }
 
+  /** Runs `work` on the pool's decoder, or on one over the weights here when the workers cannot hold the model (LoRA). */
+  private async withDecoder<T>(encode: Encode, work: (decoder: ContextDecoder) => Promise<T>): Promise<T> {
+    if (this.decoder !== null) return work(this.decoder);
+    const local = this.model.policyModel(encode).decoder(64);
+    try {
+      return await work(local);
+    } finally {
+      local.dispose();
+    }
+  }
+
   /** Races trainer work against the loss of its device (a lost device can hang a readback). */
   private guard<T>(work: Promise<T>): Promise<T> {
     return Promise.race([work, this.trainerLost.promise]);
@@ -350,7 +365,7 @@ export class Training {
     const code = e instanceof RpcError || e instanceof CodedError ? e.code : undefined;
     const trainerLost = this.trainerLost.fired !== null;
     if (!trainerLost && code !== DEVICE_LOST && code !== 'closed') return false;
-    await this.decoder.reset();
+    await this.decoder?.reset();
     if (trainerLost) await this.recoverTrainer();
     await this.syncPool();
     this.emit({ kind: 'log', level: 'warn', message: `step redone after: ${(e as Error).message}` });
@@ -364,7 +379,7 @@ export class Training {
     const report = await fallBackAfterLoss(reason, this.wasmPaths === undefined ? {} : { wasmPaths: this.wasmPaths });
     this.backend = { ...report, notes: [] };
     if (synced === null || synced.model !== this.model) throw new Error(`trainer: ${reason}, and no copy of the weights to restore`);
-    this.model.rebuild(synced.weights);
+    await this.model.rebuild(synced.weights);
     this.model.version = synced.version;
     this.trainerLost = alarm();
     this.watchTrainer();
@@ -386,6 +401,11 @@ export class Training {
     this.notes.push(...notes);
     this.emit(this.backendEvent());
   }
+}
+
+/** The pool's decoder for `model` in its protocol; null when the workers cannot rebuild it (LoRA adapters over frozen weights). */
+function decoderOf(pool: RolloutPool, model: TrainerModel): PooledDecoder | null {
+  return model.replica === null ? null : new PooledDecoder(pool, model.replica, model.poolProtocol);
 }
 
 function startPool(host: EngineHost, config: RunConfig, wasmPaths: string | undefined): Promise<RolloutPool> {

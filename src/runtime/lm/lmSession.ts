@@ -4,7 +4,7 @@
  * steps over LoRA adapters with the page's run config, and the adapters in PEFT's format.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { FolderReader } from '../../core/io/hfFolder';
+import { type FolderReader, filesFolderReader } from '../../core/io/hfFolder';
 import { hubFolderReader } from '../../core/io/hubFolder';
 import { encodeSafetensors } from '../../core/io/safetensors';
 import { Lora, type LoraConfig, attentionTargets, peftAdapterConfig } from '../../core/model/lora';
@@ -31,13 +31,7 @@ import { hfPolicyModel } from '../../core/policyModel';
 import { LmStepper, type LmStepperState, type StepUntil } from './lmStepper';
 
 /** A folder reader over files given by name (a folder's top level; nested paths are read by their last part). */
-export function filesReader(files: LmFiles): FolderReader {
-  const byName = new Map(Object.entries(files).map(([k, v]) => [k.split('/').at(-1) as string, v]));
-  return async (name) => {
-    const b = byName.get(name);
-    return b === undefined ? null : new Uint8Array(b);
-  };
-}
+export const filesReader = (files: LmFiles): FolderReader => filesFolderReader(new Map(Object.entries(files).map(([k, v]) => [k, new Uint8Array(v)])));
 
 /** Bytes as MB to three significant digits. */
 const megabytes = (bytes: number): number => Number((bytes / 1e6).toPrecision(3));
