@@ -188,6 +188,19 @@ export function hfScorer(w: HfWeights, trainable: ReadonlyMap<string, tf.Variabl
   return { params: trainable, scores: (inputs, targets, temperature) => decoderTargetScores(w.params, w.config, inputs, targets, temperature, w.adapters) };
 }
 
+/**
+ * A Hugging Face decoder's frozen KL reference, decoded without adapters (the base under LoRA, or
+ * the weights as loaded): no gradient is taken for it, and its weights stand as its `params`,
+ * what a gradient worker rebuilds the reference from.
+ */
+export function hfReferenceScorer(config: DecoderConfig, params: DecoderParams): Scorer {
+  return {
+    // Frozen tensors, not variables: the gradient code only reads (and sends) them.
+    params: params as ReadonlyMap<string, tf.Tensor> as ReadonlyMap<string, tf.Variable>,
+    scores: (inputs, targets, temperature) => decoderTargetScores(params, config, inputs, targets, temperature),
+  };
+}
+
 /** A Hugging Face decoder as a policy model: the text protocol under its tokenizer's chat template, decoded by HfContextDecoder. */
 export function hfPolicyModel(w: HfWeights, tokenizer: HfTokenizer, trainable: ReadonlyMap<string, tf.Variable>): PolicyModel {
   const protocol = textProtocol(tokenizer);

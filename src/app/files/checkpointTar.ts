@@ -8,6 +8,7 @@
 import { CHECKPOINT_FILES, OPTIONAL_CHECKPOINT_FILES, REQUIRED_CHECKPOINT_FILES } from '../../core/io/checkpoint';
 import { PROVENANCE_FILE, type Provenance, decodeProvenance, parseProvenance } from '../../core/io/provenance';
 import { tarArchive, untar } from './tar';
+import { isModelFolderFile } from '../../core/io/hfFolder';
 
 /**
  * A run's history beside its checkpoint: the CLI train's (and the page's Metrics and Traces
@@ -20,7 +21,8 @@ export type RunFileName = (typeof RUN_FILES)[number];
 export const IMPORT_HELP =
   `The exported .tar, a CLI run folder's files (or its .tar), or the loose files. Required: ${REQUIRED_CHECKPOINT_FILES.join(', ')}. ` +
   `Optional: ${[...OPTIONAL_CHECKPOINT_FILES, PROVENANCE_FILE].join(', ')} (the history of the weights; the model resumes at its policy version); ` +
-  `metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). Other files are ignored.`;
+  `metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). ` +
+  `Or a Hugging Face model folder's files (config.json, model.safetensors, tokenizer.json, tokenizer_config.json with a chat template), or its export's .tar. Other files are ignored.`;
 
 /** The download of the engine's exported files: `selfcest-<preset>-v<version>.tar`, one folder inside. */
 export function weightsTar(
@@ -86,7 +88,8 @@ export function checkpointFilesOf(picked: readonly PickedFile[]): CheckpointPick
       pick.origins.set(PROVENANCE_FILE, origin);
       return;
     }
-    if (!CHECKPOINT_NAMES.has(name)) {
+    // The toy's checkpoint files, or a Hugging Face model folder's (the engine tells them apart by selfcest.json).
+    if (!CHECKPOINT_NAMES.has(name) && !isModelFolderFile(name)) {
       pick.ignored.push(origin);
       return;
     }

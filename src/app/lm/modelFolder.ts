@@ -3,15 +3,10 @@
  * File with its webkitRelativePath) or a dropped folder (DataTransferItem.webkitGetAsEntry). Only
  * the files a model load reads are kept, from the folder's top level.
  */
+import { isModelFolderFile } from '../../core/io/hfFolder';
 
 /** Whether a file of the folder's top level is one the load reads. */
-export function neededFile(name: string): boolean {
-  return (
-    ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'].includes(name) ||
-    name.endsWith('.safetensors') ||
-    name === 'model.safetensors.index.json'
-  );
-}
+const neededFile = isModelFolderFile;
 
 /** The folder's name and its needed top-level files, from a directory input's files. */
 export function filesOfDirectoryInput(files: readonly File[]): { folder: string; files: File[] } {

@@ -177,11 +177,22 @@ function checkRows<T>(v: unknown, name: string, ok: (row: Record<string, unknown
   return v as T[];
 }
 
-/** A stored file set: the checkpoint's required files, each as bytes (the engine checks their content). */
+/**
+ * The files a stored set must hold: a toy checkpoint's (with selfcest.json), a LoRA adapter's, or
+ * a Hugging Face folder's (its weights in one file or an index of shards).
+ */
+function requiredFiles(v: Record<string, unknown>): string[] {
+  if ('adapter_model.safetensors' in v) return ['adapter_config.json', 'adapter_model.safetensors'];
+  if (!('selfcest.json' in v) && 'config.json' in v)
+    return ['config.json', 'tokenizer.json', 'model.safetensors.index.json' in v ? 'model.safetensors.index.json' : 'model.safetensors'];
+  return [...REQUIRED_CHECKPOINT_FILES];
+}
+
+/** A stored file set: the required files of its kind, each as bytes (the engine checks their content). */
 function checkFiles(v: unknown, name: string): FileSet {
   if (v === undefined) fail(`the ${name} are missing from the archive`);
   if (!isObject(v)) fail(`the ${name} are not a set of files`);
-  const missing = REQUIRED_CHECKPOINT_FILES.filter((f) => !(v[f] instanceof Uint8Array));
+  const missing = requiredFiles(v).filter((f) => !(v[f] instanceof Uint8Array));
   if (missing.length > 0) fail(`the ${name} lack ${missing.join(', ')}`);
   for (const [file, bytes] of Object.entries(v)) if (!(bytes instanceof Uint8Array)) fail(`the ${name}: ${file} is not bytes`);
   return v as FileSet;

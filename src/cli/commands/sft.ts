@@ -24,7 +24,7 @@ import type { TrainSequence } from '../../core/parallel/sequences';
 import { heldOutProblems, runProblems, summarize } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
 import type { Policy } from '../../core/policy';
-import { startNodeGradPool } from '../../runtime/node/gradWorkers';
+import { failureWarnings, startNodeGradPool } from '../../runtime/node/gradWorkers';
 
 /** Run-config fields a Hugging Face model's warm start has no form for: refused with `--model`, by flag. */
 const TOY_ONLY: readonly RunConfigKey[] = ['preset', 'rootLimitStraddle', 'sftLabelSmoothing'];
@@ -188,6 +188,7 @@ async function toyStudent(
   const optimizer = new AdamW(policy.params, { ...ADAM_MOMENTS, lr: cfg.lr, weightDecay: cfg.weightDecay, gradClip: cfg.gradClip });
   // Data parallel: the workers take shares of each step's micro-batches.
   const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
+  const warnFailures = failureWarnings(grad);
   const runConfig: Record<string, unknown> = { ...cfg, preset: rc.preset, init: f.init ?? null };
   return {
     runConfig,
@@ -198,7 +199,19 @@ async function toyStudent(
     sequences: (step) => sftMixSequences(mix, cfg, step, encode, policy.config.nPositions),
     step: async (seqs, lr) => {
       if (grad) await grad.sync(policy.params, { kind: 'toy', config: policy.config });
-      return sftStep(policy.params, policy.config, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience, cfg.labelSmoothing ?? 0);
+      const r = await sftStep(
+        policy.params,
+        policy.config,
+        optimizer,
+        seqs,
+        lr,
+        cfg.microTokens,
+        grad?.sftRemotes() ?? [],
+        grad?.patience,
+        cfg.labelSmoothing ?? 0,
+      );
+      warnFailures();
+      return r;
     },
     evaluate: () => heldOut(toyPolicyModel(policy, encode), mix, rc.evalN, rolloutConfigOf(rc, { greedy: true }), encode),
     save: (state, rows) => runDir.save(policy, optimizer, state, { 'metrics.jsonl': rows }),
@@ -244,6 +257,7 @@ async function textStudent(
   const learner = scorerLearner(hfScorer(policy.model, policy.trainable));
   // Data parallel (every weight trained): the workers rebuild the model from its weights and take shares of each step's micro-batches.
   const grad = f.workers > 0 ? await startNodeGradPool(f.workers, backend) : null;
+  const warnFailures = failureWarnings(grad);
   const replica = { kind: 'hf', config: model.config } as const;
   return {
     runConfig,
@@ -254,7 +268,9 @@ async function textStudent(
     sequences: (step) => textSftSequences(mix, cfg, step, model.tokenizer, lengths, model.config.maxPositions),
     step: async (seqs, lr) => {
       if (grad) await grad.sync(policy.trainable, replica);
-      return sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience);
+      const r = await sftStepOf(learner, optimizer, seqs, lr, cfg.microTokens, grad?.sftRemotes() ?? [], grad?.patience);
+      warnFailures();
+      return r;
     },
     evaluate: () =>
       heldOut(

@@ -6,7 +6,7 @@
  * same run-config flags; a flag one kind of model cannot honour is refused by name. Resumable.
  */
 import type * as tf from '@tensorflow/tfjs';
-import { type PolicyModel, type Scorer, hfPolicyModel, hfScorer, toyPolicyModel, toyScorer } from '../../core/policyModel';
+import { type PolicyModel, type Scorer, hfPolicyModel, hfReferenceScorer, toyPolicyModel, toyScorer } from '../../core/policyModel';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
@@ -23,7 +23,7 @@ import type { ContextDecoder } from '../../core/rollout/scheduler';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { REFERENCE_RECIPE, withReferenceRecipe } from '../../core/verl/config';
 import type { Policy } from '../../core/policy';
-import { startNodeGradPool } from '../../runtime/node/gradWorkers';
+import { failureWarnings, startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
 import { loadTextModel, modelSummary, warnTextFit } from '../hfModel';
 import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
@@ -127,7 +127,7 @@ export const train = defineRunCommand(
       trainee = {
         model: hfPolicyModel(policy.model, policy.model.tokenizer, policy.trainable),
         // The reference decodes without adapters: the frozen base (LoRA), or the weights as given (full).
-        reference: cfg.loss.beta > 0 ? hfScorer({ config: policy.model.config, params: policy.reference }, new Map()) : null,
+        reference: cfg.loss.beta > 0 ? hfReferenceScorer(policy.model.config, policy.reference) : null,
         saved: runDir.saved?.state ?? null,
         restoreOptimizer: (opt) => runDir.restoreOptimizer(opt),
         describe: (a, c) => runDir.describe(a, c),
@@ -175,6 +175,7 @@ export const train = defineRunCommand(
     const rollouts = f.workers > 0 ? await PolicyRollouts.start(model, f.workers, backend, step) : null;
     // With --grad-workers, each update's sequences are shared with gradient worker threads.
     const grads = await startNodeGradPool(f['grad-workers'], backend);
+    const warnFailures = failureWarnings(grads);
     // The weights a step starts from, as the rollout workers were sent them (with --workers): the gradient workers' first sync reuses them.
     let startCopy: Map<string, Float32Array> | undefined;
     const run = new GrpoRun(cfg, mix, { every: rc.evalEvery, n: rc.evalN, methods: ['delegate'] }, step);
@@ -203,6 +204,7 @@ export const train = defineRunCommand(
         restart,
       );
       step = run.steps;
+      warnFailures();
       startCopy = await rollouts?.sync(step);
       elapsed += metrics.wallSec;
       tokensSeen += episodes.reduce((n, e) => n + e.trace.tokens.total, 0);

@@ -10,6 +10,26 @@ import { type DecodedTensor, decodeSafetensors } from './safetensors';
 /** A file of the folder by name, or null when the folder has none. */
 export type FolderReader = (name: string) => Promise<Uint8Array | null>;
 
+/** The engine's record beside an exported folder's weights: the counters and the page's training record (docs/FORMATS.md). */
+export const HF_TRAINING_FILE = 'selfcest_training.json';
+
+/** Whether a file of a folder's top level is one a Hugging Face model's load reads or its export keeps. */
+export function isModelFolderFile(name: string): boolean {
+  return (
+    [
+      HF_TRAINING_FILE,
+      'config.json',
+      'generation_config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'chat_template.jinja',
+      'special_tokens_map.json',
+    ].includes(name) ||
+    name.endsWith('.safetensors') ||
+    name === 'model.safetensors.index.json'
+  );
+}
+
 /** A folder reader over files held by name (a folder's top level; a nested path is read by its last part). */
 export function filesFolderReader(files: ReadonlyMap<string, Uint8Array>): FolderReader {
   const byName = new Map([...files].map(([k, v]) => [k.split('/').at(-1) as string, v]));

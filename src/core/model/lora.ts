@@ -177,14 +177,15 @@ export class Lora implements Adapters {
     return tf.mul(tf.reshape(low, [...shape.slice(0, -1), b.shape[0]]), this.scale);
   }
 
+  /** The name in adapter_model.safetensors of the adapter `key` (`${module}.lora_A`). */
+  peftName(key: string): string {
+    const cut = key.lastIndexOf('.');
+    return `${PEFT_PREFIX}${key.slice(0, cut)}.${key.slice(cut + 1)}.weight`;
+  }
+
   /** The tensors of adapter_model.safetensors, PEFT's names. */
   async peftTensors(): Promise<TensorToEncode[]> {
-    return Promise.all(
-      [...this.params].map(async ([key, v]) => {
-        const [m, part] = [key.slice(0, key.lastIndexOf('.')), key.slice(key.lastIndexOf('.') + 1)];
-        return { name: `${PEFT_PREFIX}${m}.${part}.weight`, shape: [...v.shape], data: (await v.data()) as Float32Array };
-      }),
-    );
+    return Promise.all([...this.params].map(async ([key, v]) => ({ name: this.peftName(key), shape: [...v.shape], data: (await v.data()) as Float32Array })));
   }
 
   /**

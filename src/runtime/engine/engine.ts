@@ -120,10 +120,32 @@ export class Engine {
       this.requireTraining();
       const files = filesFromRecord(req.files);
       const source = [...files.keys()].join(', ');
-      if (isHfFolder(files)) {
-        if (req.resume !== undefined) throw new Error('loadFiles: a Hugging Face folder loads as it is (resume is for toy checkpoints)');
-        const model = await hfFolder('loadFiles', 'the files', () => HfModel.load(filesFolderReader(files), source, this.config));
-        return reply(await this.replaceModel(model));
+      // A Hugging Face folder, or (resumed with LoRA) its adapter with the folder as the origin.
+      if (isHfFolder(files) || (req.resume?.origin !== undefined && isHfFolder(filesFromRecord(req.resume.origin.files)))) {
+        // A resumed model: its counters, its optimizers' moments, and its origin folder when that is not the loaded weights.
+        const resume = req.resume;
+        const counters = resume === undefined ? undefined : checkCounters(resume.counters, 'resume.counters');
+        const log = resume?.log === undefined ? null : checkLog(resume.log);
+        const name = resume?.source === undefined ? source : String(resume.source);
+        let model: HfModel;
+        if (resume?.origin === undefined) {
+          model = await hfFolder('loadFiles', 'the files', () => HfModel.load(filesFolderReader(files), name, this.config, counters));
+        } else {
+          const origin = filesFromRecord(resume.origin.files);
+          const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
+          model = await hfFolder('loadFiles', 'the origin files', () =>
+            HfModel.resumed(filesFolderReader(origin), originCounters, files, counters as ModelCounters, name, this.config),
+          );
+        }
+        try {
+          model.loadOptimizers(files); // before the running model is replaced
+        } catch (e) {
+          model.dispose();
+          throw new Error(`loadFiles: ${(e as Error).message}`);
+        }
+        const report = await this.replaceModel(model);
+        if (log) this.log.restore(log.metrics, log.traces);
+        return reply(report);
       }
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt);

@@ -14,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { filesFolderReader } from '../../core/io/hfFolder';
+import { HF_TRAINING_FILE, filesFolderReader } from '../../core/io/hfFolder';
 import { folderFiles } from '../../core/io/hfFolderParts';
 import { loadHfTextModel } from '../../core/io/hfTextModel';
 import { decodeSafetensors } from '../../core/io/safetensors';
@@ -26,7 +26,6 @@ import { nodeEndpoint } from '../node/nodeEndpoint';
 import { nodeHost } from '../node/nodeHost';
 import { EngineClient } from './engineClient';
 import type { Engine } from './engine';
-import { HF_TRAINING_FILE } from './hfModel';
 import type { EngineEvent } from './messages';
 import { serveEngine } from './serveEngine';
 import { pythonWith } from '../../../test/python/python';
@@ -131,6 +130,8 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, before)).toBeGreaterThan(0);
     const { metrics } = await client.request({ kind: 'step' });
     expect(metrics.step).toBe(1);
+    // The gradient worker took its shares (of the KL reference's too): none was restarted.
+    expect(ofKind('backend').flatMap((e) => e.report.notes)).toEqual([]);
     const episodes = ofKind('episodes').at(-1);
     expect(episodes?.traces).toHaveLength(config.group * config.batch);
     // Text episodes: the root's context holds the chat template's text.
@@ -177,6 +178,29 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     }
     const reset = await client.request({ kind: 'reset' });
     expect(reset).toMatchObject({ kind: 'hf', policyVersion: 0 });
+    expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, await loaderLogits(folderBytes))).toBe(0);
+  });
+
+  it('resumes from its export as the page’s saved session does: weights, counters, optimizer moments, and its origin for Reset', async () => {
+    await client.request({ kind: 'sft', steps: 1 });
+    await client.request({ kind: 'step' });
+    const { logits } = await client.request({ kind: 'logits', text: TEXT });
+    const current = await client.request({ kind: 'exportWeights', optimizer: true });
+    const origin = await client.request({ kind: 'exportWeights', origin: true });
+    expect(Object.keys(current.files)).toEqual(expect.arrayContaining(['optimizer-grpo.safetensors', 'optimizer-sft.safetensors']));
+    await client.request({ kind: 'reset' });
+    const report = await client.request({
+      kind: 'loadFiles',
+      files: current.files as unknown as Record<string, ArrayBuffer>,
+      resume: {
+        counters: current.counters,
+        origin: { files: origin.files as unknown as Record<string, ArrayBuffer>, counters: origin.counters },
+        source: 'session',
+      },
+    });
+    expect(report).toMatchObject({ kind: 'hf', policyVersion: current.counters.policyVersion, source: 'session' });
+    expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, logits)).toBe(0);
+    await client.request({ kind: 'reset' });
     expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, await loaderLogits(folderBytes))).toBe(0);
   });
 

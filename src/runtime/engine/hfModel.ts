@@ -7,11 +7,11 @@
  * workers rebuild it from its weights when every weight trains.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type FolderReader, filesFolderReader } from '../../core/io/hfFolder';
+import { type FolderReader, HF_TRAINING_FILE, filesFolderReader } from '../../core/io/hfFolder';
 import { type LoadedHfTextModel, loadHfTextModel } from '../../core/io/hfTextModel';
 import type { ModelCounters } from '../../core/io/provenance';
 import { ZERO_COUNTERS } from '../../core/io/provenance';
-import { encodeSafetensors } from '../../core/io/safetensors';
+import { decodeSafetensors, encodeSafetensors } from '../../core/io/safetensors';
 import { decoderForward, decoderTensorSpecs } from '../../core/model/decoder';
 import { Lora, type LoraConfig, peftAdapterConfig } from '../../core/model/lora';
 import type { TrainSequence } from '../../core/parallel/sequences';
@@ -21,6 +21,7 @@ import {
   type Scorer,
   type TextPolicy,
   hfPolicyModel,
+  hfReferenceScorer,
   hfScorer,
   fullPolicy,
   loraPolicy,
@@ -38,9 +39,6 @@ import { TrainerModel, logitsOf } from './trainerModel';
 
 /** The settings of the run config that make the model: what trains, how its weights are held, the adapters' seed. */
 export type HfModelSettings = Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets' | 'weights' | 'seed'>;
-
-/** The record of an export's weights, beside them (the folder stays one transformers loads). */
-export const HF_TRAINING_FILE = 'selfcest_training.json';
 
 /** Files of a model folder the loader may not read but an export keeps. */
 const CARRIED_FILES = ['generation_config.json', 'special_tokens_map.json', 'chat_template.jinja'];
@@ -95,6 +93,41 @@ export class HfModel extends TrainerModel {
     return new HfModel(files, loaded, { ...settings }, training, source, counters);
   }
 
+  /**
+   * A model that goes on where it was: the origin (KL reference, what `reset` returns to) from the
+   * folder `read` gives, the trained weights and counters from an export's files (model.safetensors
+   * when every weight trains, the PEFT adapter with LoRA).
+   */
+  static async resumed(
+    read: FolderReader,
+    originCounters: ModelCounters,
+    current: ReadonlyMap<string, Uint8Array>,
+    counters: ModelCounters,
+    source: string,
+    settings: HfModelSettings,
+  ): Promise<HfModel> {
+    const model = await HfModel.load(read, source, settings, originCounters);
+    try {
+      const file = model.lora === null ? 'model.safetensors' : 'adapter_model.safetensors';
+      const bytes = current.get(file);
+      if (bytes === undefined) throw new Error(`the trained weights lack ${file}`);
+      const tensors = decodeSafetensors(bytes).tensors;
+      // The adapter's names are PEFT's, the full weights the model's own.
+      const nameOf = (key: string) => (model.lora === null ? key : model.lora.peftName(key));
+      for (const [key, v] of model.policy.trainable) {
+        const t = tensors.get(nameOf(key));
+        if (t === undefined || t.shape.join(',') !== v.shape.join(','))
+          throw new Error(`${file}: ${nameOf(key)} is missing or is not of shape [${v.shape.join(', ')}]`);
+        tf.tidy(() => v.assign(tf.tensor(Float32Array.from(t.data), v.shape, 'float32')));
+      }
+    } catch (e) {
+      model.dispose();
+      throw e;
+    }
+    model.setCounters(counters);
+    return model;
+  }
+
   /** Whether `next` would train another model of the same folder (another LoRA setting or weight storage): then the model is made again. */
   changedBy(next: HfModelSettings): boolean {
     const s = this.settings;
@@ -134,8 +167,7 @@ export class HfModel extends TrainerModel {
   }
 
   referenceScorer(): Scorer {
-    // Without adapters: the frozen base (LoRA) or the weights as loaded (every weight trained).
-    return hfScorer({ config: this.loaded.model.config, params: this.policy.reference }, new Map());
+    return hfReferenceScorer(this.loaded.model.config, this.policy.reference);
   }
 
   learner(): SftLearner {

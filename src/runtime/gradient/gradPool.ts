@@ -85,6 +85,11 @@ export class GradPool {
     return this.members.map((m) => m.backend);
   }
 
+  /** Why each worker out of service stopped ("gradient worker i: reason"); its share is computed by the trainer. */
+  failures(): string[] {
+    return this.members.flatMap((m, i) => (m.dead === null ? [] : [`gradient worker ${i}: ${m.dead}`]));
+  }
+
   /** True when every worker is alive. */
   get healthy(): boolean {
     return this.members.every((m) => m.dead === null);
