@@ -2,7 +2,8 @@
  * A Hugging Face model through the page's one engine: a tiny Qwen2 folder made by the project
  * (`init --family qwen2`, here through its core function) is imported with the same input as a
  * checkpoint, warm-started and trained one GRPO step with the same buttons as the toy; its text
- * episodes are drawn as trees; a reload restores the session at its policy version.
+ * episodes are drawn as trees, the stepper steps one token by token; a reload restores the session
+ * at its policy version.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,6 +58,17 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   await tree.scrollIntoViewIfNeeded();
   await expect(tree).toBeVisible();
   await page.screenshot({ path: info.outputPath('hf-model-step.png'), fullPage: true });
+
+  // The token-by-token stepper over the same model: its top-k in the tokenizer's pieces, then the whole episode as a tree.
+  await page.getByTestId('stepper-seed').fill('3');
+  await page.getByTestId('stepper-start').click();
+  await expect(page.getByTestId('stepper-context')).toHaveCount(1);
+  await page.getByTestId('stepper-token').click();
+  await expect(page.getByTestId('stepper-topk').first()).toBeVisible();
+  await page.getByTestId('stepper-end').click();
+  await page.getByTestId('stepper-tree').click();
+  await expect(page.getByTestId('tree-node').first()).toHaveAttribute('data-role', 'root');
+  await page.screenshot({ path: info.outputPath('hf-model-stepper.png'), fullPage: true });
 
   // The session is kept: a reload brings the model back at its version, with its step.
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', /^(idle|paused)$/);

@@ -177,6 +177,11 @@ export class Lora implements Adapters {
     return tf.mul(tf.reshape(low, [...shape.slice(0, -1), b.shape[0]]), this.scale);
   }
 
+  /** A copy of the adapters as they are now, in variables of its own (the caller disposes them). */
+  clone(): Lora {
+    return new Lora(this.config, this.conv1d, new Map([...this.params].map(([k, v]) => [k, variableOf(tf.clone(v))])));
+  }
+
   /** The name in adapter_model.safetensors of the adapter `key` (`${module}.lora_A`). */
   peftName(key: string): string {
     const cut = key.lastIndexOf('.');

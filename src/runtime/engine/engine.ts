@@ -288,9 +288,8 @@ export class Engine {
         this.stepper?.dispose();
         this.stepper = null;
         const { model } = training;
-        if (!(model instanceof ToyModel)) throw new Error(`stepper: the token-by-token stepper runs the toy model (a ${model.preset} model is loaded)`);
         const [{ task, opts }] = taskMixOf(this.config);
-        const stepper = new Stepper(model.policy.params, model.config, {
+        const stepper = new Stepper(model.snapshot(this.encode), {
           task,
           options: opts,
           seed: req.seed,

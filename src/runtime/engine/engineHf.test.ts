@@ -204,10 +204,21 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, await loaderLogits(folderBytes))).toBe(0);
   });
 
-  it('refuses what it cannot do for this model by name, and a preset change brings back the toy', async () => {
-    await expect(client.request({ kind: 'stepperStart', seed: 1, allowSpawn: true })).rejects.toThrow(
-      /stepper: the token-by-token stepper runs the toy model \(a qwen2 model is loaded\)/,
-    );
+  it('steps an episode token by token: the top-k of each live context in the model’s own pieces, to its end', async () => {
+    const start = await client.request({ kind: 'stepperStart', seed: 1, allowSpawn: true });
+    expect(start.done).toBe(false);
+    const one = await client.request({ kind: 'stepperAdvance', until: 'token' });
+    expect(one.live[0].topK).toHaveLength(5);
+    // Pieces are the tokenizer's own strings, never ids.
+    expect(one.live[0].topK.every((t) => !t.token.startsWith('#'))).toBe(true);
+    const end = await client.request({ kind: 'stepperAdvance', until: 'end' });
+    expect(end.done).toBe(true);
+    expect(end.trace.contexts[0].pieces?.length).toBeGreaterThan(0);
+    // The root's context is the chat template's text.
+    expect(end.trace.contexts[0].text).toContain('<|im_start|>user');
+  });
+
+  it('refuses a setting the model cannot honour by name, and a preset change brings back the toy', async () => {
     await expect(client.request({ kind: 'setConfig', config: { ...config, loraR: 4, loraTargets: 'c_attn' } })).rejects.toThrow(
       /loraTargets: c_attn is not a linear layer of this model/,
     );

@@ -36,6 +36,7 @@ import { type SftConfig, type SftLearner, scorerLearner } from '../../core/sft/s
 import { textSftSequences } from '../../core/sft/textSft';
 import type { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
 import { TrainerModel, logitsOf } from './trainerModel';
+import type { ModelSnapshot } from './stepper';
 
 /** The settings of the run config that make the model: what trains, how its weights are held, the adapters' seed. */
 export type HfModelSettings = Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets' | 'weights' | 'seed'>;
@@ -164,6 +165,19 @@ export class HfModel extends TrainerModel {
 
   policyModel(): PolicyModel {
     return hfPolicyModel(this.policy.model, this.tokenizer, this.policy.trainable);
+  }
+
+  snapshot(): ModelSnapshot {
+    const { config } = this.loaded.model;
+    if (this.lora !== null) {
+      const adapters = this.lora.clone();
+      return {
+        model: hfPolicyModel({ config, params: this.loaded.model.params, adapters }, this.tokenizer, new Map()),
+        dispose: () => disposeAll(adapters.params),
+      };
+    }
+    const params = new Map([...this.policy.trainable].map(([k, v]) => [k, tf.clone(v)]));
+    return { model: hfPolicyModel({ config, params }, this.tokenizer, new Map()), dispose: () => disposeAll(params) };
   }
 
   referenceScorer(): Scorer {

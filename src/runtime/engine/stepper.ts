@@ -6,17 +6,13 @@
  * With the same seed and settings it is the episode `npm run cli -- rollout --seed N` prints.
  * Each live context shows the top-k of the distribution its latest token was drawn from.
  */
-import type { ModelConfig } from '../../core/model/config';
 import { topKProbs } from '../../core/model/sample';
-import { type GPTParams, cloneParams, disposeParams } from '../../core/model/params';
-import { SPAWN_GRAMMAR } from '../../core/protocol/grammar';
+import type { PolicyModel } from '../../core/policyModel';
 import { Rng } from '../../core/rng';
 import type { RolloutConfig } from '../../core/rollout/config';
-import { PolicyDecoder } from '../../core/rollout/policyDecoder';
-import { RolloutScheduler } from '../../core/rollout/scheduler';
+import { type ContextDecoder, RolloutScheduler } from '../../core/rollout/scheduler';
 import { evaluateExact, parseSum } from '../../core/tasks/arithmetic';
 import type { AnyTask, AnyTaskOptions, Problem } from '../../core/tasks';
-import { VOCAB } from '../../core/tokenizer/vocab';
 import { yieldToEvents } from '../transport/async';
 import type { StepperState } from './messages';
 
@@ -34,32 +30,45 @@ export interface StepperSpec {
   encode: (text: string) => number[];
 }
 
+/** A frozen copy of the model's weights as they are now, for one episode; `dispose` frees the copy. */
+export interface ModelSnapshot {
+  model: PolicyModel;
+  dispose(): void;
+}
+
 export class Stepper {
-  private readonly params: GPTParams;
-  private readonly decoder: PolicyDecoder;
+  private readonly decoder: ContextDecoder & { dispose(): void };
   private readonly scheduler: RolloutScheduler;
   private readonly topK = new Map<number, { token: string; prob: number }[]>();
   private disposed = false;
 
-  constructor(source: GPTParams, config: ModelConfig, spec: StepperSpec) {
+  /** `snapshot`: the model's weights frozen for this episode (training may go on while the user steps); the stepper owns it. */
+  constructor(
+    private readonly snapshot: ModelSnapshot,
+    spec: StepperSpec,
+  ) {
     const rng = new Rng(spec.seed);
     const problem = spec.prompt === undefined ? spec.task.generate(rng, spec.options, `seed${spec.seed}`) : problemFromPrompt(spec.task, spec.prompt);
-    // A snapshot: training may go on while the user steps; this episode keeps one policy.
-    this.params = cloneParams(source, { trainable: false });
-    this.decoder = new PolicyDecoder({ config, params: this.params }, 8);
+    const { model } = snapshot;
+    this.decoder = model.decoder(8);
+    const protocol = model.protocol(spec.rollout);
+    // A token's text: its own piece where the model's tokens are subwords, else the token's decoding.
+    const tokenText = (id: number) => protocol.pieces?.([id])[0] ?? protocol.decode([id]);
+    const banned = protocol.banned(spec.rollout.allowSpawn);
     const temperature = spec.rollout.greedy ? 1 : spec.rollout.temperature;
     this.scheduler = new RolloutScheduler(this.decoder, spec.rollout, {
       policyVersion: spec.policyVersion,
       encode: spec.encode,
+      protocol,
       onToken: (e) => {
         const V = this.decoder.vocabSize;
-        // The distribution the token was drawn from: without spawning, spawn tokens were banned.
+        // The distribution the token was drawn from: without spawning, the protocol's spawn tokens were banned.
         const row = e.logits.slice(e.offset, e.offset + V);
-        if (!spec.rollout.allowSpawn) for (const id of SPAWN_GRAMMAR) row[id] = -Infinity;
+        for (const id of banned) row[id] = -Infinity;
         const top = topKProbs(row, 0, V, STEPPER_TOP_K, temperature);
         this.topK.set(
           e.context,
-          top.map(({ id, prob }) => ({ token: VOCAB[id] ?? `#${id}`, prob })),
+          top.map(({ id, prob }) => ({ token: tokenText(id) || `#${id}`, prob })),
         );
       },
     });
@@ -100,7 +109,7 @@ export class Stepper {
     if (this.disposed) return;
     this.disposed = true;
     this.decoder.dispose();
-    disposeParams(this.params);
+    this.snapshot.dispose();
   }
 }
 

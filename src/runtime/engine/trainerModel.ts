@@ -21,6 +21,7 @@ import { taskMixOf } from '../../core/runConfigTargets';
 import { type SftConfig, type SftLearner, sftMixSequences, toyLearner } from '../../core/sft/sft';
 import { ADAM_MOMENTS, AdamW, type AdamWConfig } from '../../core/optim/adamw';
 import type { ModelReport } from './messages';
+import type { ModelSnapshot } from './stepper';
 
 type Encode = (text: string) => number[];
 
@@ -54,6 +55,8 @@ export abstract class TrainerModel {
   abstract readonly maxPositions: number;
   /** The model as the one runner and trainer see it, weights as they are now (`encode`: the toy's tokenizer). */
   abstract policyModel(encode: Encode): PolicyModel;
+  /** The model with its weights as they are now copied and frozen (the stepper's episode); the caller disposes it. */
+  abstract snapshot(encode: Encode): ModelSnapshot;
   /** The frozen origin's scorer, the KL term's reference. */
   abstract referenceScorer(): Scorer;
   /** The warm start's step over this model. */
@@ -266,6 +269,11 @@ export class ToyModel extends TrainerModel {
 
   referenceScorer(): Scorer {
     return toyScorer(this.reference, this.config);
+  }
+
+  snapshot(encode: Encode): ModelSnapshot {
+    const policy = { config: this.config, params: cloneParams(this.policy.params, { trainable: false }) };
+    return { model: toyPolicyModel(policy, encode), dispose: () => disposeParams(policy.params) };
   }
 
   learner(): SftLearner {
