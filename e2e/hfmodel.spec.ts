@@ -1,16 +1,19 @@
 /**
- * A Hugging Face model through the page's one engine: a tiny Qwen2 folder made by the project
+ * A Hugging Face model through the page's one engine (the Checkpoint panel's import, folder and
+ * Hub id): a tiny Qwen2 folder made by the project
  * (`init --family qwen2`, here through its core function) is imported with the same input as a
  * checkpoint, warm-started and trained one GRPO step with the same buttons as the toy; its text
  * episodes are drawn as trees, the stepper steps one token by token; a reload restores the session
  * at its policy version.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { folderFiles } from '../src/core/io/hfFolderParts';
 import { INIT_DEFAULT_SIZES, initHfFolder } from '../src/core/model/hfInit';
 import { writeHfFolder } from '../src/runtime/node/folderWriter';
+import { untar } from '../src/app/files/tar';
+import { HOSTILE_FOLDERS, writeTinyHfFolder } from '../test/tinyHfFolder';
 import { expect, test } from './chromium';
 
 let dir = '';
@@ -80,4 +83,113 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   await expect(page.getByTestId('policy-version')).toHaveText(version ?? '');
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1');
   expect(consoleErrors).toEqual([]);
+});
+
+test('a hostile folder (a chat template looping 10⁹ times) is refused by name within 5 s, the model loaded before stays, and the next folder loads', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
+  test.skip(backend !== 'wasm', 'the loader is the same on every backend');
+  const root = mkdtempSync(join(tmpdir(), 'hf-hostile-'));
+  try {
+    await writeTinyHfFolder(join(root, 'good'));
+    await writeTinyHfFolder(join(root, 'looping'), HOSTILE_FOLDERS[0].change);
+    await openApp('preset=tiny&workers=1');
+    await waitForModel();
+    await page.getByTestId('import-folder').setInputFiles(join(root, 'good'));
+    await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+    await waitForModel();
+    const t0 = Date.now();
+    await page.getByTestId('import-folder').setInputFiles(join(root, 'looping'));
+    await expect(page.getByTestId('import-error')).toContainText('tokenizer_config.json: chat_template: asks range() for 1,000,000,000 numbers', {
+      timeout: 5000,
+    });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await expect(page.getByTestId('import-error')).toContainText('Import failed, model kept');
+    await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+    await waitForModel();
+    await page.getByTestId('import-folder').setInputFiles(join(root, 'good'));
+    await expect(page.getByTestId('import-error')).toHaveCount(0);
+    await expect(page.getByTestId('import-note')).toContainText('loaded');
+    expect(consoleErrors).toEqual([]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a Hub model id is fetched by the engine from the Hub (here a route answering for huggingface.co); a refused id or a missing model leaves the model as it was', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
+  test.skip(backend !== 'wasm', 'the loader is the same on every backend');
+  const served: string[] = [];
+  await page.route('https://huggingface.co/**', async (route) => {
+    const m = /^https:\/\/huggingface\.co\/tiny\/qwen2\/resolve\/main\/([\w.-]+)$/.exec(route.request().url());
+    served.push(route.request().url());
+    const file = m ? join(dir, m[1]) : '';
+    if (!m || !existsSync(file)) await route.fulfill({ status: 404, body: 'not found', headers: { 'access-control-allow-origin': '*' } });
+    else
+      await route.fulfill({
+        status: 200,
+        body: readFileSync(file),
+        headers: { 'access-control-allow-origin': '*', 'content-type': 'application/octet-stream' },
+      });
+  });
+  await openApp('preset=tiny&workers=1');
+  await waitForModel();
+  await page.getByTestId('hub-id').fill('not an id');
+  await page.getByTestId('hub-load').click();
+  await expect(page.getByTestId('import-error')).toContainText('is not a Hub model id');
+  await page.getByTestId('hub-id').fill('tiny/qwen2');
+  await page.getByTestId('hub-load').click();
+  await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+  await expect(page.getByTestId('import-note')).toContainText('loaded tiny/qwen2 from the Hugging Face Hub');
+  expect(served).toContain('https://huggingface.co/tiny/qwen2/resolve/main/config.json');
+  await waitForModel();
+  await page.getByTestId('hub-id').fill('tiny/none');
+  await page.getByTestId('hub-load').click();
+  await expect(page.getByTestId('import-error')).toContainText('config.json');
+  await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+  expect(consoleErrors.filter((e) => !e.includes('404'))).toEqual([]);
+});
+
+test('a GPT-2 folder trains LoRA adapters on c_attn with the same buttons; its export is the adapter in PEFT’s format', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
+  test.skip(backend !== 'wasm', 'the software WebGPU adapter is too slow for a text model here');
+  test.setTimeout(300_000);
+  const gpt2 = mkdtempSync(join(tmpdir(), 'hf-gpt2-'));
+  try {
+    await writeHfFolder(
+      gpt2,
+      initHfFolder('gpt2', { ...INIT_DEFAULT_SIZES, layers: 1, hiddenSize: 32, heads: 2, kvHeads: 2, intermediateSize: 64, maxPositions: 1024 }, 5),
+    );
+    await openApp('preset=tiny&group=2&batch=2&miniBatch=2&workers=1&loraR=4&rootMaxTokens=16&budgets=8&maxClones=2&maxRounds=1');
+    await waitForModel();
+    await page.getByTestId('import-folder').setInputFiles(gpt2);
+    await expect(page.getByTestId('model-preset')).toContainText('gpt2 · ');
+    await waitForModel();
+    await page.getByTestId('step').click();
+    await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
+    await expect(page.getByTestId('export-weights')).toBeEnabled();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-weights').click()]);
+    const files = untar(readFileSync(await download.path()));
+    const byName = new Map(files.map((f) => [f.name.split('/').pop() as string, f.bytes]));
+    expect([...byName.keys()]).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'provenance.json']));
+    const adapterConfig = JSON.parse(new TextDecoder().decode(byName.get('adapter_config.json'))) as { peft_type: string; r: number; target_modules: string[] };
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, target_modules: ['c_attn'] });
+    expect(consoleErrors).toEqual([]);
+  } finally {
+    rmSync(gpt2, { recursive: true, force: true });
+  }
 });

@@ -23,7 +23,7 @@ import { RolloutCells, RolloutHead } from '../panels/RolloutTable';
 import { WASM_PATHS } from '../state/startup';
 import { usePlayground } from '../state/store';
 import { DelegationTree, TreeLegend } from '../tree/DelegationTree';
-import { filesOfDirectoryInput, filesOfDrop, readFolderFiles } from './modelFolder';
+import { filesOfDirectoryInput, filesOfDrop, readFolderFiles } from '../files/modelFolder';
 
 interface Episode {
   key: number;

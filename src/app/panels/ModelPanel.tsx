@@ -1,6 +1,11 @@
-/** Checkpoint import (validated by the engine) and every export: weights, traces, metrics. */
+/**
+ * The model: a checkpoint's or a Hugging Face folder's files (validated by the engine), a folder
+ * picked whole, or a Hub id; and every export: weights, traces, metrics.
+ */
+import { useState } from 'react';
 import { IMPORT_HELP } from '../files/checkpointTar';
-import { exportMetrics, exportTraces, exportWeights, importFiles } from '../state/actions';
+import { filesOfDirectoryInput } from '../files/modelFolder';
+import { exportMetrics, exportTraces, exportWeights, importFiles, loadHubModel } from '../state/actions';
 import { loopActive, usePlayground } from '../state/store';
 import { ProvenanceView } from './ProvenanceView';
 import { SessionNote } from './SessionNote';
@@ -13,6 +18,7 @@ export function ModelPanel() {
   const hasModel = usePlayground((s) => s.model !== null);
   const running = loopActive(engineState);
   const free = hasModel && pending === null;
+  const [hubId, setHubId] = useState('');
   return (
     <section className="panel" aria-label="Checkpoint">
       <h2>Checkpoint</h2>
@@ -31,6 +37,46 @@ export function ModelPanel() {
           }}
         />
       </label>
+      <label
+        className="row"
+        title="A Hugging Face model folder (config.json, model.safetensors, tokenizer.json and tokenizer_config.json with a chat template): its top-level files are read"
+      >
+        Model folder{' '}
+        <input
+          type="file"
+          data-testid="import-folder"
+          disabled={!free || running}
+          // A directory picker: the attribute is not in React's typings.
+          {...{ webkitdirectory: '' }}
+          onChange={(e) => {
+            const { files } = filesOfDirectoryInput(Array.from(e.target.files ?? []));
+            e.target.value = '';
+            void importFiles(files);
+          }}
+        />
+      </label>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void loadHubModel(hubId);
+        }}
+      >
+        <label title="A model on the Hugging Face Hub by its id, fetched from huggingface.co by this browser (no token is sent)">
+          Hub id{' '}
+          <input
+            data-testid="hub-id"
+            value={hubId}
+            placeholder="owner/name"
+            spellCheck={false}
+            onChange={(e) => setHubId(e.target.value)}
+            disabled={!free || running}
+          />
+        </label>{' '}
+        <button type="submit" data-testid="hub-load" disabled={!free || running || hubId.trim() === ''}>
+          Fetch
+        </button>
+      </form>
       {importNote && !importError && (
         <p className="muted" data-testid="import-note">
           {importNote}
@@ -48,7 +94,7 @@ export function ModelPanel() {
           data-testid="export-weights"
           disabled={!free}
           onClick={() => void exportWeights()}
-          title="model.safetensors, config.json, tokenizer.json, selfcest.json and provenance.json in one .tar"
+          title="one .tar: the toy's model.safetensors, config.json, tokenizer.json, selfcest.json; a Hugging Face model's folder (or its LoRA adapter); and provenance.json"
         >
           Weights (.tar)
         </button>

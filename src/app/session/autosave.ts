@@ -21,7 +21,7 @@ import type { SessionArchive } from './archive';
 import { type FileSet, SAVED_EPISODES, type SavedSession } from './session';
 
 /** Requests that replace the model: no save while one is in flight (its weights and history would not match). */
-const REPLACING: ReadonlySet<EngineRequestKind> = new Set(['init', 'loadUrl', 'loadFiles', 'setConfig', 'reset', 'randomInit']);
+const REPLACING: ReadonlySet<EngineRequestKind> = new Set(['init', 'loadUrl', 'loadHub', 'loadFiles', 'setConfig', 'reset', 'randomInit']);
 const RETRY_MS = 1200;
 
 export interface Autosave {

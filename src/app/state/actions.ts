@@ -249,6 +249,18 @@ export async function importFiles(files: readonly File[]): Promise<void> {
   setState({ importNote: `loaded ${[...pick.origins.values()].join(', ')}${run}${resumes}${ignored}${unused}` });
 }
 
+/** A Hugging Face model by its Hub id (owner/name), fetched by the engine; on failure the model loaded before stays. */
+export async function loadHubModel(id: string): Promise<void> {
+  setState({ importError: null, importNote: null });
+  const trimmed = id.trim();
+  if (trimmed === '') return;
+  if (!confirmDiscard(`Loading ${trimmed}`)) return;
+  const model = await send({ kind: 'loadHub', id: trimmed }, { replaces: true, onError: (message) => setState({ importError: message }) });
+  if (!model) return;
+  showModel(model);
+  setState({ importNote: `loaded ${trimmed} from the Hugging Face Hub` });
+}
+
 /** The weights as a .tar: the engine's checkpoint files and provenance.json (also inside selfcest.json's `training`). */
 export async function exportWeights(): Promise<void> {
   const { provenance: events } = getState();

@@ -18,6 +18,7 @@ import { Tokenizer } from '../../core/tokenizer/tokenizer';
 import { Serial, yieldToEvents } from '../transport/async';
 import { fetchCheckpointFiles, fileUrl, filesFromRecord } from '../checkpointFiles';
 import { filesFolderReader } from '../../core/io/hfFolder';
+import { hubFolderReader } from '../../core/io/hubFolder';
 import { HfModel } from './hfModel';
 import { rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
 import { probeCheckpoint } from '../../core/io/checkpointProbe';
@@ -115,6 +116,13 @@ export class Engine {
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt); // before the running model is replaced
       return reply(await this.replaceModel(ToyModel.fromCheckpoint(ckpt, req.baseUrl)));
+    },
+    loadHub: async (req) => {
+      this.requireTraining();
+      if (typeof req.id !== 'string') throw new Error('loadHub: id must be a string (owner/name)');
+      if (req.endpoint !== undefined && typeof req.endpoint !== 'string') throw new Error('loadHub: endpoint must be a string (a URL)');
+      const read = hubFolderReader(req.id, req.endpoint === undefined ? {} : { endpoint: req.endpoint });
+      return reply(await this.replaceModel(await HfModel.load(read, req.id, this.config)));
     },
     loadFiles: async (req) => {
       this.requireTraining();

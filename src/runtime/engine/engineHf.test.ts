@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HF_TRAINING_FILE, filesFolderReader } from '../../core/io/hfFolder';
@@ -118,6 +120,26 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     await expect(client.request({ kind: 'loadFiles', files: noTokenizer })).rejects.toThrow(
       /^loadFiles: no selfcest\.json in the files, so not a checkpoint of this project, and not a Hugging Face model folder either: .*tokenizer\.json/,
     );
+  });
+
+  it('fetches a model by its Hub id from a mirror of the Hub, and names a refused id or a missing model', async () => {
+    const server = createServer((req, res) => {
+      const m = /^\/tiny\/qwen2\/resolve\/main\/([\w.-]+)$/.exec(req.url ?? '');
+      const bytes = m ? folderBytes.get(m[1]) : undefined;
+      res.writeHead(bytes === undefined ? 404 : 200);
+      res.end(bytes === undefined ? 'not found' : Buffer.from(bytes));
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect(await client.request({ kind: 'loadHub', id: 'tiny/qwen2', endpoint })).toMatchObject({ kind: 'hf', preset: 'qwen2', source: 'tiny/qwen2' });
+      expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, await loaderLogits(folderBytes))).toBe(0);
+      await expect(client.request({ kind: 'loadHub', id: 'not an id', endpoint })).rejects.toThrow('"not an id" is not a Hub model id (owner/name)');
+      await expect(client.request({ kind: 'loadHub', id: 'tiny/none', endpoint })).rejects.toThrow(/config\.json/);
+      expect((await client.request({ kind: 'exportWeights' })).counters.policyVersion).toBe(0);
+    } finally {
+      server.close();
+    }
   });
 
   it('warm-starts, takes a GRPO step and evaluates with the toy’s requests, in the text protocol', async () => {

@@ -21,6 +21,11 @@ export type EngineRequest =
   | { kind: 'init'; config: RunConfig; wasmPaths?: string }
   /** Fetch and load a served checkpoint directory (e.g. 'checkpoints/warmstart/'). */
   | { kind: 'loadUrl'; baseUrl: string }
+  /**
+   * Fetch a Hugging Face model by its Hub id (owner/name) from the Hub, or from `endpoint` (a
+   * mirror serving the Hub's paths). Validated as a folder; on failure the current model stays.
+   */
+  | { kind: 'loadHub'; id: string; endpoint?: string }
   /** Load checkpoint files chosen by the user. Validated; on failure the current model stays. */
   | { kind: 'loadFiles'; files: CheckpointFiles; resume?: ResumeModel }
   /** Apply a validated config (a preset change re-initialises the model). */
@@ -91,6 +96,7 @@ export interface StepperState {
 export interface EngineReplies {
   init: { backend: BackendReport; workers: number; gradWorkers: number };
   loadUrl: ModelReport;
+  loadHub: ModelReport;
   loadFiles: ModelReport;
   setConfig: ModelReport;
   sft: { steps: number; loss: number };
