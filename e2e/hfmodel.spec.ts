@@ -55,7 +55,6 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   await page.getByTestId('step').click();
   await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1', { timeout: 120_000 });
   await expect(page.getByTestId('policy-version')).toHaveText(/^v\d+$/);
-  const version = await page.getByTestId('policy-version').textContent();
   // The episode's tree, its root context in the chat template's text.
   const tree = page.getByTestId('tree-svg').first();
   await tree.scrollIntoViewIfNeeded();
@@ -73,15 +72,30 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   await expect(page.getByTestId('tree-node').first()).toHaveAttribute('data-role', 'root');
   await page.screenshot({ path: info.outputPath('hf-model-stepper.png'), fullPage: true });
 
+  // Slow motion of a step and the frontier: the same panels, over the text model.
+  await page.getByTestId('slow-step').click();
+  await expect(page.getByTestId('slow-summary')).toContainText(/policy v\d+ → v\d+/, { timeout: 120_000 });
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '2');
+  // Its tokens are the tokenizer's pieces, not ids.
+  await expect(page.locator('.slow-tokens').first()).toBeVisible();
+  await expect(page.locator('.slow-tokens').first()).not.toHaveText(/#\d|<\d+\?>/);
+  await page.getByTestId('frontier-methods').fill('delegate,mono');
+  await page.getByTestId('frontier-limits').fill('8,24');
+  await page.getByTestId('frontier-n').fill('2');
+  await page.getByTestId('frontier-run').click();
+  await expect(page.getByTestId('frontier-svg')).toHaveAttribute('data-points', '4', { timeout: 120_000 });
+  await page.screenshot({ path: info.outputPath('hf-model-slow-frontier.png'), fullPage: true });
+
   // The session is kept: a reload brings the model back at its version, with its step.
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', /^(idle|paused)$/);
+  const version = await page.getByTestId('policy-version').textContent();
   await page.waitForTimeout(1500); // the autosave follows the step
   await page.reload();
   await waitForModel();
   await expect(page.getByTestId('session-restored')).toBeVisible();
   await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
   await expect(page.getByTestId('policy-version')).toHaveText(version ?? '');
-  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '1');
+  await expect(page.getByTestId('metrics-steps')).toHaveAttribute('data-steps', '2');
   expect(consoleErrors).toEqual([]);
 });
 

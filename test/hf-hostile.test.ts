@@ -6,7 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { AutoTokenizer, PreTrainedTokenizer } from '@xenova/transformers';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { SPAWN_CLONE_TOOL } from '../src/core/protocol/toolCalls';
 import { ChatTemplate } from '../src/core/tokenizer/chatTemplate';
 import { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
 import { initBackend } from '../src/runtime/backend';
-import { LmSession } from '../src/runtime/lm/lmSession';
+import { HfModel } from '../src/runtime/engine/hfModel';
 import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { PAGE_DEFAULTS } from '../src/core/runConfig';
 import { HOSTILE_FOLDERS, TINY_TEMPLATE, tinyFolderParts, writeTinyHfFolder } from './tinyHfFolder';
@@ -135,35 +135,24 @@ describe('the chat template of a folder', () => {
   });
 });
 
-/** A folder's files by name, as the page's folder picker hands them to the worker. */
-async function folderFiles(folder: string): Promise<Record<string, ArrayBuffer>> {
-  const files: Record<string, ArrayBuffer> = {};
-  for (const name of await readdir(folder)) {
-    const b = await readFile(join(folder, name));
-    files[name] = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
-  }
-  return files;
-}
-
-describe("the page's language-model session", () => {
-  it('refuses a looping template by name, keeps the model loaded before (rolls it out), and loads and rolls out the next folder', async () => {
+describe("the page engine's Hugging Face model", () => {
+  it('refuses a looping template by name and leaves nothing of it; the model loaded before decodes, and the next folder loads', async () => {
     const good = join(root, 'session-good');
     const looping = join(root, 'session-looping');
     await writeTinyHfFolder(good);
     await writeTinyHfFolder(looping, HOSTILE_FOLDERS[0].change);
-    const session = new LmSession();
+    const settings = { ...PAGE_DEFAULTS, loraR: 0 };
     const before = tf.memory().numTensors;
-    expect((await session.load(await folderFiles(good))).chatTemplate).toBe(true);
+    const first = await HfModel.load(nodeFolderReader(good), 'good', settings);
     const held = tf.memory().numTensors;
-    await expect(session.load(await folderFiles(looping))).rejects.toThrow(HOSTILE_FOLDERS[0].refusal);
-    // Nothing of the refused folder is left, and the model loaded before is still there.
+    await expect(HfModel.load(nodeFolderReader(looping), 'looping', settings)).rejects.toThrow(HOSTILE_FOLDERS[0].refusal);
+    // Nothing of the refused folder is left, and the model loaded before still answers.
     expect(tf.memory().numTensors).toBe(held);
-    const limits = { rootMaxTokens: 4, cloneBudget: 4, maxClones: 2, maxRounds: 1 };
-    expect((await session.rollout(PAGE_DEFAULTS, 1, 1, 0, limits)).traces).toHaveLength(1);
-    await session.load(await folderFiles(good));
-    const { traces } = await session.rollout(PAGE_DEFAULTS, 1, 1, 0, limits);
-    expect(traces).toHaveLength(1);
-    await session.dispose();
+    expect((await first.logits('1+2')).logits.length).toBe(3);
+    const next = await HfModel.load(nodeFolderReader(good), 'good', settings);
+    expect((await next.logits('1+2')).logits).toEqual((await first.logits('1+2')).logits);
+    first.dispose();
+    next.dispose();
     expect(tf.memory().numTensors).toBe(before);
   }, 60_000);
 });

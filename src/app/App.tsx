@@ -8,7 +8,6 @@ import { ChartsPanel } from './panels/ChartsPanel';
 import { ConfigPanel } from './panels/ConfigPanel';
 import { ControlsPanel } from './panels/ControlsPanel';
 import { FrontierPanel } from './panels/FrontierPanel';
-import { LmPanel } from './lm/LmPanel';
 import { LogPanel } from './panels/LogPanel';
 import { ModelPanel } from './panels/ModelPanel';
 import { RolloutTable } from './panels/RolloutTable';
@@ -41,7 +40,6 @@ export function App() {
           <FrontierPanel />
           <SlowMotionPanel />
           <StepperPanel />
-          <LmPanel />
         </div>
       </main>
     </>

@@ -50,10 +50,3 @@ export async function filesOfDrop(items: DataTransferItemList): Promise<{ folder
   const files = await Promise.all(all.filter((e) => e.isFile && neededFile(e.name) && e.file).map((e) => new Promise<File>((ok, fail) => e.file!(ok, fail))));
   return { folder: dir.name, files };
 }
-
-/** The files' bytes by name, for the language-model worker. */
-export async function readFolderFiles(files: readonly File[]): Promise<Record<string, ArrayBuffer>> {
-  const out: Record<string, ArrayBuffer> = {};
-  for (const f of files) out[f.name] = await f.arrayBuffer();
-  return out;
-}

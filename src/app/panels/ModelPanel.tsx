@@ -4,7 +4,7 @@
  */
 import { useState } from 'react';
 import { IMPORT_HELP } from '../files/checkpointTar';
-import { filesOfDirectoryInput } from '../files/modelFolder';
+import { filesOfDirectoryInput, filesOfDrop } from '../files/modelFolder';
 import { exportMetrics, exportTraces, exportWeights, importFiles, loadHubModel } from '../state/actions';
 import { loopActive, usePlayground } from '../state/store';
 import { ProvenanceView } from './ProvenanceView';
@@ -19,8 +19,27 @@ export function ModelPanel() {
   const running = loopActive(engineState);
   const free = hasModel && pending === null;
   const [hubId, setHubId] = useState('');
+  const [dropping, setDropping] = useState(false);
   return (
-    <section className="panel" aria-label="Checkpoint">
+    <section
+      className={dropping ? 'panel dropping' : 'panel'}
+      aria-label="Checkpoint"
+      data-testid="checkpoint-panel"
+      // A folder or files dropped here import as picked ones do.
+      onDragOver={(e) => {
+        if (!free || running) return;
+        e.preventDefault();
+        setDropping(true);
+      }}
+      onDragLeave={() => setDropping(false)}
+      onDrop={(e) => {
+        e.preventDefault();
+        setDropping(false);
+        if (!free || running) return;
+        const loose = Array.from(e.dataTransfer.files);
+        void filesOfDrop(e.dataTransfer.items).then((folder) => importFiles(folder?.files ?? loose));
+      }}
+    >
       <h2>Checkpoint</h2>
       <SessionNote />
       <label className="row" title={IMPORT_HELP}>

@@ -7,7 +7,7 @@ import type { StepAnatomy } from '../../core/rl/anatomy';
 import { ratioFactor } from '../../core/rl/advantage';
 import type { RewardBreakdown } from '../../core/rl/reward';
 import type { ContextTrace } from '../../core/rollout/trace';
-import { pieceOf } from '../tokens/tokenText';
+import { contextPieces } from '../tokens/tokenText';
 
 export const STAGES = ['Rollouts', 'Rewards', 'Advantages', 'Credit & gates', 'Update'] as const;
 export type Stage = 0 | 1 | 2 | 3 | 4;
@@ -63,10 +63,12 @@ export interface EpisodeColumn {
 /** The k-th generated token of a context with its log-prob before (behaviour) and after the update. */
 function deltas(ctx: ContextTrace, after: readonly number[]): TokenDelta[] {
   const out: TokenDelta[] = [];
+  // The model's own pieces where its tokens are subwords, else the toy's characters.
+  const pieces = contextPieces(ctx);
   let k = 0;
   for (let p = 1; p < ctx.tokens.length; p++) {
     if (ctx.writers[p] !== 'g') continue;
-    out.push({ ...pieceOf(ctx.tokens[p]), before: ctx.logprobs[k], after: after[k] });
+    out.push({ text: pieces[p].text, special: pieces[p].special, before: ctx.logprobs[k], after: after[k] });
     k++;
   }
   return out;

@@ -1,7 +1,7 @@
 /**
  * A Hugging Face model folder as a text model (config, tokenizer with its chat template, weights):
- * the one loader the CLI (src/cli/hfModel.ts) and the page's language-model worker
- * (src/runtime/lm/lmSession.ts) share, with how 16-bit weights are held. Each part is checked
+ * the one loader the CLI (src/cli/hfModel.ts) and the page's engine
+ * (src/runtime/engine/hfModel.ts) share, with how 16-bit weights are held. Each part is checked
  * before the next is read (docs/FORMATS.md lists the checks): the config's sizes against their
  * bounds, the tokenizer's files and its chat template, the tokenizer's ids against the embedding's
  * rows, then the weights (finite, every tensor the config needs with its shape).
