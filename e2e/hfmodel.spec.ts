@@ -115,6 +115,8 @@ test('a hostile folder (a chat template looping 10⁹ times) is refused by name 
     await waitForModel();
     await page.getByTestId('import-folder').setInputFiles(join(root, 'good'));
     await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+    // The folder picked names the model.
+    await expect(page.getByTestId('model-source')).toHaveText('good');
     await waitForModel();
     const t0 = Date.now();
     await page.getByTestId('import-folder').setInputFiles(join(root, 'looping'));
@@ -206,4 +208,23 @@ test('a GPT-2 folder trains LoRA adapters on c_attn with the same buttons; its e
   } finally {
     rmSync(gpt2, { recursive: true, force: true });
   }
+});
+
+test('the shipped Qwen2 warm start is a "Start from" choice: the link names it and opens it again', async ({
+  page,
+  backend,
+  openApp,
+  waitForModel,
+  consoleErrors,
+}) => {
+  test.skip(backend !== 'wasm', 'the loader is the same on every backend');
+  await openApp('checkpoint=text-warmstart&workers=1');
+  await waitForModel();
+  await expect(page.getByTestId('model-preset')).toContainText('qwen2 · 3.3M params');
+  await expect(page.getByTestId('config-checkpoint')).toHaveValue('text-warmstart');
+  expect(page.url()).toContain('checkpoint=text-warmstart');
+  await page.goto(page.url());
+  await waitForModel();
+  await expect(page.getByTestId('model-preset')).toContainText('qwen2 · 3.3M params');
+  expect(consoleErrors).toEqual([]);
 });

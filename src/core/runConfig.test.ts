@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 import {
@@ -345,8 +345,13 @@ describe('the start checkpoint', () => {
     for (const old of Object.keys(RENAMED_CHECKPOINTS)) expect(Object.keys(SHIPPED_CHECKPOINTS)).not.toContain(old);
   });
 
-  it('every shipped checkpoint is under public/checkpoints/ and is the preset the table says', () => {
+  it('every shipped checkpoint is under public/checkpoints/ and is the preset the table says (a Hugging Face folder: none, no selfcest.json)', () => {
     for (const [name, { preset }] of Object.entries(SHIPPED_CHECKPOINTS)) {
+      if (preset === null) {
+        expect(existsSync(new URL(`../../public/checkpoints/${name}/config.json`, import.meta.url)), name).toBe(true);
+        expect(existsSync(new URL(`../../public/checkpoints/${name}/selfcest.json`, import.meta.url)), name).toBe(false);
+        continue;
+      }
       const meta = JSON.parse(readFileSync(new URL(`../../public/checkpoints/${name}/selfcest.json`, import.meta.url), 'utf8')) as {
         preset: string;
         format: string;

@@ -116,6 +116,8 @@ export const SHIPPED_CHECKPOINTS = {
   'warmstart-mix': { preset: 'small', label: 'two-task warm start (arithmetic and multihop)' },
   'selfcest-mix': { preset: 'small', label: 'GRPO on multihop from the two-task warm start (both tasks)' },
   'warmstart-tiny': { preset: 'tiny', label: 'tiny warm start' },
+  // A Hugging Face folder (no selfcest.json): a Qwen2 made by `init --family qwen2`, warm-started in the text protocol; any preset.
+  'text-warmstart': { preset: null, label: 'Qwen2 warm start in the text protocol (tool calls under a chat template), naive teacher' },
 } as const;
 export type ShippedName = keyof typeof SHIPPED_CHECKPOINTS;
 export type ShippedCheckpoint = 'auto' | ShippedName | 'random';
@@ -880,7 +882,7 @@ export const RUN_CONFIG_FIELDS: readonly Field[] = [
     type: 'enum',
     values: ['auto', ...Object.keys(SHIPPED_CHECKPOINTS), 'random'],
     label: 'Start from',
-    help: 'the shipped checkpoint the page loads (auto: the tiny warm start for tiny; for small the naive warm start, or the two-task warm start when the task has multihop; random: a seeded random init)',
+    help: 'the shipped checkpoint the page loads (auto: the tiny warm start for tiny; for small the naive warm start, or the two-task warm start when the task has multihop; text-warmstart: a Qwen2 Hugging Face folder in the text protocol, whatever the preset; random: a seeded random init)',
     target: 'page',
     surfaces: PAGE_ONLY,
     default: 'auto',

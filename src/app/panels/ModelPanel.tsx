@@ -37,7 +37,7 @@ export function ModelPanel() {
         setDropping(false);
         if (!free || running) return;
         const loose = Array.from(e.dataTransfer.files);
-        void filesOfDrop(e.dataTransfer.items).then((folder) => importFiles(folder?.files ?? loose));
+        void filesOfDrop(e.dataTransfer.items).then((folder) => (folder ? importFiles(folder.files, folder.folder) : importFiles(loose)));
       }}
     >
       <h2>Checkpoint</h2>
@@ -68,9 +68,9 @@ export function ModelPanel() {
           // A directory picker: the attribute is not in React's typings.
           {...{ webkitdirectory: '' }}
           onChange={(e) => {
-            const { files } = filesOfDirectoryInput(Array.from(e.target.files ?? []));
+            const { folder, files } = filesOfDirectoryInput(Array.from(e.target.files ?? []));
             e.target.value = '';
-            void importFiles(files);
+            void importFiles(files, folder);
           }}
         />
       </label>

@@ -128,7 +128,8 @@ export async function loadStartCheckpoint(config: RunConfig): Promise<void> {
     const url = checkpointUrl(name);
     why = '';
     const loaded = await send({ kind: 'loadUrl', baseUrl: url }, { replaces: true, onError: (message) => (why = message) });
-    if (loaded && loaded.preset === config.preset) {
+    // A Hugging Face folder is no preset's: it is the model whatever the preset says.
+    if (loaded && (loaded.kind === 'hf' || loaded.preset === config.preset)) {
       showModel(loaded, null);
       return;
     }
@@ -196,7 +197,8 @@ export const RUN_FILES_ALONE =
  * weights resume at the run's counters (resumeCounters). The note names what was loaded from
  * which file, and what was ignored.
  */
-export async function importFiles(files: readonly File[]): Promise<void> {
+/** Imports picked or dropped files; `folder`: the folder they were picked as, which names the model. */
+export async function importFiles(files: readonly File[], folder?: string): Promise<void> {
   setState({ importError: null, importNote: null });
   if (files.length === 0) return;
   let pick: CheckpointPick;
@@ -224,13 +226,14 @@ export async function importFiles(files: readonly File[]): Promise<void> {
   for (const [name, bytes] of pick.files) buffers[name] = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
   const { counters } = resumed;
   const log = history.metrics.length > 0 || history.traces.length > 0 ? { metrics: history.metrics.map((p) => p.metrics), traces: history.traces } : null;
+  const named = folder ? { source: folder } : {};
   const req = counters
-    ? { kind: 'loadFiles' as const, files: buffers, resume: { counters, ...(log ? { log } : {}) } }
-    : { kind: 'loadFiles' as const, files: buffers };
+    ? { kind: 'loadFiles' as const, files: buffers, resume: { counters, ...(log ? { log } : {}), ...named }, ...named }
+    : { kind: 'loadFiles' as const, files: buffers, ...named };
   const model = await send(req, { replaces: true, onError: (message) => setState({ importError: `${message}${ignored}` }) });
   if (!model) return;
   const load = loadEvent(
-    archives,
+    folder || archives,
     model.preset,
     counters ?? { policyVersion: model.policyVersion, grpoSteps: 0, sftSteps: 0 },
     new Date(),

@@ -127,7 +127,7 @@ export class Engine {
     loadFiles: async (req) => {
       this.requireTraining();
       const files = filesFromRecord(req.files);
-      const source = [...files.keys()].join(', ');
+      const source = typeof req.source === 'string' && req.source !== '' ? req.source : [...files.keys()].join(', ');
       // A Hugging Face folder, or (resumed with LoRA) its adapter with the folder as the origin.
       if (isHfFolder(files) || (req.resume?.origin !== undefined && isHfFolder(filesFromRecord(req.resume.origin.files)))) {
         // A resumed model: its counters, its optimizers' moments, and its origin folder when that is not the loaded weights.

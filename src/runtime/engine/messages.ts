@@ -27,7 +27,8 @@ export type EngineRequest =
    */
   | { kind: 'loadHub'; id: string; endpoint?: string }
   /** Load checkpoint files chosen by the user. Validated; on failure the current model stays. */
-  | { kind: 'loadFiles'; files: CheckpointFiles; resume?: ResumeModel }
+  /** `source`: what the report names the model by (default: the file names), e.g. the folder picked. */
+  | { kind: 'loadFiles'; files: CheckpointFiles; resume?: ResumeModel; source?: string }
   /** Apply a validated config (a preset change re-initialises the model). */
   | { kind: 'setConfig'; config: RunConfig }
   /** Supervised warm start for `steps` steps (progress events; interruptible by pause). */
