@@ -11,14 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readHfConfig, readHfWeights } from '../src/core/io/hfFolder';
-import { DecoderCache, decoderConfigFromHf, decoderParams } from '../src/core/model/decoder';
-import { SPAWN_CLONE_TOOL } from '../src/core/protocol/toolCalls';
-import { runTextEpisode } from '../src/core/rollout/textEpisode';
-import { rootChat } from '../src/core/verl/dataset';
-import { HfTokenizer } from '../src/core/tokenizer/hfTokenizer';
-import { initBackend } from '../src/runtime/backend';
-import { nodeFolderReader } from '../src/runtime/node/folderReader';
 import { pythonWith } from './python/python';
 
 const FIXTURE = fileURLToPath(new URL('./python/hf_tokenizer_fixture.py', import.meta.url));
@@ -84,52 +76,5 @@ describe('generate refuses what is not a model', () => {
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
-  });
-});
-
-describe.skipIf(py.python === null)(`a text episode with clones on a Hugging Face folder${py.python === null ? ` (skipped: ${py.why})` : ''}`, () => {
-  it('starts a clone per objective with its own chat and budget, injects their answers as the tool message, and keeps who wrote each token', async () => {
-    await initBackend('wasm');
-    const read = nodeFolderReader(dir);
-    const config = decoderConfigFromHf(await readHfConfig(read));
-    const model = { config, params: decoderParams(config, await readHfWeights(read)), tokenizer: await HfTokenizer.fromFolder(read) };
-    const call = '<tool_call>{"name": "spawn_clone", "arguments": {"objectives": ["3*4", "5+6", "7-2"]}}</tool_call><|im_end|>';
-    const problem = { task: 'arithmetic', id: 'p', prompt: '3*4+5+6-7+2', truth: '18', meta: { operands: 5, terms: 5 } };
-    const messages = rootChat('arithmetic', problem);
-    expect(messages[1].content).toBe('Calculate the value of 3*4+5+6-7+2.');
-    const e = await runTextEpisode(model, messages, { rootMaxTokens: 10, cloneBudget: 6, maxClones: 2, maxRounds: 2 }, { rootPrefix: call });
-    expect(e.rounds).toBe(1);
-    expect(e.toolCalls).toBe(1);
-    expect(e.rejectedObjectives).toBe(1); // three objectives, two clones a call
-    const [root, ...clones] = e.contexts;
-    expect(clones.map((c) => c.messages[1].content)).toEqual(['3*4', '5+6']);
-    for (const c of clones) {
-      const prompt = model.tokenizer.chatIds(c.messages, true);
-      expect(c.tokens.slice(0, prompt.length)).toEqual(prompt);
-      const generated = c.tokens.length - prompt.length;
-      expect(generated).toBeGreaterThan(0);
-      expect(generated).toBeLessThanOrEqual(6);
-      expect(c.writers).toBe('p'.repeat(prompt.length) + 'g'.repeat(generated));
-      if (c.overBudget) expect(generated).toBe(6);
-    }
-    // The root: its prompt, the forced call (injected), the tool message (injected), then its own tokens.
-    const prompt = model.tokenizer.chatIds(root.messages.slice(0, 2), true, [SPAWN_CLONE_TOOL]);
-    expect(root.writers.startsWith('p'.repeat(prompt.length) + 'i')).toBe(true);
-    expect(root.writers).toMatch(/^p+i+g*$/);
-    expect(root.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
-    const answers = JSON.parse(root.messages[3].content) as string[];
-    expect(answers).toEqual(clones.map((c) => c.answer ?? 'failed: no answer within the budget'));
-    // What the root read before its second turn is what the template renders for the conversation.
-    const upToTool = model.tokenizer.decode(root.tokens.slice(0, root.writers.lastIndexOf('i') + 1));
-    expect(upToTool).toBe(model.tokenizer.chatText(root.messages, true, [SPAWN_CLONE_TOOL]));
-    const second = root.tokens.slice(root.writers.lastIndexOf('i') + 1);
-    expect(second.length).toBeGreaterThan(0);
-    expect(second.length).toBeLessThanOrEqual(10);
-    // The root's second turn is what the model writes after reading the whole conversation afresh (its cache read every token once).
-    const fresh = new DecoderCache(model.params, config);
-    const { ids: again } = await fresh.greedy(root.tokens.slice(0, root.writers.lastIndexOf('i') + 1), second.length, new Set());
-    fresh.dispose();
-    expect(again).toEqual(second);
-    model.params.forEach((p) => p.dispose());
   });
 });

@@ -1,4 +1,4 @@
-/** The limits of a text episode (textEpisode.ts), light enough for the page's main thread. */
+/** The default lengths of a text episode (a chat turn in the model's own tokens), light enough for the page's main thread. */
 
 /**
  * Lengths of a text episode when a run gives none: the root's tokens over the episode and each

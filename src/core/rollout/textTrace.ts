@@ -2,7 +2,7 @@
  * The trace of a real model's text episode (`selfcest-text-episode/1`, docs/FORMATS.md): its
  * shape, its check as read from a file, the same episode as an episode trace whose contexts are
  * text-only (what the views draw), and a terminal tree. Pure and light: the page's main thread
- * reads these without the model code (textEpisode.ts writes them).
+ * reads these without the model code (runs recorded before `train --model` wrote them).
  */
 import type { Violation } from '../protocol/violations';
 import { VIOLATIONS } from '../protocol/violations';

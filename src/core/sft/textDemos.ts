@@ -1,7 +1,7 @@
 /**
  * The teachers' demonstrations in the reference's text protocol: a task's Demonstration (the
  * token protocol's segments of a root and its clones) rendered as the chats a real model sees in
- * runTextEpisode, and tokenized as that loop builds its contexts.
+ * the text protocol (textProtocol.ts under the rollout scheduler), and tokenized as it builds its contexts.
  *
  * The toy segments are read with the token protocol's own parsers (grammar.ts RootParser, the
  * toy tokenizer), not with patterns: a root's generated run ends in a join (its spawn blocks,
@@ -249,7 +249,7 @@ function cutReply(tokenizer: Pick<HfTokenizer, 'encode'>, reply: string, budget:
 type ChatTokenizer = Pick<HfTokenizer, 'chatIds' | 'chatText' | 'decode' | 'encode' | 'stopIds'>;
 
 /**
- * A chat's context as runTextEpisode builds it: the prompt (the messages before the first
+ * A chat's context as the text protocol builds it: the prompt (the messages before the first
  * assistant turn, with the generation prompt and the tool where offered), each assistant turn its
  * text encoded then the stop id ('g'), each tool message what the loop injects ('i'). `cutAt`: the
  * last turn is a cut clone's, run to exactly that many tokens.
