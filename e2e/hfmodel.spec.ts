@@ -41,8 +41,13 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   test.setTimeout(300_000);
   await openApp('preset=tiny&group=2&batch=2&miniBatch=2&workers=1&loraR=0&rootMaxTokens=24&budgets=8&maxClones=2&maxRounds=1&sftBatchTokens=300');
   await waitForModel();
+  // The toy loaded: the LoRA settings say whom they are for.
+  await expect(page.getByTestId('config-applies-loraR')).toHaveText('(Hugging Face models)');
   await page.getByTestId('import-files').setInputFiles(files);
   await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+  // Now the preset is the one a model does not read.
+  await expect(page.getByTestId('config-applies-preset')).toHaveText('(the toy model)');
+  await expect(page.getByTestId('config-applies-loraR')).toHaveCount(0);
   await expect(page.getByTestId('import-note')).toContainText('config.json');
   await waitForModel();
 

@@ -4,7 +4,7 @@
  * the model's own format) with the optimizer and the state.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { RunConfig, RunConfigKey } from '../core/runConfig';
+import type { RunConfig } from '../core/runConfig';
 import { usageErrors } from './args';
 import { type LoadedTextModel, adapterRunWeights, fullRunWeights } from './hfModel';
 import { RunDir, type RunState, type RunWeights } from './runDir';
@@ -13,9 +13,6 @@ import type { AdamW } from '../core/optim/adamw';
 import { type TextModel, type TextPolicy, fullPolicy, loraPolicy, textTrainingOf } from '../core/policyModel';
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'];
-
-/** Run-config fields of a Hugging Face model's training: refused for a toy checkpoint, by flag. */
-export const HF_ONLY: readonly RunConfigKey[] = ['loraR', 'loraAlpha', 'loraTargets', 'weights'];
 
 /** What trains: every weight (`--lora-r 0`) or LoRA adapters of the named layers, checked against the model. */
 export const trainingOf = (rc: Pick<RunConfig, 'loraR' | 'loraAlpha' | 'loraTargets'>, model: TextModel): { full: boolean; lora: LoraConfig } =>

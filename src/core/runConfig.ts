@@ -152,6 +152,14 @@ export function startCheckpoint(c: Pick<RunConfig, 'checkpoint' | 'preset' | 'ta
 }
 
 export type RunConfigKey = keyof RunConfig;
+
+/** Fields only a Hugging Face model reads (the toy trains every weight in float32). */
+export const HF_MODEL_ONLY: readonly RunConfigKey[] = ['loraR', 'loraAlpha', 'loraTargets', 'weights'];
+/**
+ * Fields only the toy model honours, refused for a Hugging Face model when set: a limit drawn
+ * below the problem's chain counts the toy's tokens, label smoothing reads every logit (the toy's loss only).
+ */
+export const TOY_MODEL_ONLY: readonly RunConfigKey[] = ['rootLimitStraddle', 'sftLabelSmoothing'];
 export type Surface = 'page' | 'train' | 'sft';
 export type Target = 'task' | 'model' | 'grpo' | 'loss' | 'advantage' | 'reward' | 'rollout' | 'eval' | 'sft' | 'page';
 

@@ -5,7 +5,7 @@
  */
 import { useEffect, useMemo, useState } from 'react';
 import type { Field as TableField } from '../../core/runConfig';
-import { RUN_RECIPES, TASK_NAMES, rangeOf } from '../../core/runConfig';
+import { HF_MODEL_ONLY, RUN_RECIPES, TASK_NAMES, TOY_MODEL_ONLY, rangeOf } from '../../core/runConfig';
 import { BUDGET_BUCKETS } from '../../core/tokenizer/vocab';
 import { applyConfig } from '../state/actions';
 import {
@@ -67,6 +67,7 @@ function Field({
   onChange,
   draft,
   onDraft,
+  appliesTo,
 }: {
   prop: ConfigProp;
   value: Draft[keyof Draft];
@@ -75,6 +76,8 @@ function Field({
   onChange: (v: NonNullable<Draft[keyof Draft]>) => void;
   draft: Draft;
   onDraft: (d: Draft) => void;
+  /** Which model the field applies to, when not the one loaded (it is kept for the next model of that kind). */
+  appliesTo?: string | null;
 }) {
   const id = `config-${prop.key}`;
   let input;
@@ -123,6 +126,16 @@ function Field({
     <>
       <label htmlFor={id} className={changed ? 'changed' : ''}>
         {prop.label}
+        {appliesTo && (
+          <span
+            className="muted small"
+            data-testid={`config-applies-${prop.key}`}
+            title={`This setting applies to ${appliesTo}; the model loaded now does not read it.`}
+          >
+            {' '}
+            ({appliesTo})
+          </span>
+        )}
       </label>
       <div>
         {input}
@@ -137,13 +150,15 @@ function Field({
 }
 
 interface GridProps {
+  /** The model a field applies to, where the loaded one does not read it. */
+  appliesTo: (key: string) => string | null;
   draft: Draft;
   errors: Partial<Record<string, string>>;
   changed: ReadonlySet<string>;
   setDraft: React.Dispatch<React.SetStateAction<Draft>>;
 }
 
-function FieldGrid({ fields, draft, errors, changed, setDraft }: GridProps & { fields: readonly TableField[] }) {
+function FieldGrid({ fields, draft, errors, changed, setDraft, appliesTo }: GridProps & { fields: readonly TableField[] }) {
   return (
     <div className="config-grid">
       {fields.map((p) => (
@@ -156,6 +171,7 @@ function FieldGrid({ fields, draft, errors, changed, setDraft }: GridProps & { f
           onChange={(v) => setDraft((d) => (p.key === 'task' && typeof v === 'string' ? retaskDraft(d, v) : { ...d, [p.key]: v }))}
           draft={draft}
           onDraft={setDraft}
+          appliesTo={appliesTo(p.key)}
         />
       ))}
     </div>
@@ -201,7 +217,14 @@ export function ConfigPanel() {
   const recipes = useMemo(() => recipesOfDraft(draft), [draft]);
   const next = configOfDraft(draft, config);
   const idle = engineState === 'idle' || engineState === 'paused';
-  const grid: GridProps = { draft, errors, changed, setDraft };
+  const modelKind = usePlayground((s) => s.model?.kind ?? 'toy');
+  const appliesTo = (key: string): string | null =>
+    modelKind !== 'hf' && (HF_MODEL_ONLY as readonly string[]).includes(key)
+      ? 'Hugging Face models'
+      : modelKind === 'hf' && (key === 'preset' || (TOY_MODEL_ONLY as readonly string[]).includes(key))
+        ? 'the toy model'
+        : null;
+  const grid: GridProps = { draft, errors, changed, setDraft, appliesTo };
   return (
     <section className="panel" aria-label="Configuration">
       <h2>Config</h2>

@@ -9,10 +9,10 @@ import { SFT_IMPLIED } from '../../core/io/savedConfig';
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { MODEL_FLAG, loadTextModel, modelSummary, warnTextFit } from '../hfModel';
-import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { openTextPolicyRun, trainingOf } from '../textPolicyRun';
 import { TEXT_LENGTHS } from '../../core/rollout/textLimits';
 import { rolloutConfigOf, sftConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
+import { HF_MODEL_ONLY, type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
 import type { RolloutConfig } from '../../core/rollout/config';
 import { RunDir, type RunState, allSkippedError, checkOutDir, checkResumeConfig, formatDuration, policyWeights } from '../runDir';
 import { BACKEND_FLAG, freshPolicy, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
@@ -87,7 +87,7 @@ export const sft = defineRunCommand(
           '--workers: gradient workers rebuild the model from its trained weights: with --lora-r 0 (every weight trained), not LoRA adapters',
         );
     } else {
-      const textOnly = HF_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`);
+      const textOnly = HF_MODEL_ONLY.filter((k) => given.has(k)).map((k) => `--${flagName(fieldOf(k))}`);
       if (textOnly.length > 0) throw new UsageError(`${textOnly.join(', ')}: only with --model (a Hugging Face model's warm start)`);
     }
     await checkOutDir(f.out);

@@ -10,7 +10,7 @@ import { type PolicyModel, type Scorer, hfPolicyModel, hfReferenceScorer, toyPol
 import { defineRunCommand } from '../command';
 import { UsageError, usageErrors } from '../args';
 import { grpoConfigOf, taskMixOf } from '../../core/runConfigTargets';
-import { type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
+import { HF_MODEL_ONLY, type RunConfig, type RunConfigKey, fieldOf, flagName } from '../../core/runConfig';
 import { RunDir, type RunState, allSkippedError, policyWeights, checkOutDir, checkResumeConfig, formatDuration } from '../runDir';
 import { BACKEND_FLAG, getTokenizer, loadPolicyFlag, setupBackend } from '../setup';
 import { cloneParams } from '../../core/model/params';
@@ -26,7 +26,7 @@ import type { Policy } from '../../core/policy';
 import { failureWarnings, startNodeGradPool } from '../../runtime/node/gradWorkers';
 import { PolicyRollouts } from '../../runtime/node/pool';
 import { loadTextModel, modelSummary, warnTextFit } from '../hfModel';
-import { HF_ONLY, openTextPolicyRun, trainingOf } from '../textPolicyRun';
+import { openTextPolicyRun, trainingOf } from '../textPolicyRun';
 
 const RECIPES = ['project', 'reference'] as const;
 
@@ -99,7 +99,7 @@ export const train = defineRunCommand(
       );
     } else {
       refuse(
-        HF_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
+        HF_MODEL_ONLY.filter((k) => named.has(k)).map((k) => `--${flagName(fieldOf(k))}`),
         'a toy checkpoint trains every weight in float32 (these are for --model)',
       );
     }

@@ -244,6 +244,11 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     await expect(client.request({ kind: 'setConfig', config: { ...config, loraR: 4, loraTargets: 'c_attn' } })).rejects.toThrow(
       /loraTargets: c_attn is not a linear layer of this model/,
     );
+    // Settings only the toy honours are refused by name when the model would train with them.
+    await client.request({ kind: 'setConfig', config: { ...config, sftLabelSmoothing: 0.1 } });
+    await expect(client.request({ kind: 'sft', steps: 1 })).rejects.toThrow(/^sftLabelSmoothing: only the toy model honours it/);
+    await expect(client.request({ kind: 'step' })).rejects.toThrow(/^sftLabelSmoothing: only the toy model honours it/);
+    await client.request({ kind: 'setConfig', config });
     // The refused setting left the model as it was.
     expect(maxDiff((await client.request({ kind: 'logits', text: TEXT })).logits, await loaderLogits(folderBytes))).toBe(0);
     const toy = await client.request({ kind: 'setConfig', config: { ...config, preset: 'small' } });

@@ -13,7 +13,7 @@
 import { heldOutProblems } from '../../core/eval/evaluate';
 import { HELD_OUT_SEED } from '../../core/eval/splits';
 import { type FrontierPoint, type Method, frontierPoint } from '../../core/eval/frontier';
-import type { RunConfig } from '../../core/runConfig';
+import { type RunConfig, TOY_MODEL_ONLY, runConfigDefaults } from '../../core/runConfig';
 import { cosineLr, sftMetricsRow, sftStepOf } from '../../core/sft/sft';
 import { canShareMemory } from '../../core/parallel/shares';
 import { type StepAnatomy, stepAnatomy } from '../../core/rl/anatomy';
@@ -179,8 +179,21 @@ export class Training {
     );
   }
 
+  /** Refuses, by name, settings the model cannot honour (a Hugging Face model: the toy-only ones, when set away from their defaults). */
+  private checkSettings(): void {
+    if (this.model.kind === 'toy') return;
+    const base = runConfigDefaults('page', this.config.task);
+    const set = TOY_MODEL_ONLY.filter((k) => JSON.stringify(this.config[k]) !== JSON.stringify(base[k]));
+    if (set.length > 0) {
+      throw new Error(
+        `${set.join(', ')}: only the toy model honours ${set.length === 1 ? 'it' : 'them'} (a limit drawn below the problem's chain counts the toy's tokens; label smoothing reads every logit); set ${set.length === 1 ? 'it' : 'them'} back to the default for a ${this.model.preset} model`,
+      );
+    }
+  }
+
   /** One GRPO step (GrpoRun.step): rollouts in the pool, the updates here (shared with the gradient workers), then the new weights to the pool. */
   async grpoStep(encode: Encode, onProgress?: (p: StepProgress) => void): Promise<{ metrics: StepMetrics; episodes: ScoredEpisode[] }> {
+    this.checkSettings();
     for (let attempt = 1; ; attempt++) {
       const model = this.model;
       try {
@@ -255,6 +268,7 @@ export class Training {
   /** Supervised warm start; stops early when `stopped()` turns true. */
   async sft(steps: number, encode: Encode, stopped: () => boolean): Promise<{ steps: number; loss: number }> {
     // Each request is its own cosine schedule (its warm-up at most a tenth of it).
+    this.checkSettings();
     const cfg = sftConfigOf(this.config, steps);
     const t0 = Date.now();
     let done = 0;
