@@ -40,3 +40,18 @@ test('screenshots of the tree, slow-motion and frontier panels', async ({ page, 
   await expect(page.getByTestId('frontier-svg')).toHaveAttribute('data-points', /^(1[4-9]|[2-9]\d)$/, { timeout: 600_000 });
   await shoot(page, 'frontier-1440', 'frontier-panel');
 });
+
+test('screenshots of a Hugging Face model in the same panels: the shipped Qwen2 warm start after a step', async ({ page, backend, openApp, waitForModel }) => {
+  test.skip(backend !== 'wasm' || !process.env.SCREENSHOTS, 'set SCREENSHOTS=1 to rewrite docs/screenshots/');
+  test.setTimeout(900_000);
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await openApp('checkpoint=text-warmstart&workers=1&group=2&batch=2&miniBatch=2&rootMaxTokens=96&budgets=32');
+  await waitForModel();
+  await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
+  await page.getByTestId('slow-step').click();
+  await expect(page.getByTestId('slow-summary')).toBeVisible({ timeout: 600_000 });
+  await page.getByTestId('rollout-row').first().click();
+  await shoot(page, 'hf-tree-1280', 'tree-panel');
+  await shoot(page, 'hf-slow-motion-1280', 'slow-panel');
+  await shoot(page, 'hf-checkpoint-1280', 'checkpoint-panel');
+});

@@ -104,7 +104,8 @@ describe('checkpoint .tar', () => {
     expect(IMPORT_HELP).toBe(
       "The exported .tar, a CLI run folder's files (or its .tar), or the loose files. Required: model.safetensors, config.json, tokenizer.json, selfcest.json. " +
         'Optional: tokenizer_config.json, provenance.json (the history of the weights; the model resumes at its policy version); ' +
-        "metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). Other files are ignored.",
+        "metrics.jsonl and traces.jsonl (the run's curves and rollouts, with run.json or state.json for its group size). " +
+        "Or a Hugging Face model folder's files (config.json, model.safetensors, tokenizer.json, tokenizer_config.json with a chat template), or its export's .tar. Other files are ignored.",
     );
     for (const name of ['model.safetensors', 'config.json', 'tokenizer.json', 'selfcest.json']) {
       const files = shippedMap();

@@ -25,8 +25,13 @@ export function isModelFolderFile(name: string): boolean {
       'chat_template.jinja',
       'special_tokens_map.json',
     ].includes(name) ||
-    name.endsWith('.safetensors') ||
-    name === 'model.safetensors.index.json'
+    name === 'model.safetensors' ||
+    /^model-\d+-of-\d+\.safetensors$/.test(name) ||
+    name === 'model.safetensors.index.json' ||
+    // A page export of a model trained over LoRA adapters, and the optimizers' moments of a saved page session.
+    name === 'adapter_config.json' ||
+    name === 'adapter_model.safetensors' ||
+    /^optimizer-(grpo|sft)\.safetensors$/.test(name)
   );
 }
 
