@@ -38,7 +38,11 @@ async function main(): Promise<void> {
   if (family !== 'qwen2' && family !== 'gpt2') throw new Error(`FAMILY must be qwen2 or gpt2 (got ${family})`);
   await initBackend('wasm');
   const h = Number(hidden);
-  const parts = initHfFolder(family, { ...INIT_DEFAULT_SIZES, layers: Number(layers), hiddenSize: h, heads: 4, kvHeads: family === 'gpt2' ? 4 : 2, intermediateSize: 2 * h, maxPositions: 256 }, 3);
+  const parts = initHfFolder(
+    family,
+    { ...INIT_DEFAULT_SIZES, layers: Number(layers), hiddenSize: h, heads: 4, kvHeads: family === 'gpt2' ? 4 : 2, intermediateSize: 2 * h, maxPositions: 256 },
+    3,
+  );
   const files = new Map(folderFiles(parts).map((f) => [f.name, f.bytes]));
   const { model } = await loadHfTextModel(filesFolderReader(files), 'float32');
   const policy = fullPolicy(model);
