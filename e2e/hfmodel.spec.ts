@@ -116,12 +116,14 @@ test('a hostile folder (a chat template looping 10⁹ times) is refused by name 
   try {
     await writeTinyHfFolder(join(root, 'good'));
     await writeTinyHfFolder(join(root, 'looping'), HOSTILE_FOLDERS[0].change);
-    await openApp('preset=tiny&workers=1');
+    await openApp('preset=tiny&workers=1&rootMaxTokens=2000');
     await waitForModel();
     await page.getByTestId('import-folder').setInputFiles(join(root, 'good'));
     await expect(page.getByTestId('model-preset')).toContainText('qwen2 · ');
-    // The folder picked names the model.
+    // The folder picked names the model; what a run will not fit its window is said before one.
     await expect(page.getByTestId('model-source')).toHaveText('good');
+    await expect(page.getByTestId('model-warnings')).toContainText('its limit of 2000 and up to');
+    await expect(page.getByTestId('model-warnings')).toContainText("past the model's 512-token window");
     await waitForModel();
     const t0 = Date.now();
     await page.getByTestId('import-folder').setInputFiles(join(root, 'looping'));

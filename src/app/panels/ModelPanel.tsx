@@ -16,6 +16,7 @@ export function ModelPanel() {
   const importError = usePlayground((s) => s.importError);
   const importNote = usePlayground((s) => s.importNote);
   const hasModel = usePlayground((s) => s.model !== null);
+  const warnings = usePlayground((s) => s.model?.warnings ?? []);
   const running = loopActive(engineState);
   const free = hasModel && pending === null;
   const [hubId, setHubId] = useState('');
@@ -105,6 +106,13 @@ export function ModelPanel() {
         <p className="error" role="alert" data-testid="import-error">
           Import failed, model kept: {importError}
         </p>
+      )}
+      {warnings.length > 0 && (
+        <ul className="warn" data-testid="model-warnings" title="What a run under the current config will not fit this model; change the limits, or expect it">
+          {warnings.map((w) => (
+            <li key={w}>{w}</li>
+          ))}
+        </ul>
       )}
       <ProvenanceView />
       <div className="buttons">

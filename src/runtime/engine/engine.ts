@@ -218,7 +218,7 @@ export class Engine {
         if (next !== null) this.swapModel(next);
         training.setConfig(config);
         await training.syncPool();
-        return reply(training.model.report());
+        return reply(this.report());
       });
     },
     sft: async (req) => {
@@ -285,7 +285,7 @@ export class Engine {
       return this.serial.run(async () => {
         this.swapModel(await training.model.fresh());
         await training.syncPool();
-        return reply(training.model.report());
+        return reply(this.report());
       });
     },
     randomInit: async () => reply(await this.replaceModel(ToyModel.random(this.config.preset, this.config.seed))),
@@ -416,8 +416,17 @@ export class Engine {
       const training = this.requireTraining();
       this.swapModel(model);
       await training.syncPool();
-      return training.model.report();
+      return this.report();
     });
+  }
+
+  /** The model's report, with what a run under the current config will not fit (a Hugging Face model). */
+  private report(): ModelReport {
+    const { model } = this.requireTraining();
+    const report = model.report();
+    if (!(model instanceof HfModel)) return report;
+    const warnings = model.fitWarnings(this.config);
+    return warnings.length > 0 ? { ...report, warnings } : report;
   }
 
   /** A new model in place of the current one: the run's log and the stepper go with the old one. */

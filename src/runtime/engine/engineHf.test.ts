@@ -244,6 +244,10 @@ describe('a Hugging Face folder in the engine (every weight trained)', () => {
     await expect(client.request({ kind: 'setConfig', config: { ...config, loraR: 4, loraTargets: 'c_attn' } })).rejects.toThrow(
       /loraTargets: c_attn is not a linear layer of this model/,
     );
+    // Limits past the window are said with the report, before a run.
+    expect((await client.request({ kind: 'setConfig', config })).warnings).toBeUndefined();
+    const long = await client.request({ kind: 'setConfig', config: { ...config, rootMaxTokens: 2000 } });
+    expect(long.warnings).toEqual([expect.stringMatching(/^a root's prompt of up to \d+ tokens, its limit of 2000 .* past the model's 1024-token window/)]);
     // Settings only the toy honours are refused by name when the model would train with them.
     await client.request({ kind: 'setConfig', config: { ...config, sftLabelSmoothing: 0.1 } });
     await expect(client.request({ kind: 'sft', steps: 1 })).rejects.toThrow(/^sftLabelSmoothing: only the toy model honours it/);

@@ -31,7 +31,11 @@ import { asFloat } from '../../core/model/halfWeights';
 import type { Protocol } from '../../core/protocol/protocol';
 import { textProtocol } from '../../core/protocol/textProtocol';
 import type { RunConfig } from '../../core/runConfig';
-import { taskMixOf } from '../../core/runConfigTargets';
+import { rolloutConfigOf, taskMixOf } from '../../core/runConfigTargets';
+import { textFit } from '../../core/protocol/textFit';
+import { heldOutProblems } from '../../core/eval/evaluate';
+import { HELD_OUT_SEED } from '../../core/eval/splits';
+import type { TaskName } from '../../core/tasks';
 import { type SftConfig, type SftLearner, scorerLearner } from '../../core/sft/sft';
 import { textSftSequences } from '../../core/sft/textSft';
 import type { HfTokenizer } from '../../core/tokenizer/hfTokenizer';
@@ -192,6 +196,27 @@ export class HfModel extends TrainerModel {
   sftSequences(config: RunConfig, cfg: SftConfig): TrainSequence[] {
     const lengths = { rootMaxTokens: config.rootMaxTokens, cloneBudget: Math.max(...cfg.limits.budgets) };
     return textSftSequences(taskMixOf(config), cfg, this.sftSteps, this.tokenizer, lengths, this.maxPositions);
+  }
+
+  /**
+   * What a run under `config` will not fit (textFit on 32 monitor problems of each task): the
+   * root's prompt, limit and tool responses, or a clone's prompt and budget, against the window; a
+   * chat template that drops the tool list. Each sentence names its task when the run has several.
+   */
+  fitWarnings(config: RunConfig): string[] {
+    const rollout = rolloutConfigOf(config);
+    const limits = {
+      rootMaxTokens: rollout.rootMaxTokens,
+      cloneBudget: Math.max(...rollout.budgets),
+      maxClonesPerRound: rollout.maxClonesPerRound,
+      maxRounds: rollout.maxRounds,
+    };
+    const mix = taskMixOf(config);
+    return mix.flatMap(({ task, opts }) =>
+      textFit(this.tokenizer, this.maxPositions, task.name as TaskName, heldOutProblems(task, opts, 32, HELD_OUT_SEED, 'monitor'), limits).warnings.map((w) =>
+        mix.length > 1 ? `${task.name}: ${w}` : w,
+      ),
+    );
   }
 
   /** Logits of `text` in the model's own tokens (its tokenizer, no chat template), with its adapters. */

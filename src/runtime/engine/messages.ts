@@ -144,6 +144,8 @@ export interface ModelReport {
    * provenance tells instead).
    */
   trainedBy?: 'grpo' | 'sft' | null;
+  /** What of a run under the current config will not fit a Hugging Face model (its window, its chat template), one sentence each. */
+  warnings?: string[];
 }
 
 export type EngineEvent =
