@@ -3,8 +3,8 @@
  * Hub id): a tiny Qwen2 folder made by the project
  * (`init --family qwen2`, here through its core function) is imported with the same input as a
  * checkpoint, warm-started and trained one GRPO step with the same buttons as the toy; its text
- * episodes are drawn as trees, the stepper steps one token by token; a reload restores the session
- * at its policy version.
+ * episodes are drawn as trees, the stepper steps one token by token, slow motion and the frontier
+ * read it, Runs compares it with a toy run; a reload restores the session at its policy version.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,6 +90,19 @@ test('a Qwen2 folder imported in the page warm-starts, takes a GRPO step with th
   await page.getByTestId('frontier-run').click();
   await expect(page.getByTestId('frontier-svg')).toHaveAttribute('data-points', '4', { timeout: 120_000 });
   await page.screenshot({ path: info.outputPath('hf-model-slow-frontier.png'), fullPage: true });
+
+  // Runs: the Qwen2 run kept and compared with a toy run (a recorded CLI run of the toy) on the same charts.
+  await page.getByTestId('keep-run-name').fill('qwen2 e2e');
+  await page.getByTestId('keep-run').click();
+  await expect(page.getByTestId('runs-note')).toContainText('kept "qwen2 e2e" (2 GRPO steps)');
+  await page
+    .getByTestId('import-run-files')
+    .setInputFiles([join('runs', 'ablation-naive', 'gating-s1', 'metrics.jsonl'), join('runs', 'ablation-naive', 'gating-s1', 'run.json')]);
+  await page.locator('[data-testid="run-row"][data-name="qwen2 e2e"]').getByTestId('run-select').check();
+  await page.locator('[data-testid="run-row"][data-name="ablation-naive/gating-s1"]').getByTestId('run-select').check();
+  await expect(page.getByTestId('runs-compare')).toHaveAttribute('data-runs', '2');
+  await expect(page.getByTestId('runs-legend')).toContainText('qwen2 e2e');
+  await expect(page.getByTestId('chart-svg-runs-reward').locator('path[data-series]')).toHaveCount(2);
 
   // The session is kept: a reload brings the model back at its version, with its step.
   await expect(page.getByTestId('engine-state')).toHaveAttribute('data-state', /^(idle|paused)$/);
