@@ -1,7 +1,7 @@
 /** The real engine: a trainer worker (and its rollout workers) behind src/runtime's client. */
 import { EngineClient } from '../../runtime/engine/engineClient';
-import type { Engine } from './engine';
+import type { EngineLink } from './engine';
 
-export function createEngine(): Engine {
+export function createEngine(): EngineLink {
   return new EngineClient();
 }

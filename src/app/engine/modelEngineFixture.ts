@@ -13,7 +13,7 @@ import type { RunConfig } from '../../core/runConfig';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
 import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
 import { ToyModel, type TrainerModel } from '../../runtime/engine/trainerModel';
-import type { Engine, RequestOf } from './engine';
+import type { EngineLink, RequestOf } from './engine';
 
 /** The shipped tiny warm start in the repository, and the source the page names it by. */
 export const WARM_START_DIR = 'public/checkpoints/warmstart-tiny';
@@ -28,7 +28,7 @@ export function warmStartModel(): TrainerModel {
   return ToyModel.fromCheckpoint(decodeCheckpoint(warmStartFiles()), WARM_START_SOURCE);
 }
 
-export class ModelEngine implements Engine {
+export class ModelEngine implements EngineLink {
   requests: EngineRequest[] = [];
   model = warmStartModel();
 

@@ -15,7 +15,7 @@
 import { type ModelCounters, provenanceUpTo } from '../../core/io/provenance';
 import { startCheckpoint } from '../../core/runConfig';
 import type { EngineRequestKind } from '../../runtime/engine/messages';
-import type { Engine } from '../engine/engine';
+import type { EngineLink } from '../engine/engine';
 import { type PlaygroundState, appendLog, getState, loopActive, setState, usePlayground } from '../state/store';
 import type { SessionArchive } from './archive';
 import { type FileSet, SAVED_EPISODES, type SavedSession } from './session';
@@ -42,7 +42,7 @@ interface OriginCache {
   files: FileSet;
 }
 
-export function startAutosave(engine: Pick<Engine, 'request'>, archive: SessionArchive, intervalMs = 5000): Autosave {
+export function startAutosave(engine: Pick<EngineLink, 'request'>, archive: SessionArchive, intervalMs = 5000): Autosave {
   let dirty = false;
   let saving: Promise<void> | null = null;
   let timer: ReturnType<typeof setTimeout> | null = null;

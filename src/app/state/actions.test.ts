@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../core/io/checkpoint';
 import { filesFromRecord } from '../../runtime/checkpointFiles';
 import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { EngineLink, RequestOf } from '../engine/engine';
 import { tarArchive } from '../files/tar';
 import { attachEngine, importFiles, pause } from './actions';
 import { handleEvent } from './events';
@@ -14,7 +14,7 @@ const SHIPPED = 'public/checkpoints/warmstart-tiny';
 const shipped = readdirSync(SHIPPED).map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(SHIPPED, name))) }));
 
 /** An engine that validates loadFiles as the real one does (decodeCheckpoint) and names its files as the source. */
-function fakeEngine(requests: EngineRequest[]): Engine {
+function fakeEngine(requests: EngineRequest[]): EngineLink {
   return {
     async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
       const r: EngineRequest = req;
@@ -74,9 +74,9 @@ describe('policy version in the status bar', () => {
 
 describe('pause', () => {
   /** An engine whose pause reply waits until `finish` (a long step finishing); events are fed to handleEvent by hand. */
-  function slowPauseEngine(requests: EngineRequest[]): { engine: Engine; finish: (policyVersion: number) => void } {
+  function slowPauseEngine(requests: EngineRequest[]): { engine: EngineLink; finish: (policyVersion: number) => void } {
     let finish: (policyVersion: number) => void = () => undefined;
-    const engine: Engine = {
+    const engine: EngineLink = {
       async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
         const r: EngineRequest = req;
         requests.push(r);

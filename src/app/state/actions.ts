@@ -5,7 +5,7 @@
 import { type Method, frontierCsv } from '../../core/eval/frontier';
 import { configToHash, defaultGradWorkerCount, defaultWorkerCount, type RunConfig, startCheckpoint } from '../../core/runConfig';
 import type { EngineReplies, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { EngineLink, RequestOf } from '../engine/engine';
 import { download } from '../files/download';
 import { checkpointFilesOf, provenanceOf, weightsTar, type CheckpointPick } from '../files/checkpointTar';
 import { type RunHistory, resumeCounters, runHistoryOf, stepBatches } from '../files/runFolder';
@@ -23,9 +23,9 @@ import { addEpisodes } from './events';
 import { MAX_EPISODES, clearedHistory, getState, setState, type TreeSource } from './store';
 import { warmStartPlan, warmStartQuestion } from './warmStartPlan';
 
-let engine: Engine | null = null;
+let engine: EngineLink | null = null;
 
-export function attachEngine(e: Engine): void {
+export function attachEngine(e: EngineLink): void {
   engine = e;
 }
 

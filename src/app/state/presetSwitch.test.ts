@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
 import type { EngineReplies, EngineRequest, EngineRequestKind, ModelReport } from '../../runtime/engine/messages';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { EngineLink, RequestOf } from '../engine/engine';
 import { applyConfig, attachEngine } from './actions';
 import { INITIAL_STATE, getState, setState } from './store';
 
 /** An engine whose shipped checkpoints are those of `shipped` (by URL tail → preset); setConfig random-inits on a preset change, as the real one. */
-function fakeEngine(requests: EngineRequest[], shipped: Record<string, string>): Engine {
+function fakeEngine(requests: EngineRequest[], shipped: Record<string, string>): EngineLink {
   let preset = 'small';
   return {
     async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {

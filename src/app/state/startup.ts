@@ -5,7 +5,7 @@
  * is reported and kept, and the page starts fresh.
  */
 import { configFromHash, configToHash } from '../../core/runConfig';
-import type { Engine } from '../engine/engine';
+import type { EngineLink } from '../engine/engine';
 import { type KeyValueStore, type LoadResult, SessionArchive } from '../session/archive';
 import { startAutosave } from '../session/autosave';
 import { browserStore } from '../session/browserStore';
@@ -17,7 +17,7 @@ import { getState, setState } from './store';
 
 export const WASM_PATHS = `${import.meta.env.BASE_URL}tfjs-wasm/`;
 
-export async function startPlayground(createEngine: () => Engine, store: KeyValueStore | null = browserStore()): Promise<void> {
+export async function startPlayground(createEngine: () => EngineLink, store: KeyValueStore | null = browserStore()): Promise<void> {
   const archive = store === null ? null : new SessionArchive(store);
   const saved: LoadResult =
     archive === null
@@ -31,7 +31,7 @@ export async function startPlayground(createEngine: () => Engine, store: KeyValu
   // A restored session runs with the config it was saved with; a link that asks for another is applied after.
   const config = saved.kind === 'ok' ? saved.session.config : link.config;
   setState({ config, hashErrors: saved.kind === 'ok' ? [] : link.errors, hashNotes: saved.kind === 'ok' ? [] : link.notes });
-  let engine: Engine;
+  let engine: EngineLink;
   try {
     engine = createEngine();
   } catch (err) {

@@ -3,7 +3,7 @@ import { loadEvent, recordSteps, trainingSettings } from '../../core/io/provenan
 import { cosineLr } from '../../core/sft/sft';
 import { PAGE_DEFAULTS, type RunConfig } from '../../core/runConfig';
 import type { EngineReplies, EngineRequest, EngineRequestKind } from '../../runtime/engine/messages';
-import type { Engine, RequestOf } from '../engine/engine';
+import type { EngineLink, RequestOf } from '../engine/engine';
 import { setConfirm } from '../session/confirm';
 import { attachEngine, warmStart } from './actions';
 import { INITIAL_STATE, getState, setState } from './store';
@@ -78,7 +78,7 @@ describe('the question before a warm start', () => {
 
 describe('Warm start', () => {
   /** An engine that records requests and answers sft; other requests fail the test. */
-  function sftEngine(requests: EngineRequest[]): Engine {
+  function sftEngine(requests: EngineRequest[]): EngineLink {
     return {
       async request<K extends EngineRequestKind>(req: RequestOf<K>): Promise<EngineReplies[K]> {
         const r: EngineRequest = req;
