@@ -16,7 +16,8 @@ export function ModelPanel() {
   const importError = usePlayground((s) => s.importError);
   const importNote = usePlayground((s) => s.importNote);
   const hasModel = usePlayground((s) => s.model !== null);
-  const warnings = usePlayground((s) => s.model?.warnings ?? []);
+  // The store's own array (a new [] on each read would re-render without end).
+  const warnings = usePlayground((s) => s.model?.warnings) ?? [];
   const running = loopActive(engineState);
   const free = hasModel && pending === null;
   const [hubId, setHubId] = useState('');
