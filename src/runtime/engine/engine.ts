@@ -145,15 +145,7 @@ export class Engine {
             HfModel.resumed(filesFolderReader(origin), originCounters, files, counters as ModelCounters, name, this.config),
           );
         }
-        try {
-          model.loadOptimizers(files); // before the running model is replaced
-        } catch (e) {
-          model.dispose();
-          throw new Error(`loadFiles: ${(e as Error).message}`);
-        }
-        const report = await this.replaceModel(model);
-        if (log) this.log.restore(log.metrics, log.traces);
-        return reply(report);
+        return reply(await this.installLoaded(model, files, log));
       }
       const ckpt = decodeCheckpoint(files);
       await probeCheckpoint(ckpt);
@@ -172,15 +164,7 @@ export class Engine {
         const originCounters = checkCounters(resume.origin.counters, 'resume.origin.counters');
         model = ToyModel.resumed(origin, originCounters, ckpt, counters, name);
       }
-      try {
-        model.loadOptimizers(files); // before the running model is replaced
-      } catch (e) {
-        model.dispose();
-        throw new Error(`loadFiles: ${(e as Error).message}`);
-      }
-      const report = await this.replaceModel(model);
-      if (log) this.log.restore(log.metrics, log.traces);
-      return reply(report);
+      return reply(await this.installLoaded(model, files, log));
     },
     setConfig: async (req) => {
       const training = this.requireTraining();
@@ -408,6 +392,19 @@ export class Engine {
   private async stopActive(): Promise<void> {
     this.runId++;
     await this.busyDone.catch(() => undefined);
+  }
+
+  /** A loaded model with the optimizer moments among `files` (checked before the running model is replaced), then its run's history. */
+  private async installLoaded(model: TrainerModel, files: ReadonlyMap<string, Uint8Array>, log: ReturnType<typeof checkLog> | null): Promise<ModelReport> {
+    try {
+      model.loadOptimizers(files);
+    } catch (e) {
+      model.dispose();
+      throw new Error(`loadFiles: ${(e as Error).message}`);
+    }
+    const report = await this.replaceModel(model);
+    if (log) this.log.restore(log.metrics, log.traces);
+    return report;
   }
 
   private async replaceModel(model: TrainerModel): Promise<ModelReport> {
